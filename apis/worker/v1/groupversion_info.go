@@ -1,0 +1,26 @@
+// Package v1 holds the worker.gpustack.ai/v1 API: the accelerator pools (InstanceType), their hardware
+// catalog (InstanceTypeFlavor), per-node inventories and ledgers (Devices), the workloads users launch
+// (Instance, InstancePersistentVolume) and the administrator's settings (Setting).
+//
+// +kubebuilder:object:generate=true
+// +groupName=worker.gpustack.ai
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "worker.gpustack.ai", Version: "v1"}
+
+	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the kinds of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// SystemNamespace is the namespace the operator runs in and keeps its Settings and NodeFeatures in.
+const SystemNamespace = "gpustack-system"

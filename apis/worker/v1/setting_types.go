@@ -1,0 +1,77 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SettingSpec is the administrator's value of one setting.
+type SettingSpec struct {
+	// Value is the setting's value as a string; booleans are "true" or "false". Empty restores the default.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// SettingStatus is the setting's effective value and what it means.
+type SettingStatus struct {
+	// Value is the value in effect, or (sensitive) for a sensitive setting.
+	// +optional
+	Value string `json:"value,omitempty"`
+
+	// Default is the built-in default.
+	// +optional
+	Default string `json:"default,omitempty"`
+
+	// Description says what the setting does.
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// Editable is false for a setting that is read-only at runtime.
+	// +optional
+	Editable bool `json:"editable,omitempty"`
+
+	// Sensitive is true when the value must not be shown.
+	// +optional
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// Setting is one operator setting, kept in the gpustack-system namespace and named after the setting
+// (instance-privileged-allowed, instance-type-aware-cpu-manufacturer, ...). Change one with
+// `kubectl -n gpustack-system patch setting NAME --type merge -p '{"spec":{"value":"true"}}'`.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=set,categories=gpustack
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="VALUE",type=string,JSONPath=`.status.value`
+// +kubebuilder:printcolumn:name="DEFAULT",type=string,JSONPath=`.status.default`
+// +kubebuilder:printcolumn:name="DESCRIPTION",type=string,JSONPath=`.status.description`,priority=1
+// +kubebuilder:validation:XValidation:rule="self.metadata.name in ['node-management-manual', 'instance-type-mixed-on-node', 'instance-type-derived-from-node', 'instance-type-drain-when-no-flavors', 'instance-type-aware-cpu-manufacturer', 'instance-general-resources-overcommit', 'instance-privileged-allowed', 'instance-host-path-volume-allowed', 'instance-persistent-volume-placement', 'instance-ssh-server-image', 'instance-access-static-address', 'instance-access-wildcard-dns', 'workload-fit-affinity', 'container-registry', 'container-namespace', 'image-pull-secrets', 'image-pull-policy']",message="metadata.name must be a known setting; see the Settings reference in the README"
+// +kubebuilder:validation:XValidation:rule="!(self.metadata.name in ['node-management-manual', 'instance-type-mixed-on-node', 'instance-type-derived-from-node', 'instance-type-drain-when-no-flavors', 'instance-type-aware-cpu-manufacturer', 'instance-general-resources-overcommit', 'instance-privileged-allowed', 'instance-host-path-volume-allowed', 'instance-persistent-volume-placement', 'workload-fit-affinity']) || !has(self.spec) || !has(self.spec.value) || self.spec.value in ['', 'true', 'false']",message="spec.value of a boolean setting must be \"true\" or \"false\"",fieldPath=".spec.value"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name != 'image-pull-policy' || !has(self.spec) || !has(self.spec.value) || self.spec.value in ['', 'Always', 'IfNotPresent', 'Never']",message="spec.value of image-pull-policy must be Always, IfNotPresent or Never",fieldPath=".spec.value"
+type Setting struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the administrator's value.
+	// +optional
+	Spec SettingSpec `json:"spec,omitempty"`
+
+	// Status is the effective value.
+	// +optional
+	Status SettingStatus `json:"status,omitempty"`
+}
+
+// SettingList is a list of Settings.
+//
+// +kubebuilder:object:root=true
+type SettingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the Settings.
+	Items []Setting `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Setting{}, &SettingList{})
+}

@@ -1,0 +1,243 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	client := "http://127.0.0.1:" + strconv.Itoa(c.ports.etcdClient)
+	peer := "http://127.0.0.1:" + strconv.Itoa(c.ports.etcdPeer)
+	if err := c.start(componentEtcd, nil, c.bin("etcd"),
+		"--name=local", "--data-dir="+c.path("etcd"),
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=local="+peer,
+		// The cluster is disposable: skipping fsync makes it several times faster on slow disks.
+		"--unsafe-no-fsync", "--quota-backend-bytes="+strconv.Itoa(2<<30),
+		"--listen-metrics-urls=", "--log-level=warn",
+	); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "etcd", time.Minute, func(ctx context.Context) error {
+		return httpOK(ctx, client+"/health")
+	})
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context) error {
+	pki := func(name string) string { return c.path("pki", name) }
+	if err := c.start(componentAPIServer, nil, c.bin("kube-apiserver"),
+		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(c.ports.etcdClient),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.ports.apiServer),
+		"--tls-cert-file="+pki("kube-apiserver.crt"), "--tls-private-key-file="+pki("kube-apiserver.key"),
+		"--client-ca-file="+pki("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+pki("sa.pub"), "--service-account-signing-key-file="+pki("sa.key"),
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=Node,RBAC", "--allow-privileged=true",
+		"--kubelet-client-certificate="+pki("kube-apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+pki("kube-apiserver-kubelet-client.key"),
+		// On loopback the endpoint reconciler would refuse 127.0.0.1 as the kubernetes Service's endpoint.
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	return c.waitFor(ctx, "kube-apiserver", 2*time.Minute, func(ctx context.Context) error {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return errors.Wrapf(err, "readyz: %s", body)
+		}
+		return nil
+	})
+}
+
+func (c *Cluster) startControllers(ctx context.Context) error {
+	pki := func(name string) string { return c.path("pki", name) }
+	kcm := pki("kube-controller-manager.kubeconfig")
+	if err := c.start(componentKCM, nil, c.bin("kube-controller-manager"),
+		"--kubeconfig="+kcm, "--authentication-kubeconfig="+kcm, "--authorization-kubeconfig="+kcm,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.ports.kcm), "--leader-elect=false",
+		"--service-account-private-key-file="+pki("sa.key"), "--root-ca-file="+pki("ca.crt"),
+		"--use-service-account-credentials=true",
+		"--cluster-signing-cert-file="+pki("ca.crt"), "--cluster-signing-key-file="+pki("ca.key"),
+		"--controllers=*,bootstrapsigner,tokencleaner",
+	); err != nil {
+		return err
+	}
+	sched := pki("kube-scheduler.kubeconfig")
+	if err := c.start(componentScheduler, nil, c.bin("kube-scheduler"),
+		"--kubeconfig="+sched, "--authentication-kubeconfig="+sched, "--authorization-kubeconfig="+sched,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.ports.scheduler), "--leader-elect=false",
+	); err != nil {
+		return err
+	}
+	for name, port := range map[string]int{componentKCM: c.ports.kcm, componentScheduler: c.ports.scheduler} {
+		url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
+		if err := c.waitFor(ctx, name, 2*time.Minute, func(ctx context.Context) error { return httpOK(ctx, url) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kwokConfig is KWOK's configuration followed by the stages copied from the kwok module: nodes become Ready
+// and keep a lease, Pods run, complete and are deleted.
+func (c *Cluster) kwokConfig() (string, error) {
+	cfg := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  manageAllNodes: false
+  manageNodesWithAnnotationSelector: kwok.x-k8s.io/node=fake
+  nodeIP: 127.0.0.1
+  serverAddress: 127.0.0.1:%d
+  enableCRDs: []
+  podPlayStageParallelism: 4
+  nodePlayStageParallelism: 4
+  nodeLeaseDurationSeconds: 40
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 4
+`, c.ports.kwok)
+	stages, err := filepath.Glob(filepath.Join(c.cfg.BinDir, "assets", "kwok-stages", "*.yaml"))
+	if err != nil || len(stages) == 0 {
+		return "", errors.New("no KWOK stages in bin/assets/kwok-stages: run `make tools`")
+	}
+	for _, s := range stages {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			return "", errors.Wrap(err, "cannot read KWOK stage")
+		}
+		cfg += "---\n" + string(data)
+	}
+	path := c.path("config", "kwok.yaml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", errors.Wrap(err, "cannot create config directory")
+	}
+	return path, errors.Wrap(os.WriteFile(path, []byte(cfg), 0o644), "cannot write KWOK configuration")
+}
+
+func (c *Cluster) startKWOK(ctx context.Context) error {
+	cfg, err := c.kwokConfig()
+	if err != nil {
+		return err
+	}
+	if err := c.start(componentKWOK, nil, c.bin("kwok"), "--kubeconfig="+c.Kubeconfig, "--config="+cfg); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	if c.cfg.Inventory == nil {
+		return nil
+	}
+	for _, n := range c.cfg.Inventory.Nodes {
+		node := NodeFor(n)
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return errors.Wrapf(err, "cannot create node %s", n.Name)
+		}
+	}
+	return c.waitFor(ctx, "nodes", 2*time.Minute, func(ctx context.Context) error {
+		for _, n := range c.cfg.Inventory.Nodes {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !nodeReady(node) {
+				return errors.Errorf("node %s is not Ready", n.Name)
+			}
+		}
+		return nil
+	})
+}
+
+// startNFD runs nfd-master, which turns NodeFeature objects into Node labels as in a real install. It needs
+// an existing Node to call home.
+func (c *Cluster) startNFD(ctx context.Context) error {
+	if c.cfg.NoNFD {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	home := ""
+	if c.cfg.Inventory != nil && len(c.cfg.Inventory.Nodes) > 0 {
+		home = c.cfg.Inventory.Nodes[0].Name
+	}
+	if home == "" {
+		c.progress("  skipped: nfd-master needs at least one node")
+		return nil
+	}
+	if err := ensureNamespace(ctx, cs, "node-feature-discovery"); err != nil {
+		return err
+	}
+	conf := c.path("config", "nfd-master.conf")
+	if err := os.WriteFile(conf, []byte("{}\n"), 0o644); err != nil {
+		return errors.Wrap(err, "cannot write nfd-master configuration")
+	}
+	if err := c.start(componentNFD, []string{"NODE_NAME=" + home, "KUBERNETES_NAMESPACE=node-feature-discovery"},
+		c.bin("nfd-master"), "-kubeconfig="+c.Kubeconfig, "-config="+conf,
+		"-port="+strconv.Itoa(c.ports.nfd),
+	); err != nil {
+		return err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", c.ports.nfd)
+	return c.waitFor(ctx, "nfd-master", time.Minute, func(ctx context.Context) error { return httpOK(ctx, url) })
+}
+
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return errors.Wrapf(err, "cannot create namespace %s", name)
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// httpOK succeeds when url answers 200. Loopback components serve self-signed certificates, so the health
+// probe does not verify them.
+func httpOK(ctx context.Context, url string) error {
+	client := &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() //nolint:errcheck // nothing to do about it
+	if resp.StatusCode != http.StatusOK {
+		return errors.Errorf("%s answered %s", url, resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+// Package vendors is the one table of the nine accelerator manufacturers the operator supports: their PCI
+// vendor IDs, Kubernetes resource names, runtime classes and slicing capabilities. Every other part of the
+// project looks vendors up here; the GPUSTACK_<MFR>_* environment variables override single entries.
+package vendors
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Vendor is one accelerator manufacturer.
+type Vendor struct {
+	// Key is the lowercase manufacturer key used in labels and resource names (nvidia).
+	Key string
+	// DisplayName is the manufacturer's name for people (NVIDIA).
+	DisplayName string
+	// PCIVendorID is the manufacturer's PCI vendor ID in lowercase hex (10de).
+	PCIVendorID string
+	// ResourceName is the Kubernetes extended resource of one whole card (nvidia.com/gpu).
+	ResourceName string
+	// RuntimeClass is the RuntimeClass that injects the vendor's driver, empty when there is none.
+	RuntimeClass string
+	// Class is the kind of accelerator: GPU, NPU, MLU, DCU or PPU.
+	Class string
+	// SlicesPerCard is the number of soft slices one card holds; 0 when the vendor has no soft slicing.
+	SlicesPerCard int32
+	// CoresOvercommit is true when slice compute budgets may add up to more than 100 %.
+	CoresOvercommit bool
+	// PartitionKind is the hardware partitioning scheme (mig), empty when the vendor has none.
+	PartitionKind string
+}
+
+// table lists the vendors in the order the documentation does.
+var table = []Vendor{
+	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig"},
+	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, ""},
+	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, ""},
+	{"cambricon", "Cambricon", "cabc", "cambricon.com/mlu", "cambricon", "MLU", 16, false, ""},
+	{"hygon", "Hygon", "1d94", "hygon.com/dcu", "hygon", "DCU", 4, false, "mig"},
+	{"iluvatar", "Iluvatar", "1e3e", "iluvatar.com/gpu", "iluvatar", "GPU", 16, false, ""},
+	{"metax", "MetaX", "9999", "metax-tech.com/gpu", "metax", "GPU", 16, false, ""},
+	{"mthreads", "Moore Threads", "1ed5", "mthreads.com/gpu", "mthreads", "GPU", 16, false, ""},
+	{"thead", "T-Head", "1ded", "alibabacloud.com/ppu", "", "PPU", 16, false, "mig"},
+}
+
+// aliases maps other spellings of a manufacturer to its key.
+var aliases = map[string]string{
+	"huawei": "ascend", "huawei-ascend": "ascend", "moore-threads": "mthreads", "moorethreads": "mthreads",
+	"t-head": "thead", "alibaba": "thead", "metax-tech": "metax",
+}
+
+// All returns every vendor, with environment overrides applied.
+func All() []Vendor {
+	out := make([]Vendor, len(table))
+	for i, v := range table {
+		out[i] = withOverrides(v, os.Getenv)
+	}
+	return out
+}
+
+// Keys returns every vendor key, sorted.
+func Keys() []string {
+	keys := make([]string, len(table))
+	for i, v := range table {
+		keys[i] = v.Key
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Lookup finds a vendor by key, alias or display name, case-insensitively.
+func Lookup(name string) (Vendor, bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	n = strings.ReplaceAll(n, " ", "-")
+	if k, ok := aliases[n]; ok {
+		n = k
+	}
+	for _, v := range table {
+		if v.Key == n || strings.EqualFold(strings.ReplaceAll(v.DisplayName, " ", "-"), n) {
+			return withOverrides(v, os.Getenv), true
+		}
+	}
+	return Vendor{}, false
+}
+
+// MustLookup is Lookup for keys known at compile time; it panics on an unknown key.
+func MustLookup(key string) Vendor {
+	v, ok := Lookup(key)
+	if !ok {
+		panic(fmt.Sprintf("unknown vendor %q", key))
+	}
+	return v
+}
+
+// withOverrides applies GPUSTACK_<MFR>_PCI_VENDOR_ID, _ACCELERATABLE_RESOURCE_NAME,
+// _ACCELERATABLE_RUNTIME_NAME and _PARTITION_KIND read through getenv.
+func withOverrides(v Vendor, getenv func(string) string) Vendor {
+	prefix := "GPUSTACK_" + strings.ToUpper(v.Key) + "_"
+	if id := getenv(prefix + "PCI_VENDOR_ID"); id != "" {
+		// The value is a vendor ID (10de) or a class_vendor pair (0302_10de); keep the vendor part.
+		if i := strings.LastIndexAny(id, "_:"); i >= 0 {
+			id = id[i+1:]
+		}
+		v.PCIVendorID = strings.ToLower(id)
+	}
+	if r := getenv(prefix + "ACCELERATABLE_RESOURCE_NAME"); r != "" {
+		v.ResourceName = r
+	}
+	if r, ok := lookupEnv(getenv, prefix+"ACCELERATABLE_RUNTIME_NAME"); ok {
+		v.RuntimeClass = r
+	}
+	if k, ok := lookupEnv(getenv, prefix+"PARTITION_KIND"); ok {
+		v.PartitionKind = k
+	}
+	return v
+}
+
+// lookupEnv treats the value "none" as an explicit empty override.
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	if v == "" {
+		return "", false
+	}
+	if strings.EqualFold(v, "none") {
+		return "", true
+	}
+	return v, true
+}
