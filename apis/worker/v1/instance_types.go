@@ -217,7 +217,7 @@ type InstanceVolume struct {
 // EphemeralVolume is a volume that lives and dies with a Pod.
 type EphemeralVolume struct {
 	// Capacity is the size of the volume.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() == 1",message="capacity must be positive"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="capacity must be positive"
 	Capacity resource.Quantity `json:"capacity"`
 }
 

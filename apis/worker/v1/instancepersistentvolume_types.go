@@ -30,7 +30,7 @@ type InstancePersistentVolumeSpec struct {
 	Type string `json:"type,omitempty"`
 
 	// Capacity is the requested size; it may grow but never shrink.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() == 1",message="capacity must be positive"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="capacity must be positive"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="capacity may not shrink"
 	Capacity resource.Quantity `json:"capacity"`
 

@@ -70,7 +70,7 @@ type InstanceTypeSpec struct {
 	UnitResources UnitResources `json:"unitResources"`
 
 	// LocalStorage is the largest local (ephemeral) storage an Instance of this type may ask for, in Gi.
-	// +kubebuilder:validation:XValidation:rule="string(self).endsWith('Gi') && quantity(string(self)).sign() == 1",message="localStorage must be a positive quantity in Gi, e.g. 100Gi"
+	// +kubebuilder:validation:XValidation:rule="string(self).endsWith('Gi') && quantity(string(self)).isGreaterThan(quantity('0'))",message="localStorage must be a positive quantity in Gi, e.g. 100Gi"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="localStorage is immutable"
 	LocalStorage resource.Quantity `json:"localStorage"`
 }
@@ -117,11 +117,11 @@ type InstanceTypeDescriptors struct {
 type UnitResources struct {
 	// CPU is the number of cores per unit: exactly 1 for a CPU-only pool, any positive whole number for an
 	// accelerated pool.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).sign() == 1",message="cpu must be a positive whole number of cores"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isInteger() && quantity(string(self)).isGreaterThan(quantity('0'))",message="cpu must be a positive whole number of cores"
 	CPU resource.Quantity `json:"cpu"`
 
 	// RAM is the memory per unit.
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() == 1",message="ram must be positive"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="ram must be positive"
 	RAM resource.Quantity `json:"ram"`
 }
 

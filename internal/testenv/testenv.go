@@ -1,0 +1,40 @@
+// Package testenv locates what tests that need a real control plane use: the binaries `make tools` builds and
+// the repository's own files.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// BinDirEnv names the variable `make test` sets to the directory of the built binaries.
+const BinDirEnv = "GPUSTACK_BIN"
+
+// BinDir returns the directory of the binaries `make tools` builds. When the variable is unset the caller
+// should skip: a plain `go test ./...` runs the unit tests only. When it is set but a binary is missing, that
+// is an error, so `make test` never passes by skipping.
+func BinDir(binaries ...string) (dir string, skip string, err error) {
+	dir = os.Getenv(BinDirEnv)
+	if dir == "" {
+		return "", fmt.Sprintf("%s is not set: run `make test` to run the tests that need a control plane", BinDirEnv), nil
+	}
+	for _, b := range binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", "", fmt.Errorf("%s is missing from %s=%s: run `make tools`", b, BinDirEnv, dir)
+		}
+	}
+	return dir, "", nil
+}
+
+// RepoRoot returns the repository's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Path returns a path relative to the repository's root.
+func Path(parts ...string) string {
+	return filepath.Join(append([]string{RepoRoot()}, parts...)...)
+}

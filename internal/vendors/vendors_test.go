@@ -1,0 +1,47 @@
+package vendors
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLookup(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		name   string
+		want   string
+	}{
+		"Key":         {reason: "A key finds its vendor.", name: "nvidia", want: "nvidia.com/gpu"},
+		"DisplayName": {reason: "The display name finds its vendor.", name: "Moore Threads", want: "mthreads.com/gpu"},
+		"Alias":       {reason: "Huawei means Ascend.", name: "Huawei", want: "huawei.com/npu"},
+		"Case":        {reason: "Lookups ignore case.", name: "T-HEAD", want: "alibabacloud.com/ppu"},
+		"Unknown":     {reason: "An unknown name finds nothing.", name: "acme", want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v, _ := Lookup(tc.name)
+			if diff := cmp.Diff(tc.want, v.ResourceName); diff != "" {
+				t.Errorf("%s\nLookup(%q): -want, +got:\n%s", tc.reason, tc.name, diff)
+			}
+		})
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	env := map[string]string{
+		"GPUSTACK_NVIDIA_PCI_VENDOR_ID":              "0302_10DE",
+		"GPUSTACK_NVIDIA_ACCELERATABLE_RESOURCE_NAME": "example.com/gpu",
+		"GPUSTACK_NVIDIA_ACCELERATABLE_RUNTIME_NAME":  "none",
+		"GPUSTACK_NVIDIA_PARTITION_KIND":              "mig2",
+	}
+	got := withOverrides(MustLookup("nvidia"), func(k string) string { return env[k] })
+	want := Vendor{Key: "nvidia", DisplayName: "NVIDIA", PCIVendorID: "10de", ResourceName: "example.com/gpu",
+		RuntimeClass: "", Class: "GPU", SlicesPerCard: 128, CoresOvercommit: true, PartitionKind: "mig2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GPUSTACK_NVIDIA_* override the table entry\nwithOverrides(...): -want, +got:\n%s", diff)
+	}
+	if n := len(All()); n != 9 {
+		t.Errorf("All() returned %d vendors, want the nine the project supports", n)
+	}
+}
