@@ -30,7 +30,7 @@ func TestLookup(t *testing.T) {
 
 func TestOverrides(t *testing.T) {
 	env := map[string]string{
-		"GPUSTACK_NVIDIA_PCI_VENDOR_ID":              "0302_10DE",
+		"GPUSTACK_NVIDIA_PCI_VENDOR_ID":               "0302_10DE",
 		"GPUSTACK_NVIDIA_ACCELERATABLE_RESOURCE_NAME": "example.com/gpu",
 		"GPUSTACK_NVIDIA_ACCELERATABLE_RUNTIME_NAME":  "none",
 		"GPUSTACK_NVIDIA_PARTITION_KIND":              "mig2",

@@ -160,8 +160,8 @@ type InstanceEnvVar struct {
 // InstanceResources is what an Instance asks of its pool. Missing CPU, RAM and accelerator values are
 // defaulted from the type's unit resources.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.acceleratorPartitionedProfile) || self.acceleratorPartitionedProfile == '' || ((!has(self.acceleratorSlicedMemoryPercentage) || self.acceleratorSlicedMemoryPercentage == 0) && (!has(self.acceleratorSlicedCoresPercentage) || self.acceleratorSlicedCoresPercentage == 0))",message="a hardware partition and a logical slice percentage are mutually exclusive",fieldPath=".acceleratorPartitionedProfile"
-// +kubebuilder:validation:XValidation:rule="!((has(self.acceleratorSlicedMemoryPercentage) && self.acceleratorSlicedMemoryPercentage > 0) || (has(self.acceleratorPartitionedProfile) && self.acceleratorPartitionedProfile != '')) || !has(self.accelerator) || self.accelerator == 1",message="a slice or a partition is always one accelerator: accelerator must be 1",fieldPath=".accelerator"
+// +kubebuilder:validation:XValidation:rule="!has(self.acceleratorPartitionedProfile) || size(self.acceleratorPartitionedProfile) == 0 || ((!has(self.acceleratorSlicedMemoryPercentage) || self.acceleratorSlicedMemoryPercentage == 0) && (!has(self.acceleratorSlicedCoresPercentage) || self.acceleratorSlicedCoresPercentage == 0))",message="a hardware partition and a logical slice percentage are mutually exclusive",fieldPath=".acceleratorPartitionedProfile"
+// +kubebuilder:validation:XValidation:rule="!((has(self.acceleratorSlicedMemoryPercentage) && self.acceleratorSlicedMemoryPercentage > 0) || (has(self.acceleratorPartitionedProfile) && size(self.acceleratorPartitionedProfile) > 0)) || !has(self.accelerator) || self.accelerator == 1",message="a slice or a partition is always one accelerator: accelerator must be 1",fieldPath=".accelerator"
 type InstanceResources struct {
 	// CPU is the number of cores.
 	// +optional

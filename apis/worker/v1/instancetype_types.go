@@ -10,8 +10,8 @@ import (
 // matching InstanceTypeFlavor when the type is created. Every field but displayName, description and inactive
 // is immutable after creation.
 //
-// +kubebuilder:validation:XValidation:rule="!self.acceleratable || (has(self.acceleratorGroup) && self.acceleratorGroup != '')",message="acceleratorGroup is required when acceleratable is true",fieldPath=".acceleratorGroup"
-// +kubebuilder:validation:XValidation:rule="self.acceleratable || !has(self.acceleratorGroup) || self.acceleratorGroup == ''",message="acceleratorGroup must be empty when acceleratable is false",fieldPath=".acceleratorGroup"
+// +kubebuilder:validation:XValidation:rule="!self.acceleratable || (has(self.acceleratorGroup) && size(self.acceleratorGroup) > 0)",message="acceleratorGroup is required when acceleratable is true",fieldPath=".acceleratorGroup"
+// +kubebuilder:validation:XValidation:rule="self.acceleratable || !has(self.acceleratorGroup) || size(self.acceleratorGroup) == 0",message="acceleratorGroup must be empty when acceleratable is false",fieldPath=".acceleratorGroup"
 // +kubebuilder:validation:XValidation:rule="self.acceleratable || quantity(string(self.unitResources.cpu)).compareTo(quantity('1')) == 0",message="a CPU-only type must have unitResources.cpu of exactly 1",fieldPath=".unitResources.cpu"
 type InstanceTypeSpec struct {
 	// DisplayName is a human-friendly name shown by user interfaces.
