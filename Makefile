@@ -34,9 +34,8 @@ all: build
 ##@ Build
 
 .PHONY: build
-build: ## Build the operator binary and the local-cluster tool.
-	go build -o $(BIN)/gpustack-operator ./cmd/gpustack-operator
-	go build -o $(BIN)/localcluster ./cmd/localcluster
+build: ## Build the commands in cmd/ into bin/.
+	go build -o $(BIN)/ ./cmd/...
 
 .PHONY: generate
 generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepcopy code and CRDs from apis/.

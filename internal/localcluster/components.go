@@ -95,7 +95,15 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	// Pods are refused until the service-account controller has created the namespace's default account.
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	return c.waitFor(ctx, "default service account", time.Minute, func(ctx context.Context) error {
+		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
 }
 
 // kwokConfig is KWOK's configuration followed by the stages copied from the kwok module: nodes become Ready

@@ -46,12 +46,13 @@ func runSuite(m *testing.M) int {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: bin,
 	}
+	// Stop also when Start fails half-way, so no etcd or kube-apiserver outlives the suite.
+	defer func() { _ = env.Stop() }()
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start envtest:", err)
 		return 1
 	}
-	defer func() { _ = env.Stop() }()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = workerv1.AddToScheme(scheme)
