@@ -1,0 +1,46 @@
+// Command gpustack-operator is the operator's one binary:
+//
+//	gpustack-operator worker          the control plane: profiler, composer and settings
+//	gpustack-operator device-manager  the per-node device agent
+//	gpustack-operator plan            a dry run of the chain for an inventory file
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+)
+
+// commands maps each subcommand to its entry point.
+var commands = map[string]func(args []string) error{
+	"plan":           runPlan,
+	"worker":         runWorker,
+	"device-manager": runDeviceManager,
+}
+
+func main() {
+	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "usage: gpustack-operator <%s> [flags]\n", joinNames(names))
+		os.Exit(2)
+	}
+	if err := commands[os.Args[1]](os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "gpustack-operator %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += "|"
+		}
+		out += n
+	}
+	return out
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/gpustack/gpustack-operator/internal/inventory"
+	"github.com/gpustack/gpustack-operator/internal/plan"
+	"github.com/gpustack/gpustack-operator/internal/settings"
+)
+
+// setFlags collects repeated --set NAME=VALUE flags.
+type setFlags map[string]string
+
+func (s setFlags) String() string { return fmt.Sprint(map[string]string(s)) }
+
+func (s setFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("--set %q: want NAME=VALUE", v)
+	}
+	s[name] = value
+	return nil
+}
+
+func runPlan(args []string) error {
+	fs := flag.NewFlagSet("plan", flag.ExitOnError)
+	file := fs.String("inventory", "", "inventory file of the cluster to plan (required)")
+	output := fs.String("o", "table", "output: table or yaml")
+	namespaces := fs.String("namespaces", strings.Join(plan.DefaultNamespaces, ","), "comma-separated namespaces that get entrance LocalQueues")
+	sets := setFlags{}
+	fs.Var(sets, "set", "a setting, NAME=VALUE (repeatable), e.g. --set instance-type-aware-cpu-manufacturer=true")
+	_ = fs.Parse(args)
+	if *file == "" {
+		return fmt.Errorf("--inventory is required")
+	}
+	inv, err := inventory.Load(*file)
+	if err != nil {
+		return err
+	}
+	values, err := settings.Parse(sets)
+	if err != nil {
+		return err
+	}
+	r, err := plan.Plan(context.Background(), inv, values.Functions(), strings.Split(*namespaces, ","))
+	if err != nil {
+		return err
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+	switch *output {
+	case "table":
+		return r.WriteTables(os.Stdout)
+	case "yaml":
+		return r.WriteYAML(os.Stdout)
+	}
+	return fmt.Errorf("-o %q: want table or yaml", *output)
+}

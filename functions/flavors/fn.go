@@ -1,0 +1,144 @@
+// Package flavors is the composition function that turns the cluster's node inventory into the finest-grain
+// Kueue ResourceFlavors, the InstanceTypeFlavor catalog and, while derivation is on, the derived InstanceTypes.
+package flavors
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
+	"github.com/crossplane/function-sdk-go/response"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gpustack/gpustack-operator/functions/xrs"
+	"github.com/gpustack/gpustack-operator/internal/pools"
+)
+
+// Function is the flavors composition function.
+type Function struct {
+	fnv1.UnimplementedFunctionRunnerServiceServer
+}
+
+// RunFunction composes the flavors, the catalog and the derived InstanceTypes of an XNodeInventory.
+func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+	rsp := response.To(req, response.DefaultTTL)
+
+	xr, err := request.GetObservedCompositeResource(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composite resource"))
+		return rsp, nil
+	}
+	in := &xrs.NodeInventorySpec{}
+	if err := xr.Resource.GetValueInto("spec", in); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot read the node inventory from spec"))
+		return rsp, nil
+	}
+	nodes := validNodes(rsp, in.Nodes)
+
+	flavors := pools.Flavors(nodes, in.Settings.MixedOnNode)
+	catalog := pools.Catalog(nodes, flavors, in.Settings.AwareCPUManufacturer)
+
+	desired, err := request.GetDesiredComposedResources(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get desired composed resources"))
+		return rsp, nil
+	}
+	add := func(name string, o runtime.Object) error {
+		cd, err := composed.From(o)
+		if err != nil {
+			return errors.Wrapf(err, "cannot convert %s to a composed resource", name)
+		}
+		desired[resource.Name(name)] = &resource.DesiredComposed{Resource: cd, Ready: resource.ReadyTrue}
+		return nil
+	}
+	for _, fl := range flavors {
+		if err := add("resourceflavor-"+fl.Name, ResourceFlavor(fl)); err != nil {
+			response.Fatal(rsp, err)
+			return rsp, nil
+		}
+	}
+	entries := map[string]pools.CatalogEntry{}
+	for _, e := range catalog {
+		entries[e.Name] = e
+		if err := add("instancetypeflavor-"+e.Name, InstanceTypeFlavor(e)); err != nil {
+			response.Fatal(rsp, err)
+			return rsp, nil
+		}
+	}
+	if in.Settings.DerivedFromNode {
+		for _, p := range pools.DerivedPools(catalog) {
+			e := entries[pools.CatalogName(catalogGeneral(p, in.Settings.AwareCPUManufacturer), p.AcceleratorGroup)]
+			if err := add("instancetype-"+p.Name(), DerivedInstanceType(p, e)); err != nil {
+				response.Fatal(rsp, err)
+				return rsp, nil
+			}
+		}
+	}
+	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot set desired composed resources"))
+		return rsp, nil
+	}
+
+	dxr, err := request.GetDesiredCompositeResource(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get desired composite resource"))
+		return rsp, nil
+	}
+	if err := dxr.Resource.SetValue("status", xrs.NodeInventoryStatus{Flavors: flavors, Catalog: catalog}); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot set the composite's status"))
+		return rsp, nil
+	}
+	if err := response.SetDesiredCompositeResource(rsp, dxr); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot set desired composite resource"))
+		return rsp, nil
+	}
+	response.Normalf(rsp, "composed %d flavors and %d catalog entries from %d nodes", len(flavors), len(catalog), len(nodes))
+	return rsp, nil
+}
+
+// catalogGeneral is the general group of the catalog entry a pool comes from: the pool's own while CPU
+// awareness is on; generic for a CPU pool and none for an accelerated pool while it is off.
+func catalogGeneral(p pools.Pool, aware bool) string {
+	if aware || p.AcceleratorGroup == "" {
+		return p.GeneralGroup
+	}
+	return ""
+}
+
+// validNodes drops the nodes the function cannot place, each with a warning naming it, so one bad node never
+// stops the rest of the cluster's pools from being composed.
+func validNodes(rsp *fnv1.RunFunctionResponse, in []pools.Node) []pools.Node {
+	out := make([]pools.Node, 0, len(in))
+	seen := map[string]bool{}
+	for _, n := range in {
+		var problem string
+		switch {
+		case n.Name == "":
+			problem = "a node has no name"
+		case seen[n.Name]:
+			problem = fmt.Sprintf("node %s is listed twice", n.Name)
+		case n.OS == "" || n.Arch == "":
+			problem = fmt.Sprintf("node %s has no os or arch", n.Name)
+		case n.CPU.Key == "" || n.CPU.Cores < 0:
+			problem = fmt.Sprintf("node %s has no CPU key or negative cores", n.Name)
+		}
+		for _, g := range n.Groups {
+			if problem == "" && (g.Key == "" || g.Manufacturer == "" || g.Count < 0) {
+				problem = fmt.Sprintf("node %s has an accelerator group without key or manufacturer, or a negative count", n.Name)
+			}
+		}
+		if problem != "" {
+			response.Warning(rsp, errors.New(problem+"; it is left out of every pool"))
+			continue
+		}
+		seen[n.Name] = true
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,131 @@
+package instancetype
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/functions/xrs"
+	"github.com/gpustack/gpustack-operator/internal/pools"
+)
+
+// NodeDevicesCheck is the AdmissionCheck that guards every accelerated pool against fragmentation.
+const NodeDevicesCheck = "gpustack-node-devices"
+
+// PoolOf returns the pool an InstanceType covers.
+func PoolOf(spec workerv1.InstanceTypeSpec) pools.Pool {
+	general := spec.GeneralGroup
+	if general == "" {
+		general = pools.Generic
+	}
+	return pools.Pool{GeneralGroup: general, AcceleratorGroup: spec.AcceleratorGroup, OS: spec.OS, Arch: spec.Arch}
+}
+
+// ClusterQueue returns the pool's queue: isolated (no cohort), covering the manufacturer's credits with
+// cards x M per flavor for an accelerated pool, or cpu with the flavors' cores for a CPU pool.
+func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
+	pool := PoolOf(in.Type)
+	labels := map[string]string{
+		pools.LabelOS: in.Type.OS, pools.LabelArch: in.Type.Arch,
+		pools.LabelAcceleratable: "false", pools.LabelResourceType: pools.ResourceTypeInstTypes,
+	}
+	covered := corev1.ResourceCPU
+	if in.Type.Acceleratable {
+		labels[pools.LabelAcceleratable] = "true"
+		labels[pools.AcceleratablePrefix+in.Type.AcceleratorGroup] = "true"
+		covered = corev1.ResourceName("credits.gpustack.ai/" + pools.ManufacturerOf(in.Type.AcceleratorGroup))
+	}
+	if pool.GeneralGroup != pools.Generic {
+		labels[pools.GeneralPrefix+pool.GeneralGroup] = "true"
+	}
+	var flavors []kueuev1beta2.FlavorQuotas
+	for _, f := range in.Flavors {
+		if !pool.Matches(f) {
+			continue
+		}
+		quota := resource.NewQuantity(f.Capacity(), resource.DecimalSI)
+		if f.Accelerated() {
+			quota = resource.NewQuantity(f.Capacity()*pools.M, resource.DecimalSI)
+		}
+		flavors = append(flavors, kueuev1beta2.FlavorQuotas{
+			Name:      kueuev1beta2.ResourceFlavorReference(f.Name),
+			Resources: []kueuev1beta2.ResourceQuota{{Name: covered, NominalQuota: *quota}},
+		})
+	}
+	cq := &kueuev1beta2.ClusterQueue{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kueuev1beta2.GroupVersion.String(), Kind: "ClusterQueue"},
+		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: labels},
+		Spec: kueuev1beta2.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+		},
+	}
+	if len(flavors) > 0 {
+		cq.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{covered}, Flavors: flavors,
+		}}
+	}
+	if in.Type.Acceleratable && in.Settings.DerivedFromNode && in.Settings.NodeDevicesCheckActive {
+		cq.Spec.AdmissionChecksStrategy = &kueuev1beta2.AdmissionChecksStrategy{
+			AdmissionChecks: []kueuev1beta2.AdmissionCheckStrategyRule{{Name: NodeDevicesCheck}},
+		}
+	}
+	switch {
+	case in.Deleting:
+		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
+	case in.Type.Inactive:
+		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
+	}
+	return cq
+}
+
+// LocalQueue returns the pool's entrance in one namespace.
+func LocalQueue(pool, namespace string) *kueuev1beta2.LocalQueue {
+	return &kueuev1beta2.LocalQueue{
+		TypeMeta: metav1.TypeMeta{APIVersion: kueuev1beta2.GroupVersion.String(), Kind: "LocalQueue"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pools.EntranceName(pool),
+			Annotations: map[string]string{pools.AnnotationQueue: pool}},
+		Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(pool)},
+	}
+}
+
+// Status returns the InstanceType's status: phase, entrance and the views of its pool.
+func Status(in *xrs.InstanceTypePoolSpec) workerv1.InstanceTypeStatus {
+	nodes := make(map[string]pools.Node, len(in.Nodes))
+	for _, n := range in.Nodes {
+		nodes[n.Name] = n
+	}
+	v := pools.PoolViews(PoolOf(in.Type), in.Flavors, nodes)
+	st := workerv1.InstanceTypeStatus{
+		Phase: workerv1.InstanceTypeActive, Entrance: pools.EntranceName(in.Name), ObservedGeneration: in.Generation,
+	}
+	switch {
+	case in.Deleting:
+		st.Phase, st.PhaseMessage = workerv1.InstanceTypeDraining, "the type is being deleted: its queue drains"
+	case in.Type.Inactive:
+		st.Phase, st.PhaseMessage = workerv1.InstanceTypeInactive, "spec.inactive holds the queue"
+	}
+	if in.Type.Acceleratable {
+		st.Accelerator, st.AcceleratorShared, st.AcceleratorSliced = view(v.Exclusive), view(v.Shared), view(v.Sliced)
+		st.AcceleratorPartitioned = &workerv1.PartitionedView{CapacityView: *view(v.Partitioned)}
+		for _, p := range sortedProfiles(v.RemainingProfiles) {
+			st.AcceleratorPartitioned.RemainingProfiles = append(st.AcceleratorPartitioned.RemainingProfiles,
+				workerv1.ProfileCount{Name: p, Count: v.RemainingProfiles[p]})
+		}
+	} else {
+		st.CPU = view(v.CPU)
+	}
+	it := workerv1.InstanceType{Spec: in.Type, Status: st}
+	it.Summarize()
+	return it.Status
+}
+
+func view(v pools.View) *workerv1.CapacityView {
+	return &workerv1.CapacityView{
+		Capacity:       *resource.NewQuantity(v.Capacity, resource.DecimalSI),
+		OnceMaxRequest: *resource.NewQuantity(v.OnceMaxRequest, resource.DecimalSI),
+		Remaining:      *resource.NewQuantity(v.Remaining, resource.DecimalSI),
+	}
+}

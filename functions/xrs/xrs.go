@@ -1,0 +1,93 @@
+// Package xrs defines the composite resources the composition functions take: the compact inventory of the
+// whole cluster (for flavors) and one pool with what it needs to see (for instancetype). The embedded composer
+// builds them in memory; under Crossplane they are real composite resources defined in compositions/.
+package xrs
+
+import (
+	"github.com/crossplane/function-sdk-go/resource/composed"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/pools"
+)
+
+// The composite resources' API group and version.
+const (
+	Group      = "pools.gpustack.ai"
+	Version    = "v1alpha1"
+	APIVersion = Group + "/" + Version
+
+	// KindNodeInventory is the composite of the flavors function.
+	KindNodeInventory = "XNodeInventory"
+	// KindInstanceTypePool is the composite of the instancetype function.
+	KindInstanceTypePool = "XInstanceTypePool"
+)
+
+// AnnotationComposePolicy marks a desired object the embedded composer creates but never updates or prunes:
+// derived InstanceTypes are create-only.
+const AnnotationComposePolicy = "gpustack.ai/compose-policy"
+
+// ComposePolicyCreateOnly is the value of AnnotationComposePolicy for create-only objects.
+const ComposePolicyCreateOnly = "create-only"
+
+// Settings are the settings the functions read.
+type Settings struct {
+	// MixedOnNode is instance-type-mixed-on-node.
+	MixedOnNode bool `json:"mixedOnNode"`
+	// AwareCPUManufacturer is instance-type-aware-cpu-manufacturer.
+	AwareCPUManufacturer bool `json:"awareCPUManufacturer"`
+	// DerivedFromNode is instance-type-derived-from-node.
+	DerivedFromNode bool `json:"derivedFromNode"`
+	// NodeDevicesCheckActive is true once the gpustack-node-devices AdmissionCheck is Active.
+	NodeDevicesCheckActive bool `json:"nodeDevicesCheckActive,omitempty"`
+}
+
+// DefaultSettings are the settings' built-in defaults.
+func DefaultSettings() Settings {
+	return Settings{MixedOnNode: true, DerivedFromNode: true}
+}
+
+// NodeInventorySpec is the flavors function's input.
+type NodeInventorySpec struct {
+	// Nodes are the cluster's nodes, managed or not.
+	Nodes []pools.Node `json:"nodes"`
+	// Settings are the settings in effect.
+	Settings Settings `json:"settings"`
+}
+
+// NodeInventoryStatus is what the flavors function reports back on its composite.
+type NodeInventoryStatus struct {
+	// Flavors are the ResourceFlavors, in the compact form the instancetype function takes.
+	Flavors []pools.Flavor `json:"flavors"`
+	// Catalog are the catalog entries.
+	Catalog []pools.CatalogEntry `json:"catalog"`
+}
+
+// InstanceTypePoolSpec is the instancetype function's input: one InstanceType and what its pool covers.
+type InstanceTypePoolSpec struct {
+	// Name is the InstanceType's name.
+	Name string `json:"name"`
+	// Generation is the InstanceType's generation.
+	Generation int64 `json:"generation,omitempty"`
+	// Labels are the InstanceType's labels.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Deleting is true once the InstanceType is being deleted.
+	Deleting bool `json:"deleting,omitempty"`
+	// Type is the InstanceType's spec.
+	Type workerv1.InstanceTypeSpec `json:"type"`
+	// Flavors are the cluster's ResourceFlavors.
+	Flavors []pools.Flavor `json:"flavors"`
+	// Nodes are the nodes of the pool's flavors, with their ledgers.
+	Nodes []pools.Node `json:"nodes"`
+	// Namespaces are the namespaces that get an entrance LocalQueue.
+	Namespaces []string `json:"namespaces"`
+	// Settings are the settings in effect.
+	Settings Settings `json:"settings"`
+}
+
+// The functions convert typed objects with composed.From, which needs their kinds in composed.Scheme.
+func init() {
+	utilruntime.Must(kueuev1beta2.AddToScheme(composed.Scheme))
+	utilruntime.Must(workerv1.AddToScheme(composed.Scheme))
+}

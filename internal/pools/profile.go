@@ -1,0 +1,20 @@
+package pools
+
+// WorkerLabels returns the labels of a node's worker NodeFeature: gpustack.ai/managed (left out when
+// management is manual, so an administrator's own label is honoured) and the general.feature.gpustack.ai keys
+// of its CPU: the manufacturer, the gKey and the gKey's core count. cpuVendor, cpuName, cpuFamily and cpuID are
+// what NFD and the gpustack-cpu-info rule report; cores is the node's CPU capacity.
+func WorkerLabels(cpuVendor, cpuName, cpuFamily, cpuID string, cores int64, managed string) map[string]string {
+	gKey := GeneralKey(cpuVendor, cpuName, cpuFamily, cpuID)
+	l := map[string]string{
+		GeneralPrefix + gKey:            "true",
+		GeneralPrefix + gKey + ".count": FormatCount(cores),
+	}
+	if mfr := CPUManufacturer(cpuVendor); mfr != Generic {
+		l[GeneralPrefix+mfr] = "true"
+	}
+	if managed != "" {
+		l[LabelManaged] = managed
+	}
+	return l
+}

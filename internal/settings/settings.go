@@ -1,0 +1,155 @@
+// Package settings reads the operator's settings: Setting objects in gpustack-system, seeded from their
+// built-in defaults and, at start-up, overridden by the gpustack-settings Secret when it exists.
+package settings
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/functions/xrs"
+)
+
+// SecretName is the Secret whose data keys seed and override the settings at start-up.
+const SecretName = "gpustack-settings"
+
+// Values are the effective value of every setting.
+type Values map[string]string
+
+// Defaults returns every setting at its built-in default.
+func Defaults() Values {
+	v := Values{}
+	for _, d := range workerv1.SettingDefinitions {
+		v[d.Name] = d.Default
+	}
+	return v
+}
+
+// Parse returns the defaults overridden by the given values, refusing unknown names and non-boolean values
+// of boolean settings.
+func Parse(overrides map[string]string) (Values, error) {
+	v := Defaults()
+	names := make([]string, 0, len(overrides))
+	for n := range overrides {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := v.set(n, overrides[n]); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+func (v Values) set(name, value string) error {
+	d, ok := workerv1.LookupSetting(name)
+	if !ok {
+		return fmt.Errorf("unknown setting %q", name)
+	}
+	value = strings.TrimSpace(value)
+	if value == "" {
+		value = d.Default
+	}
+	if d.Kind == workerv1.SettingBool && value != "true" && value != "false" {
+		return fmt.Errorf("setting %s: %q is not true or false", name, value)
+	}
+	v[name] = value
+	return nil
+}
+
+// Bool returns a boolean setting.
+func (v Values) Bool(name string) bool { return v[name] == "true" }
+
+// Functions returns the settings the composition functions read.
+func (v Values) Functions() xrs.Settings {
+	return xrs.Settings{
+		MixedOnNode:          v.Bool(workerv1.SettingInstanceTypeMixedOnNode),
+		AwareCPUManufacturer: v.Bool(workerv1.SettingInstanceTypeAwareCPUManufacturer),
+		DerivedFromNode:      v.Bool(workerv1.SettingInstanceTypeDerivedFromNode),
+	}
+}
+
+// Load reads the Setting objects of gpustack-system. A missing Setting has its default; a Setting whose value
+// is invalid keeps the default and is reported in the returned problems, so one bad value never stops the
+// operator.
+func Load(ctx context.Context, c client.Reader) (Values, []string, error) {
+	list := &workerv1.SettingList{}
+	if err := c.List(ctx, list, client.InNamespace(workerv1.SystemNamespace)); err != nil {
+		return nil, nil, errors.Wrap(err, "cannot list settings")
+	}
+	v := Defaults()
+	var problems []string
+	for _, s := range list.Items {
+		if err := v.set(s.Name, s.Spec.Value); err != nil {
+			problems = append(problems, fmt.Sprintf("Setting %s/%s: %v; using the default", s.Namespace, s.Name, err))
+		}
+	}
+	return v, problems, nil
+}
+
+// Ensure creates every missing Setting, copies the gpustack-settings Secret's values (when the Secret exists)
+// onto them, and keeps each Setting's status (effective value, default, description) current. It runs when the
+// worker starts: patching the Secret and restarting the worker changes a setting, as does patching the
+// Setting itself at any time.
+func Ensure(ctx context.Context, c client.Client) error {
+	secret := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: SecretName}, secret)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return errors.Wrap(err, "cannot get the gpustack-settings Secret")
+	}
+	for _, d := range workerv1.SettingDefinitions {
+		s := &workerv1.Setting{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: d.Name}, s)
+		if apierrors.IsNotFound(err) {
+			s = &workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: d.Name}}
+			if err := c.Create(ctx, s); err != nil {
+				return errors.Wrapf(err, "cannot create Setting %s", d.Name)
+			}
+		} else if err != nil {
+			return errors.Wrapf(err, "cannot get Setting %s", d.Name)
+		}
+		if v, ok := secret.Data[d.Name]; ok && strings.TrimSpace(string(v)) != s.Spec.Value {
+			s.Spec.Value = strings.TrimSpace(string(v))
+			if err := c.Update(ctx, s); err != nil {
+				return errors.Wrapf(err, "cannot copy the gpustack-settings Secret's %s onto its Setting", d.Name)
+			}
+		}
+		if err := updateStatus(ctx, c, s, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateStatus writes a Setting's status when it changed.
+func updateStatus(ctx context.Context, c client.Client, s *workerv1.Setting, d workerv1.SettingDefinition) error {
+	v := Defaults()
+	effective := d.Default
+	if err := v.set(d.Name, s.Spec.Value); err == nil {
+		effective = v[d.Name]
+	}
+	want := workerv1.SettingStatus{Value: effective, Default: d.Default, Description: d.Description, Editable: true}
+	if s.Status == want {
+		return nil
+	}
+	s.Status = want
+	return errors.Wrapf(c.Status().Update(ctx, s), "cannot update the status of Setting %s", d.Name)
+}
+
+// UpdateStatus refreshes the status of one Setting after its value changed.
+func UpdateStatus(ctx context.Context, c client.Client, s *workerv1.Setting) error {
+	d, ok := workerv1.LookupSetting(s.Name)
+	if !ok {
+		return nil
+	}
+	return updateStatus(ctx, c, s, d)
+}

@@ -1,0 +1,41 @@
+// Package providers is the vendor-neutral device inventory: the model every backend reports in, and the
+// Provider interface the device agent runs. Each vendor has its own backend package; the simulated backend
+// reads the local cluster's inventory file.
+package providers
+
+import "context"
+
+// Device is one accelerator card as a backend detected it.
+type Device struct {
+	// Manufacturer is the vendor key (nvidia).
+	Manufacturer string
+	// Product is the product name as the driver reports it (NVIDIA A10G).
+	Product string
+	// UUID identifies the card.
+	UUID string
+	// Index is the card's index on the node.
+	Index int32
+	// MemoryMiB is the card's memory.
+	MemoryMiB int64
+	// Cores is the card's compute cores.
+	Cores int64
+	// Family is the architecture family (Ampere).
+	Family string
+	// ComputeCapability is the compute capability (8.6).
+	ComputeCapability string
+	// DriverVersion is the kernel driver's version.
+	DriverVersion string
+	// RuntimeVersion is the compute runtime's version.
+	RuntimeVersion string
+	// Unhealthy is true when the card cannot take work.
+	Unhealthy bool
+}
+
+// Provider detects the accelerators of the node it runs on.
+type Provider interface {
+	// Name names the backend.
+	Name() string
+	// Detect returns the node's cards. A backend that can read some cards but not others returns what it
+	// read, with the others marked unhealthy, and an error describing the rest.
+	Detect(ctx context.Context) ([]Device, error)
+}

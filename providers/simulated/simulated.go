@@ -1,0 +1,46 @@
+// Package simulated is the device backend of the local cluster: it reports the accelerators an inventory file
+// gives a node, as a real backend would report detected hardware.
+package simulated
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/gpustack/gpustack-operator/internal/inventory"
+	"github.com/gpustack/gpustack-operator/providers"
+)
+
+// Provider reports one inventory node's accelerators.
+type Provider struct {
+	node inventory.Node
+}
+
+// New returns the backend of one inventory node.
+func New(node inventory.Node) *Provider { return &Provider{node: node} }
+
+// Name names the backend.
+func (p *Provider) Name() string { return "simulated" }
+
+// Detect returns the node's cards, indexed in inventory order, with UUIDs stable across runs.
+func (p *Provider) Detect(context.Context) ([]providers.Device, error) {
+	var out []providers.Device
+	var index int32
+	for _, a := range p.node.Accelerators {
+		for i := int32(0); i < a.Count; i++ {
+			out = append(out, providers.Device{
+				Manufacturer: a.Vendor, Product: a.Product, UUID: uuidFor(p.node.Name, index),
+				Index: index, MemoryMiB: a.Memory.Value() >> 20, Cores: a.Cores, Family: a.Family,
+				ComputeCapability: a.ComputeCapability, DriverVersion: a.DriverVersion, RuntimeVersion: a.RuntimeVersion,
+			})
+			index++
+		}
+	}
+	return out, nil
+}
+
+// uuidFor derives a GPU-style UUID from the node name and card index.
+func uuidFor(node string, index int32) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", node, index)))
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
