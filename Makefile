@@ -116,7 +116,7 @@ INVENTORY ?= examples/clusters/walkthrough.yaml
 
 .PHONY: demo
 demo: tools build ## Start the local cluster with the walkthrough's nodes (or INVENTORY=FILE) in the background.
-	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY)
+	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator
 
 .PHONY: demo-down
 demo-down: ## Stop the local cluster started by make demo; leaves no process behind.

@@ -51,6 +51,7 @@ func up(args []string) error {
 	crds := fs.String("crds", "package/crds", "comma-separated files or directories of this project's CRDs")
 	noKueue := fs.Bool("no-kueue", false, "do not start the Kueue controller")
 	noNFD := fs.Bool("no-nfd", false, "do not start nfd-master")
+	operator := fs.String("operator", "", "the gpustack-operator binary to run as the worker and the simulated device agents")
 	_ = fs.Parse(args)
 
 	nodes, err := inventory.Load(*inv)
@@ -69,7 +70,7 @@ func up(args []string) error {
 	defer stop()
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		BinDir: absBin, Dir: absDir, Inventory: nodes, CRDPaths: strings.Split(*crds, ","),
-		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Progress: os.Stderr,
+		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, Progress: os.Stderr,
 	})
 	if err != nil {
 		return err

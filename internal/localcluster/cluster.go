@@ -31,10 +31,12 @@ const (
 	componentKWOK      = "kwok"
 	componentNFD       = "nfd-master"
 	componentKueue     = "kueue"
+	componentWorker    = "gpustack-worker"
+	componentAgents    = "gpustack-device-manager"
 )
 
 var startOrder = []string{componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKWOK,
-	componentNFD, componentKueue}
+	componentNFD, componentKueue, componentAgents, componentWorker}
 
 // Config says what to start and where.
 type Config struct {
@@ -52,6 +54,8 @@ type Config struct {
 	NoKueue bool
 	// NoNFD skips nfd-master.
 	NoNFD bool
+	// Operator is the gpustack-operator binary; when set, its worker and simulated device agents run too.
+	Operator string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }
@@ -69,12 +73,12 @@ type Cluster struct {
 }
 
 type ports struct {
-	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics int
+	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker int
 }
 
 // Start brings the cluster up and waits until every component is ready and every inventory node is Ready.
 // On failure it stops whatever it started.
-func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
@@ -92,12 +96,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			return nil, errors.Wrap(err, "cannot clean the run directory")
 		}
 	}
-	c = &Cluster{cfg: cfg, Kubeconfig: filepath.Join(cfg.Dir, "kubeconfig")}
+	c := &Cluster{cfg: cfg, Kubeconfig: filepath.Join(cfg.Dir, "kubeconfig")}
+	started := false
 	defer func() {
-		if err != nil {
+		if !started {
 			_ = c.Stop()
 		}
 	}()
+	var err error
 	if c.ports, err = freePorts(); err != nil {
 		return nil, err
 	}
@@ -113,6 +119,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		{"starting kwok and creating nodes", c.startKWOK},
 		{"starting nfd-master", c.startNFD},
 		{"starting kueue", c.startKueue},
+		{"starting the operator", c.startOperator},
 	}
 	for _, s := range steps {
 		start := time.Now()
@@ -122,6 +129,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 		c.progress("  done in %s", time.Since(start).Round(100*time.Millisecond))
 	}
+	started = true
 	return c, nil
 }
 
@@ -266,7 +274,7 @@ func freePorts() (ports, error) {
 	}
 	var p ports
 	for _, dst := range []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.nfd,
-		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics} {
+		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker} {
 		port, err := next()
 		if err != nil {
 			return p, err

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/controller/composer"
+	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
+	"github.com/gpustack/gpustack-operator/internal/controller/settingstatus"
+	"github.com/gpustack/gpustack-operator/internal/settings"
+)
+
+// scheme holds every kind the operator reads or writes.
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(workerv1.AddToScheme(s))
+	utilruntime.Must(kueuev1beta2.AddToScheme(s))
+	utilruntime.Must(nfdv1alpha1.AddToScheme(s))
+	return s
+}
+
+func runWorker(args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig; in-cluster configuration when empty")
+	metrics := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 turns it off")
+	health := fs.String("health-probe-bind-address", ":8081", "address of the health probes; 0 turns them off")
+	_ = fs.Parse(args)
+	ctrl.SetLogger(zap.New())
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot load the kubeconfig")
+	}
+	s := scheme()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,
+	})
+	if err != nil {
+		return errors.Wrap(err, "cannot create the manager")
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return errors.Wrap(err, "cannot add the health check")
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return errors.Wrap(err, "cannot add the readiness check")
+	}
+	ctx := ctrl.SetupSignalHandler()
+	direct, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return errors.Wrap(err, "cannot create a client")
+	}
+	if err := bootstrap(ctx, direct); err != nil {
+		return err
+	}
+	if err := (&profiler.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-profiler")}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the profiler")
+	}
+	if err := (&composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the composer")
+	}
+	if err := (&settingstatus.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the settings controller")
+	}
+	return errors.Wrap(mgr.Start(ctx), "manager stopped")
+}
+
+// bootstrap prepares what the controllers expect: the system namespace and every Setting, seeded from the
+// gpustack-settings Secret when it exists.
+func bootstrap(ctx context.Context, c client.Client) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return errors.Wrap(err, "cannot create the system namespace")
+	}
+	return errors.Wrap(settings.Ensure(ctx, c), "cannot prepare the settings")
+}

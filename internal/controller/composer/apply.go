@@ -1,0 +1,152 @@
+package composer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"reflect"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldManager is the one field manager the composer applies with.
+const FieldManager = "gpustack-operator"
+
+// AnnotationComposedHash records the hash of what the composer last applied to an object. A changed hash means
+// the composer wants something different (including fields it no longer sets, which server-side apply then
+// removes); an unchanged hash with drifted fields means someone else changed them.
+const AnnotationComposedHash = "gpustack.ai/composed-hash"
+
+// applier writes desired objects with server-side apply, and nothing when an object already is as desired.
+type applier struct {
+	client client.Client
+	writes int
+}
+
+// apply makes the object as desired. It reports whether it wrote.
+func (a *applier) apply(ctx context.Context, desired *unstructured.Unstructured) (bool, error) {
+	desired = desired.DeepCopy()
+	hash, err := hashOf(desired)
+	if err != nil {
+		return false, err
+	}
+	annotations := desired.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationComposedHash] = hash
+	desired.SetAnnotations(annotations)
+
+	observed := &unstructured.Unstructured{}
+	observed.SetGroupVersionKind(desired.GroupVersionKind())
+	err = a.client.Get(ctx, client.ObjectKeyFromObject(desired), observed)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, errors.Wrapf(err, "cannot get %s %s", desired.GetKind(), desired.GetName())
+	}
+	if err == nil && observed.GetAnnotations()[AnnotationComposedHash] == hash && contains(observed.Object, desired.Object) {
+		return false, nil
+	}
+	a.writes++
+	//nolint:staticcheck // client.Apply with unstructured objects is the documented way to server-side apply them.
+	if err := a.client.Patch(ctx, desired, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return false, errors.Wrapf(err, "cannot apply %s %s", desired.GetKind(), desired.GetName())
+	}
+	return true, nil
+}
+
+// create creates the object when it does not exist and leaves an existing one alone.
+func (a *applier) create(ctx context.Context, desired *unstructured.Unstructured) (bool, error) {
+	observed := &unstructured.Unstructured{}
+	observed.SetGroupVersionKind(desired.GroupVersionKind())
+	err := a.client.Get(ctx, client.ObjectKeyFromObject(desired), observed)
+	if err == nil {
+		return false, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, errors.Wrapf(err, "cannot get %s %s", desired.GetKind(), desired.GetName())
+	}
+	a.writes++
+	if err := a.client.Create(ctx, desired.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, errors.Wrapf(err, "cannot create %s %s", desired.GetKind(), desired.GetName())
+	}
+	return true, nil
+}
+
+// delete deletes an object the composer no longer wants.
+func (a *applier) delete(ctx context.Context, o client.Object) error {
+	if o.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	a.writes++
+	return errors.Wrapf(client.IgnoreNotFound(a.client.Delete(ctx, o)), "cannot delete %s", o.GetName())
+}
+
+// hashOf hashes the object's labels, annotations and every top-level field but metadata and status.
+func hashOf(u *unstructured.Unstructured) (string, error) {
+	content := map[string]any{"labels": u.GetLabels(), "annotations": u.GetAnnotations()}
+	for k, v := range u.Object {
+		if k != "metadata" && k != "status" {
+			content[k] = v
+		}
+	}
+	data, err := json.Marshal(content)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot hash the desired object")
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// contains reports whether observed holds every field of desired with the same value. Fields the server
+// defaults, and metadata the server owns, may be present in observed only.
+func contains(observed, desired map[string]any) bool {
+	return containsValue(normalize(observed), normalize(desired))
+}
+
+func containsValue(observed, desired any) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		o, ok := observed.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, dv := range d {
+			if k == "creationTimestamp" && dv == nil {
+				continue
+			}
+			if !containsValue(o[k], dv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		o, ok := observed.([]any)
+		if !ok || len(o) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !containsValue(o[i], d[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(observed, desired)
+}
+
+// normalize round-trips a value through JSON so numbers compare alike on both sides.
+func normalize(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return v
+	}
+	return out
+}

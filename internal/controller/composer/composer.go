@@ -1,0 +1,365 @@
+// Package composer is the embedded composer, the operator's default mode: it gathers the observed state,
+// calls the composition functions in-process with the request and response types Crossplane uses, applies
+// their output with server-side apply under one field manager, prunes what it created and no longer wants,
+// and writes the InstanceTypes' status. Every event maps to one key, so a burst of node events collapses
+// into one recompute, and a recompute with nothing changed writes nothing.
+package composer
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/record"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/functions/instancetype"
+	"github.com/gpustack/gpustack-operator/functions/xrs"
+	"github.com/gpustack/gpustack-operator/internal/compose"
+	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/internal/settings"
+)
+
+// FinalizerControlled holds an InstanceType until its queue is gone.
+const FinalizerControlled = "gpustack.ai/controlled"
+
+// chainKey is the one key every event maps to.
+var chainKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}}
+
+// Reconciler composes the whole chain.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	// Writes counts the API writes the composer made, for tests and metrics.
+	Writes int
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes;namespaces;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instancetypes;instancetypeflavors,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instancetypes/status;instancetypes/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices;settings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;clusterqueues;localqueues,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get;list;watch
+
+// Reconcile recomputes the chain.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	a := &applier{client: r.Client}
+	defer func() { r.Writes += a.writes }()
+
+	values, problems, err := settings.Load(ctx, r.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, p := range problems {
+		logger.Info(p)
+	}
+	fnSettings := values.Functions()
+	fnSettings.NodeDevicesCheckActive, err = r.nodeDevicesCheckActive(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	nodes, err := r.nodes(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	out, inventory, err := compose.Flavors(ctx, xrs.NodeInventorySpec{Nodes: nodes, Settings: fnSettings})
+	if err != nil {
+		return reconcile.Result{}, errors.Wrap(err, "cannot compose flavors")
+	}
+	for _, w := range out.Warnings {
+		logger.Info("flavors: " + w)
+	}
+	wantFlavors, wantCatalog := map[string]bool{}, map[string]bool{}
+	for _, o := range out.Objects {
+		switch o.GetKind() {
+		case "InstanceType":
+			delete(o.GetAnnotations(), xrs.AnnotationComposePolicy)
+			_, err = a.create(ctx, o)
+		case "ResourceFlavor":
+			wantFlavors[o.GetName()] = true
+			_, err = a.apply(ctx, o)
+		default:
+			wantCatalog[o.GetName()] = true
+			_, err = a.apply(ctx, o)
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	wantQueues, err := r.composeTypes(ctx, a, inventory.Flavors, nodes, fnSettings)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// Prune only after the queues stopped naming the flavors they no longer want.
+	return reconcile.Result{}, r.prune(ctx, a, wantFlavors, wantCatalog, wantQueues)
+}
+
+// composeTypes runs the instancetype function for every InstanceType and returns the LocalQueues wanted, by
+// namespace/name.
+func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, s xrs.Settings) (map[string]bool, error) {
+	namespaces, err := r.userNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	types := &workerv1.InstanceTypeList{}
+	if err := r.Client.List(ctx, types); err != nil {
+		return nil, errors.Wrap(err, "cannot list InstanceTypes")
+	}
+	wantQueues := map[string]bool{}
+	for i := range types.Items {
+		it := &types.Items[i]
+		if it.DeletionTimestamp != nil {
+			if err := r.retire(ctx, a, it); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if controllerutil.AddFinalizer(it, FinalizerControlled) {
+			a.writes++
+			if err := r.Client.Update(ctx, it); err != nil {
+				return nil, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name)
+			}
+		}
+		out, status, err := compose.InstanceType(ctx, xrs.InstanceTypePoolSpec{
+			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec,
+			Flavors: flavors, Nodes: poolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
+		})
+		if err != nil {
+			r.Recorder.Eventf(it, corev1.EventTypeWarning, "ComposeFailed", "cannot compose the pool: %v", err)
+			continue
+		}
+		for _, o := range out.Objects {
+			if o.GetKind() == "LocalQueue" {
+				wantQueues[o.GetNamespace()+"/"+o.GetName()] = true
+			}
+			if _, err := a.apply(ctx, o); err != nil {
+				return nil, err
+			}
+		}
+		if !apiequality.Semantic.DeepEqual(it.Status, status) {
+			it.Status = status
+			a.writes++
+			if err := r.Client.Status().Update(ctx, it); err != nil {
+				return nil, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name)
+			}
+		}
+	}
+	return wantQueues, nil
+}
+
+// retire tears down a deleted InstanceType: its queue drains and goes, then the finalizer is released.
+func (r *Reconciler) retire(ctx context.Context, a *applier, it *workerv1.InstanceType) error {
+	cq := &kueuev1beta2.ClusterQueue{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: it.Name}, cq)
+	if err == nil {
+		return a.delete(ctx, cq)
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return errors.Wrapf(err, "cannot get the ClusterQueue of InstanceType %s", it.Name)
+	}
+	if controllerutil.RemoveFinalizer(it, FinalizerControlled) {
+		a.writes++
+		return errors.Wrapf(r.Client.Update(ctx, it), "cannot release InstanceType %s", it.Name)
+	}
+	return nil
+}
+
+// prune deletes the composer's objects that are no longer wanted: flavors, catalog entries, queues of types
+// that are gone, and entrance queues of namespaces or types that are gone.
+func (r *Reconciler) prune(ctx context.Context, a *applier, flavors, catalog, localQueues map[string]bool) error {
+	types := &workerv1.InstanceTypeList{}
+	if err := r.Client.List(ctx, types); err != nil {
+		return errors.Wrap(err, "cannot list InstanceTypes")
+	}
+	liveTypes := map[string]bool{}
+	for _, it := range types.Items {
+		liveTypes[it.Name] = true
+	}
+	cqs := &kueuev1beta2.ClusterQueueList{}
+	if err := r.Client.List(ctx, cqs, client.MatchingLabels{pools.LabelResourceType: pools.ResourceTypeInstTypes}); err != nil {
+		return errors.Wrap(err, "cannot list ClusterQueues")
+	}
+	for i := range cqs.Items {
+		if !liveTypes[cqs.Items[i].Name] {
+			if err := a.delete(ctx, &cqs.Items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	lqs := &kueuev1beta2.LocalQueueList{}
+	if err := r.Client.List(ctx, lqs); err != nil {
+		return errors.Wrap(err, "cannot list LocalQueues")
+	}
+	for i := range lqs.Items {
+		lq := &lqs.Items[i]
+		if _, ours := lq.Annotations[pools.AnnotationQueue]; ours && !localQueues[lq.Namespace+"/"+lq.Name] {
+			if err := a.delete(ctx, lq); err != nil {
+				return err
+			}
+		}
+	}
+	rfs := &kueuev1beta2.ResourceFlavorList{}
+	if err := r.Client.List(ctx, rfs, client.MatchingLabels{pools.LabelResourceType: pools.ResourceTypeNodes}); err != nil {
+		return errors.Wrap(err, "cannot list ResourceFlavors")
+	}
+	for i := range rfs.Items {
+		if !flavors[rfs.Items[i].Name] {
+			if err := a.delete(ctx, &rfs.Items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	itfs := &workerv1.InstanceTypeFlavorList{}
+	if err := r.Client.List(ctx, itfs); err != nil {
+		return errors.Wrap(err, "cannot list InstanceTypeFlavors")
+	}
+	for i := range itfs.Items {
+		if !catalog[itfs.Items[i].Name] {
+			if err := a.delete(ctx, &itfs.Items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nodes profiles every node from its labels and ledger. A node whose labels cannot be read gets a warning
+// event and is left out; the rest of the cluster is still composed.
+func (r *Reconciler) nodes(ctx context.Context) ([]pools.Node, error) {
+	list := &corev1.NodeList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, errors.Wrap(err, "cannot list nodes")
+	}
+	devices := &workerv1.DevicesList{}
+	if err := r.Client.List(ctx, devices); err != nil {
+		return nil, errors.Wrap(err, "cannot list Devices")
+	}
+	byNode := map[string]*workerv1.Devices{}
+	for i := range devices.Items {
+		byNode[devices.Items[i].Name] = &devices.Items[i]
+	}
+	requested, err := r.cpuRequested(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pools.Node, 0, len(list.Items))
+	for i := range list.Items {
+		node := &list.Items[i]
+		n, err := pools.NodeFromLabels(node.Name, node.Labels, node.Annotations)
+		if err != nil {
+			r.Recorder.Eventf(node, corev1.EventTypeWarning, "ProfileUnreadable", "%v; the node is left out of every pool", err)
+			continue
+		}
+		n.AttachLedger(byNode[node.Name])
+		n.CPU.RequestedMilli = requested[node.Name]
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// cpuRequested sums the CPU requests of the Pods bound to each node that have not finished.
+func (r *Reconciler) cpuRequested(ctx context.Context) (map[string]int64, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods); err != nil {
+		return nil, errors.Wrap(err, "cannot list Pods")
+	}
+	out := map[string]int64{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			out[p.Spec.NodeName] += c.Resources.Requests.Cpu().MilliValue()
+		}
+	}
+	return out, nil
+}
+
+// userNamespaces are the namespaces that get entrance queues: all but the system ones.
+func (r *Reconciler) userNamespaces(ctx context.Context) ([]string, error) {
+	list := &corev1.NamespaceList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, errors.Wrap(err, "cannot list namespaces")
+	}
+	var out []string
+	for _, ns := range list.Items {
+		if !SystemNamespace(ns.Name) && ns.DeletionTimestamp == nil {
+			out = append(out, ns.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// SystemNamespace reports whether a namespace belongs to the system and gets no entrance queue.
+func SystemNamespace(name string) bool {
+	switch name {
+	case workerv1.SystemNamespace, "kueue-system", "node-feature-discovery":
+		return true
+	}
+	return strings.HasPrefix(name, "kube-")
+}
+
+// nodeDevicesCheckActive reports whether the gpustack-node-devices AdmissionCheck exists and is Active.
+func (r *Reconciler) nodeDevicesCheckActive(ctx context.Context) (bool, error) {
+	ac := &kueuev1beta2.AdmissionCheck{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: instancetype.NodeDevicesCheck}, ac); err != nil {
+		return false, client.IgnoreNotFound(errors.Wrap(err, "cannot get the node-devices AdmissionCheck"))
+	}
+	for _, c := range ac.Status.Conditions {
+		if c.Type == kueuev1beta2.AdmissionCheckActive {
+			return c.Status == "True", nil
+		}
+	}
+	return false, nil
+}
+
+// poolNodes returns the nodes of the pool's flavors: the function needs no other.
+func poolNodes(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor, nodes []pools.Node) []pools.Node {
+	pool := instancetype.PoolOf(spec)
+	names := map[string]bool{}
+	for _, f := range flavors {
+		if pool.Matches(f) {
+			for _, n := range f.Nodes {
+				names[n] = true
+			}
+		}
+	}
+	var out []pools.Node
+	for _, n := range nodes {
+		if names[n.Name] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// SetupWithManager registers the composer. Every watched event maps to the one chain key.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toChain := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{chainKey}
+	})
+	b := ctrl.NewControllerManagedBy(mgr).Named("composer")
+	for _, o := range []client.Object{
+		&corev1.Node{}, &corev1.Namespace{}, &corev1.Pod{}, &workerv1.Devices{}, &workerv1.InstanceType{},
+		&workerv1.InstanceTypeFlavor{}, &workerv1.Setting{}, &kueuev1beta2.ResourceFlavor{},
+		&kueuev1beta2.ClusterQueue{}, &kueuev1beta2.LocalQueue{}, &kueuev1beta2.AdmissionCheck{},
+	} {
+		b = b.Watches(o, toChain)
+	}
+	return b.Complete(r)
+}

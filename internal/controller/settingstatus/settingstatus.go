@@ -1,0 +1,36 @@
+// Package settingstatus keeps each Setting's status (effective value, default, description) current.
+package settingstatus
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/settings"
+)
+
+// Reconciler refreshes one Setting's status.
+type Reconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,resourceNames=gpustack-settings
+
+// Reconcile writes the Setting's status when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	s := &workerv1.Setting{}
+	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	return reconcile.Result{}, settings.UpdateStatus(ctx, r.Client, s)
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("settings").For(&workerv1.Setting{}).Complete(r)
+}

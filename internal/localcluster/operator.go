@@ -1,0 +1,41 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"sigs.k8s.io/yaml"
+)
+
+// startOperator runs the operator's worker and, standing in for the per-node DaemonSet, one device-manager
+// process that reports every inventory node's simulated cards.
+func (c *Cluster) startOperator(ctx context.Context) error {
+	if c.cfg.Operator == "" {
+		return nil
+	}
+	if err := c.start(componentWorker, nil, c.cfg.Operator, "worker", "--kubeconfig="+c.Kubeconfig,
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.worker)); err != nil {
+		return err
+	}
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.ports.worker)
+	if err := c.waitFor(ctx, "the operator's worker", time.Minute, func(ctx context.Context) error { return httpOK(ctx, ready) }); err != nil {
+		return err
+	}
+	if c.cfg.Inventory == nil {
+		return nil
+	}
+	data, err := yaml.Marshal(c.cfg.Inventory)
+	if err != nil {
+		return errors.Wrap(err, "cannot encode the inventory")
+	}
+	inv := c.path("config", "inventory.yaml")
+	if err := os.WriteFile(inv, data, 0o644); err != nil {
+		return errors.Wrap(err, "cannot write the inventory")
+	}
+	return c.start(componentAgents, nil, c.cfg.Operator, "device-manager", "--kubeconfig="+c.Kubeconfig,
+		"--simulate-inventory="+inv)
+}
