@@ -96,10 +96,11 @@ func Load(ctx context.Context, c client.Reader) (Values, []string, error) {
 	return v, problems, nil
 }
 
-// Ensure creates every missing Setting, copies the gpustack-settings Secret's values (when the Secret exists)
-// onto them, and keeps each Setting's status (effective value, default, description) current. It runs when the
-// worker starts: patching the Secret and restarting the worker changes a setting, as does patching the
-// Setting itself at any time.
+// Ensure creates every missing Setting, copies the gpustack-settings Secret's values onto them, and keeps
+// each Setting's status (effective value, default, description) current; then it writes the effective values
+// back to the Secret, creating it when missing. It runs when the worker starts: patching the Secret and
+// restarting the worker changes a setting, as does patching the Setting itself at any time (SyncSecret keeps
+// the Secret in step, so a restart never reverts it).
 func Ensure(ctx context.Context, c client.Client) error {
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: SecretName}, secret)
@@ -127,7 +128,44 @@ func Ensure(ctx context.Context, c client.Client) error {
 			return err
 		}
 	}
-	return nil
+	values, _, err := Load(ctx, c)
+	if err != nil {
+		return err
+	}
+	return SyncSecret(ctx, c, values)
+}
+
+// SyncSecret writes the effective values into the gpustack-settings Secret, creating it when missing, and
+// writes nothing when it already holds them.
+func SyncSecret(ctx context.Context, c client.Client, values Values) error {
+	secret := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: SecretName}, secret)
+	if apierrors.IsNotFound(err) {
+		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: SecretName}}
+		for k, v := range values {
+			if secret.Data == nil {
+				secret.Data = map[string][]byte{}
+			}
+			secret.Data[k] = []byte(v)
+		}
+		return errors.Wrap(c.Create(ctx, secret), "cannot create the gpustack-settings Secret")
+	}
+	if err != nil {
+		return errors.Wrap(err, "cannot get the gpustack-settings Secret")
+	}
+	changed := false
+	for k, v := range values {
+		if string(secret.Data[k]) != v {
+			if secret.Data == nil {
+				secret.Data = map[string][]byte{}
+			}
+			secret.Data[k], changed = []byte(v), true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return errors.Wrap(c.Update(ctx, secret), "cannot update the gpustack-settings Secret")
 }
 
 // updateStatus writes a Setting's status when it changed.

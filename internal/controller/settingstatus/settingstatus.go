@@ -1,4 +1,5 @@
-// Package settingstatus keeps each Setting's status (effective value, default, description) current.
+// Package settingstatus keeps each Setting's status (effective value, default, description) current, and the
+// gpustack-settings Secret in step with the Settings.
 package settingstatus
 
 import (
@@ -19,7 +20,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,resourceNames=gpustack-settings
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 
 // Reconcile writes the Setting's status when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -27,7 +28,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	return reconcile.Result{}, settings.UpdateStatus(ctx, r.Client, s)
+	if err := settings.UpdateStatus(ctx, r.Client, s); err != nil {
+		return reconcile.Result{}, err
+	}
+	values, _, err := settings.Load(ctx, r.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, settings.SyncSecret(ctx, r.Client, values)
 }
 
 // SetupWithManager registers the reconciler.
