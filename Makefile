@@ -102,7 +102,7 @@ $(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/g
 ##@ Test
 
 .PHONY: test
-test: tools ## Run every test: unit, envtest and end-to-end on the local cluster.
+test: tools build ## Run every test: unit, envtest and end-to-end on the local cluster.
 	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 45m ./...
 
 .PHONY: test-unit

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,11 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/builders"
 	"github.com/gpustack/gpustack-operator/internal/inventory"
 	"github.com/gpustack/gpustack-operator/internal/localcluster"
 	"github.com/gpustack/gpustack-operator/internal/testenv"
@@ -42,8 +43,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	ctrllog.SetLogger(logr.Discard())
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-		"kueue", "nfd-master")
+		"kueue", "nfd-master", "gpustack-operator")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -66,6 +68,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	cluster, err = localcluster.Start(ctx, localcluster.Config{
 		BinDir: bin, Dir: dir, Inventory: inv, CRDPaths: []string{testenv.Path("package", "crds")}, Progress: os.Stderr,
+		Operator: filepath.Join(bin, "gpustack-operator"),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the local cluster:", err)
@@ -180,62 +183,6 @@ func TestKindsServed(t *testing.T) {
 	}
 }
 
-// TestPrinterColumns checks what kubectl prints for InstanceTypes and InstanceTypeFlavors: the seed's headers
-// and the cells of one row.
-func TestPrinterColumns(t *testing.T) {
-	skipWithoutCluster(t)
-	ctx := context.Background()
-	it := builders.MakeInstanceType("gpustack--nvidia-a10g-linux-amd64").Accelerated("nvidia-a10g").Unit("8", "64Gi").Obj()
-	if err := k.Create(ctx, it); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.Delete(context.Background(), it) })
-	it.Status.Phase = workerv1.InstanceTypeActive
-	it.Status.Entrance = "gpustack-fnv64-c4680bb149644f1c"
-	it.Status.Summary = workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"}
-	if err := k.Status().Update(ctx, it); err != nil {
-		t.Fatal(err)
-	}
-	flavor := &workerv1.InstanceTypeFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--nvidia-a10g"},
-		Spec: workerv1.InstanceTypeFlavorSpec{Acceleratable: true, AcceleratorGroup: "nvidia-a10g", Manufacturer: "nvidia",
-			Product: "NVIDIA-A10G", Memory: ptrQuantity("24Gi"), Cores: "10240", Sliceable: ptrBool(true)}}
-	if err := k.Create(ctx, flavor); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.Delete(context.Background(), flavor) })
-
-	cases := map[string]struct {
-		reason string
-		args   []string
-		want   [][]string
-	}{
-		"InstanceType": {
-			reason: "kubectl get instancetype prints the seed's columns, the accelerator views in one cell.",
-			args:   []string{"get", "instancetype"},
-			want: [][]string{
-				{"NAME", "ENTRANCE", "UNIT(CPU/RAM)/STORAGE", "ACCELERATOR(EX/SH/SL/PT)", "CPU", "PHASE"},
-				{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", "1/1 1/10 100/100 0/0", "0/0", "Active"},
-			},
-		},
-		"InstanceTypeFlavor": {
-			reason: "kubectl get instancetypeflavor prints the seed's columns.",
-			args:   []string{"get", "instancetypeflavor"},
-			want: [][]string{
-				{"NAME", "GENERALGROUP", "ACCELERATORGROUP", "ACCELERATABLE", "MANUFACTURER", "PRODUCT", "MEMORY", "CORES", "SLICEABLE"},
-				{"gpustack--nvidia-a10g", "", "nvidia-a10g", "true", "nvidia", "NVIDIA-A10G", "24Gi", "10240", "true"},
-			},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := kubectlTable(t, tc.args...)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nkubectl %s: -want, +got:\n%s", tc.reason, strings.Join(tc.args, " "), diff)
-			}
-		})
-	}
-}
-
 // TestKueueAdmitsCredits runs the real Kueue: a Pod asking for one NVIDIA card is charged 1,600,000
 // credits.gpustack.ai/nvidia, admitted against a queue of exactly that quota and run by KWOK; a second one
 // waits for quota.
@@ -325,17 +272,13 @@ func TestNFDPropagatesLabels(t *testing.T) {
 // empty cells by their column positions.
 func kubectlTable(t *testing.T, args ...string) [][]string {
 	t.Helper()
-	cmd := exec.Command("kubectl", args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	out := kubectl(t, args...)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	header := lines[0]
 	var starts []int
 	for i := range header {
-		if header[i] != ' ' && (i == 0 || header[i-1] == ' ') {
+		// A column starts after two or more spaces: a header such as PENDING WORKLOADS holds one.
+		if header[i] != ' ' && (i == 0 || i >= 2 && header[i-1] == ' ' && header[i-2] == ' ') {
 			starts = append(starts, i)
 		}
 	}
@@ -358,6 +301,52 @@ func kubectlTable(t *testing.T, args ...string) [][]string {
 	return table
 }
 
+// kubectl runs kubectl against the cluster and fails the test when it fails.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("kubectl", args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// eventually polls cond until it holds, failing the test with cond's last message after timeout.
+func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not after %s: %s", timeout, msg)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitTable waits until kubectl prints the table.
+func waitTable(t *testing.T, want [][]string, args ...string) {
+	t.Helper()
+	eventually(t, time.Minute, func() (bool, string) {
+		diff := cmp.Diff(want, kubectlTable(t, args...))
+		return diff == "", fmt.Sprintf("kubectl %s: -want, +got:\n%s", strings.Join(args, " "), diff)
+	})
+}
+
+// column returns a one-column table.
+func column(header string, rows ...string) [][]string {
+	out := [][]string{{header}}
+	for _, r := range rows {
+		out = append(out, []string{r})
+	}
+	return out
+}
+
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -366,7 +355,3 @@ func nodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
-
-func ptrQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
-
-func ptrBool(b bool) *bool { return &b }

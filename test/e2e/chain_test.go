@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gpustack/gpustack-operator/internal/controller/composer"
+	"github.com/gpustack/gpustack-operator/internal/testenv"
+)
+
+// The seed's Step 1 tables, SH once-max as card counts (DESIGN.md).
+var (
+	step1Types = [][]string{
+		{"NAME", "ENTRANCE", "UNIT(CPU/RAM)/STORAGE", "ACCELERATOR(EX/SH/SL/PT)", "CPU", "PHASE"},
+		{"gpustack--generic-linux-amd64", "gpustack-fnv64-3b93966fd73eb9ec", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "48/72", "Active"},
+		{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", "1/1 1/10 100/100 0/0", "0/0", "Active"},
+		{"gpustack--nvidia-tesla-t4-linux-amd64", "gpustack-fnv64-6b371caa2da0b799", "8/32Gi/100Gi", "4/5 4/50 100/500 0/0", "0/0", "Active"},
+	}
+	step1Flavors = []string{
+		"gpustack--amd-epyc-7r13-linux-amd64-16c", "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
+		"gpustack--amd-epyc-7r32-linux-amd64-4c", "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",
+		"gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-4d",
+		"gpustack--intel-xeon-platinum-8259cl-linux-amd64-48c", "gpustack--intel-xeon-platinum-8259cl-linux-amd64-4c",
+	}
+)
+
+// TestStep1 follows the walkthrough's Step 1: the operator composes the seed's flavors, queues, pools,
+// catalog and ledgers from the four nodes.
+func TestStep1(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	cases := map[string]struct {
+		reason string
+		args   []string
+		want   [][]string
+	}{
+		"ResourceFlavors": {
+			reason: "Seven flavors, one per (gKey, [aKey,] os, arch, count).",
+			args:   []string{"get", "resourceflavor", "-o", "custom-columns=NAME:.metadata.name"},
+			want:   column("NAME", step1Flavors...),
+		},
+		"ClusterQueues": {
+			reason: "Three isolated queues, no cohort.",
+			args:   []string{"get", "clusterqueue"},
+			want: [][]string{{"NAME", "COHORT", "PENDING WORKLOADS"},
+				{"gpustack--generic-linux-amd64", "", "0"}, {"gpustack--nvidia-a10g-linux-amd64", "", "0"},
+				{"gpustack--nvidia-tesla-t4-linux-amd64", "", "0"}},
+		},
+		"InstanceTypeFlavors": {
+			reason: "The collapsed catalog.",
+			args:   []string{"get", "instancetypeflavor"},
+			want: [][]string{
+				{"NAME", "GENERALGROUP", "ACCELERATORGROUP", "ACCELERATABLE", "MANUFACTURER", "PRODUCT", "MEMORY", "CORES", "SLICEABLE"},
+				{"gpustack--generic", "generic", "", "false", "generic", "", "", "", ""},
+				{"gpustack--nvidia-a10g", "", "nvidia-a10g", "true", "nvidia", "NVIDIA-A10G", "24Gi", "10240", "true"},
+				{"gpustack--nvidia-tesla-t4", "", "nvidia-tesla-t4", "true", "nvidia", "Tesla-T4", "16Gi", "2560", "true"},
+			},
+		},
+		"Devices": {
+			reason: "One ledger per accelerated node; none for node-cpu.",
+			args:   []string{"get", "devices", "-o", "custom-columns=NAME:.metadata.name"},
+			want:   column("NAME", "node-a10g", "node-t4-a", "node-t4-b"),
+		},
+		"NodeLabels": {
+			reason: "NFD carries the worker's and the device agent's labels onto node-a10g, as the seed's Node shows.",
+			args: []string{"get", "node", "node-a10g", "-o", "custom-columns=" +
+				"MANAGED:.metadata.labels.gpustack\\.ai/managed," +
+				"CPU:.metadata.labels.general\\.feature\\.gpustack\\.ai/amd-epyc-7r32\\.count," +
+				"PRODUCT:.metadata.labels.acceleratable\\.feature\\.gpustack\\.ai/nvidia-a10g\\.product," +
+				"MEMORY:.metadata.labels.acceleratable\\.feature\\.gpustack\\.ai/nvidia-a10g\\.memory," +
+				"COMCAP:.metadata.labels.acceleratable\\.feature\\.gpustack\\.ai/nvidia-a10g\\.comcap," +
+				"DRIVER:.metadata.labels.acceleratable\\.feature\\.gpustack\\.ai/nvidia\\.driver-version"},
+			want: [][]string{{"MANAGED", "CPU", "PRODUCT", "MEMORY", "COMCAP", "DRIVER"},
+				{"true", "4", "NVIDIA-A10G", "24Gi", "8.6", "580.159.03"}},
+		},
+		"Ledger": {
+			reason: "Each card starts free with 1,600,000 credits.",
+			args: []string{"get", "devices", "node-a10g", "-o",
+				"custom-columns=GROUP:.status.groups[0].id,MODE:.status.groups[0].accelerators[0].mode,REMAINING:.status.groups[0].accelerators[0].remaining"},
+			want: [][]string{{"GROUP", "MODE", "REMAINING"}, {"a10g", "0", "1600000"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, kubectlTable(t, tc.args...)); diff != "" {
+				t.Errorf("%s\nkubectl %s: -want, +got:\n%s", tc.reason, strings.Join(tc.args, " "), diff)
+			}
+		})
+	}
+}
+
+// TestStep2 follows Step 2: flipping gpustack.ai/managed on the node's worker NodeFeature takes its card out
+// of the A10G pool and its cores out of the generic pool, and back.
+func TestStep2(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	patch := func(v string) {
+		kubectl(t, "-n", "gpustack-system", "patch", "nodefeature", "node-a10g-gpustack-worker", "--type=merge",
+			"-p", fmt.Sprintf(`{"spec":{"labels":{"gpustack.ai/managed":%q}}}`, v))
+	}
+	patch("false")
+	t.Cleanup(func() { patch("true") })
+	waitTable(t, [][]string{
+		step1Types[0],
+		{"gpustack--generic-linux-amd64", "gpustack-fnv64-3b93966fd73eb9ec", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "48/68", "Active"},
+		{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", "0/0 0/0 0/0 0/0", "0/0", "Active"},
+		step1Types[3],
+	}, "get", "instancetype")
+	if got := kubectlTable(t, "get", "resourceflavor", "-o", "custom-columns=NAME:.metadata.name"); len(got) != 1+5 {
+		t.Errorf("node-a10g's two flavors should be retired; flavors now: %v", got[1:])
+	}
+	patch("true")
+	waitTable(t, step1Types, "get", "instancetype")
+}
+
+// TestStep5 follows Step 5: CPU awareness splits the pools and the catalog by CPU key and leaves every
+// ResourceFlavor unchanged; the collapsed pools remain (create-only).
+func TestStep5(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	setAware := func(v string) {
+		kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-type-aware-cpu-manufacturer", "--type=merge",
+			"-p", fmt.Sprintf(`{"spec":{"value":%q}}`, v))
+	}
+	setAware("true")
+	t.Cleanup(func() {
+		setAware("false")
+		kubectl(t, "delete", "instancetype", "gpustack--amd-epyc-7r13-linux-amd64", "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64",
+			"gpustack--amd-epyc-7r32-linux-amd64", "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64",
+			"gpustack--intel-xeon-platinum-8259cl-linux-amd64", "--wait=false")
+	})
+	waitTable(t, [][]string{
+		step1Types[0],
+		{"gpustack--amd-epyc-7r13-linux-amd64", "gpustack-fnv64-8dde992f64a17a2f", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "16/16", "Active"},
+		{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64", "gpustack-fnv64-029fd9550e0c70bd", "8/64Gi/100Gi", "1/1 1/10 100/100 0/0", "0/0", "Active"},
+		{"gpustack--amd-epyc-7r32-linux-amd64", "gpustack-fnv64-d3390f10cd57a632", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "4/4", "Active"},
+		step1Types[1],
+		{"gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64", "gpustack-fnv64-5b59e508edc027b7", "8/32Gi/100Gi", "4/5 4/50 100/500 0/0", "0/0", "Active"},
+		{"gpustack--intel-xeon-platinum-8259cl-linux-amd64", "gpustack-fnv64-c6aee2b7b5c4dc6b", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "48/52", "Active"},
+		step1Types[2], step1Types[3],
+	}, "get", "instancetype")
+	waitTable(t, column("NAME", "gpustack--amd-epyc-7r13", "gpustack--amd-epyc-7r32", "gpustack--amd-epyc-7r32--nvidia-a10g",
+		"gpustack--intel-xeon-platinum-8259cl", "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4"),
+		"get", "instancetypeflavor", "-o", "custom-columns=NAME:.metadata.name")
+	if diff := cmp.Diff(column("NAME", step1Flavors...), kubectlTable(t, "get", "resourceflavor", "-o", "custom-columns=NAME:.metadata.name")); diff != "" {
+		t.Errorf("the flip must leave the flavors unchanged: -want, +got:\n%s", diff)
+	}
+	got := kubectlTable(t, "get", "clusterqueue", "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64", "-o",
+		"custom-columns=CPU:.metadata.labels.general\\.feature\\.gpustack\\.ai/amd-epyc-7r32")
+	if diff := cmp.Diff([][]string{{"CPU"}, {"true"}}, got); diff != "" {
+		t.Errorf("the CPU-aware queue's labels carry the CPU key: -want, +got:\n%s", diff)
+	}
+}
+
+// TestUnreadableNode gives a node a label the composer cannot read: the node gets an event naming the label
+// and leaves the pools, and the rest of the cluster is still composed.
+func TestUnreadableNode(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	kubectl(t, "label", "node", "node-cpu", "general.feature.gpustack.ai/bogus.count=many")
+	t.Cleanup(func() { kubectl(t, "label", "node", "node-cpu", "general.feature.gpustack.ai/bogus.count-") })
+	waitTable(t, [][]string{
+		step1Types[0],
+		{"gpustack--generic-linux-amd64", "gpustack-fnv64-3b93966fd73eb9ec", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "48/56", "Active"},
+		step1Types[2], step1Types[3],
+	}, "get", "instancetype")
+	eventually(t, 30*time.Second, func() (bool, string) {
+		events := &corev1.EventList{}
+		if err := k.List(context.Background(), events, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "node-cpu" && e.Reason == "ProfileUnreadable" &&
+				strings.Contains(e.Message, `general.feature.gpustack.ai/bogus.count="many" is not a core count`) {
+				return true, ""
+			}
+		}
+		return false, "no ProfileUnreadable event on node-cpu"
+	})
+}
+
+// TestResyncWritesNothing forces 100 recomputes of the converged chain through a client that counts every
+// write, and expects none.
+func TestResyncWritesNothing(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	writes := 0
+	count := func(kind string) { writes++; t.Logf("unexpected %s", kind) }
+	c, err := client.NewWithWatch(cluster.RESTConfig, client.Options{Scheme: k.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			count("create of " + o.GetName())
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			count("update of " + o.GetName())
+			return c.Update(ctx, o, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			count("patch of " + o.GetName())
+			return c.Patch(ctx, o, p, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			count("apply")
+			return c.Apply(ctx, o, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			count("delete of " + o.GetName())
+			return c.Delete(ctx, o, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+			count(sub + " update of " + o.GetName())
+			return c.SubResource(sub).Update(ctx, o, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			count(sub + " patch of " + o.GetName())
+			return c.SubResource(sub).Patch(ctx, o, p, opts...)
+		},
+	})
+	r := &composer.Reconciler{Client: counting, Recorder: record.NewFakeRecorder(100)}
+	ctx := log.IntoContext(context.Background(), log.Log)
+	for i := 0; i < 100; i++ {
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "chain"}}); err != nil {
+			t.Fatalf("resync %d: %v", i, err)
+		}
+	}
+	if writes != 0 || r.Writes != 0 {
+		t.Errorf("100 resyncs of a converged chain made %d API writes (composer counted %d), want 0", writes, r.Writes)
+	}
+}
+
+// TestPlanYAMLValidates checks that `plan -o yaml` yields objects the API server accepts.
+func TestPlanYAMLValidates(t *testing.T) {
+	skipWithoutCluster(t)
+	bin, _, _ := testenv.BinDir()
+	planCmd := exec.Command(bin+"/gpustack-operator", "plan", "--inventory", testenv.Path("examples", "clusters", "walkthrough.yaml"), "-o", "yaml")
+	out, err := planCmd.Output()
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	apply := exec.Command("kubectl", "apply", "--dry-run=server", "-f", "-")
+	apply.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+	apply.Stdin = strings.NewReader(string(out))
+	if b, err := apply.CombinedOutput(); err != nil {
+		t.Errorf("the API server refuses plan's objects: %v\n%s", err, b)
+	}
+}
