@@ -3,6 +3,7 @@
 //	gpustack-operator worker          the control plane: profiler, composer and settings
 //	gpustack-operator device-manager  the per-node device agent
 //	gpustack-operator plan            a dry run of the chain for an inventory file
+//	gpustack-operator function NAME   serves a composition function over gRPC for Crossplane
 package main
 
 import (
@@ -16,6 +17,7 @@ var commands = map[string]func(args []string) error{
 	"plan":           runPlan,
 	"worker":         runWorker,
 	"device-manager": runDeviceManager,
+	"function":       runFunction,
 }
 
 func main() {

@@ -29,7 +29,7 @@ func (s setFlags) Set(v string) error {
 func runPlan(args []string) error {
 	fs := flag.NewFlagSet("plan", flag.ExitOnError)
 	file := fs.String("inventory", "", "inventory file of the cluster to plan (required)")
-	output := fs.String("o", "table", "output: table or yaml")
+	output := fs.String("o", "table", "output: table, yaml (the composed objects) or composites (the composite resources Crossplane would render)")
 	namespaces := fs.String("namespaces", strings.Join(plan.DefaultNamespaces, ","), "comma-separated namespaces that get entrance LocalQueues")
 	sets := setFlags{}
 	fs.Var(sets, "set", "a setting, NAME=VALUE (repeatable), e.g. --set instance-type-aware-cpu-manufacturer=true")
@@ -57,6 +57,8 @@ func runPlan(args []string) error {
 		return r.WriteTables(os.Stdout)
 	case "yaml":
 		return r.WriteYAML(os.Stdout)
+	case "composites":
+		return r.WriteComposites(os.Stdout)
 	}
-	return fmt.Errorf("-o %q: want table or yaml", *output)
+	return fmt.Errorf("-o %q: want table, yaml or composites", *output)
 }

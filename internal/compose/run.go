@@ -17,6 +17,7 @@ import (
 	"github.com/gpustack/gpustack-operator/functions/flavors"
 	"github.com/gpustack/gpustack-operator/functions/instancetype"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
+	"github.com/gpustack/gpustack-operator/internal/pools"
 )
 
 // Output is what one function call produced.
@@ -35,40 +36,79 @@ type Runner interface {
 // Flavors runs the flavors function on an inventory.
 func Flavors(ctx context.Context, spec xrs.NodeInventorySpec) (Output, xrs.NodeInventoryStatus, error) {
 	var status xrs.NodeInventoryStatus
-	out, err := run(ctx, &flavors.Function{}, xrs.KindNodeInventory, "cluster", spec, &status)
+	req, err := FlavorsRequest(spec)
+	if err != nil {
+		return Output{}, status, err
+	}
+	out, err := run(ctx, &flavors.Function{}, req, &status)
 	return out, status, err
+}
+
+// FlavorsRequest is the flavors function's request for an inventory. Ledgers are left out: the function
+// needs only each node's identity, and the request stays small enough for gRPC at thousands of nodes.
+func FlavorsRequest(spec xrs.NodeInventorySpec) (*fnv1.RunFunctionRequest, error) {
+	nodes := make([]pools.Node, len(spec.Nodes))
+	for i, n := range spec.Nodes {
+		nodes[i] = n.Identity()
+	}
+	spec.Nodes = nodes
+	return request(xrs.KindNodeInventory, "cluster", spec)
 }
 
 // InstanceType runs the instancetype function on one pool.
 func InstanceType(ctx context.Context, spec xrs.InstanceTypePoolSpec) (Output, workerv1.InstanceTypeStatus, error) {
 	var status workerv1.InstanceTypeStatus
-	out, err := run(ctx, &instancetype.Function{}, xrs.KindInstanceTypePool, spec.Name, spec, &status)
+	req, err := InstanceTypeRequest(spec)
+	if err != nil {
+		return Output{}, status, err
+	}
+	out, err := run(ctx, &instancetype.Function{}, req, &status)
 	return out, status, err
 }
 
-// run calls fn with a composite of the kind whose spec is spec, and decodes the desired composite's status
-// into status.
-func run(ctx context.Context, fn Runner, kind, name string, spec, status any) (Output, error) {
-	xr := &unstructured.Unstructured{Object: map[string]any{}}
-	xr.SetAPIVersion(xrs.APIVersion)
-	xr.SetKind(kind)
-	xr.SetName(name)
+// InstanceTypeRequest is the instancetype function's request for one pool.
+func InstanceTypeRequest(spec xrs.InstanceTypePoolSpec) (*fnv1.RunFunctionRequest, error) {
+	return request(xrs.KindInstanceTypePool, spec.Name, spec)
+}
+
+// Composite returns the composite resource of the kind whose spec is spec, as the functions read it and as a
+// Crossplane cluster would store it.
+func Composite(kind, name string, spec any) (map[string]any, error) {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
 		Spec any `json:"spec"`
 	}{spec})
 	if err != nil {
-		return Output{}, errors.Wrap(err, "cannot encode the composite's spec")
+		return nil, errors.Wrap(err, "cannot encode the composite's spec")
 	}
-	xr.Object["spec"] = content["spec"]
-	s, err := structpb.NewStruct(xr.Object)
+	return map[string]any{"apiVersion": xrs.APIVersion, "kind": kind, "metadata": map[string]any{"name": name},
+		"spec": content["spec"]}, nil
+}
+
+// request returns a function request whose observed composite is of the kind, with spec.
+func request(kind, name string, spec any) (*fnv1.RunFunctionRequest, error) {
+	xr, err := Composite(kind, name, spec)
 	if err != nil {
-		return Output{}, errors.Wrap(err, "cannot encode the composite")
+		return nil, err
 	}
-	req := &fnv1.RunFunctionRequest{
+	s, err := structpb.NewStruct(xr)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot encode the composite")
+	}
+	// As Crossplane does, the desired composite starts with the identity only; the function adds status.
+	desired, err := structpb.NewStruct(map[string]any{"apiVersion": xrs.APIVersion, "kind": kind,
+		"metadata": map[string]any{"name": name}})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot encode the desired composite")
+	}
+	return &fnv1.RunFunctionRequest{
 		Meta:     &fnv1.RequestMeta{Tag: name},
 		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: s}},
-		Desired:  &fnv1.State{Composite: &fnv1.Resource{Resource: s}},
-	}
+		Desired:  &fnv1.State{Composite: &fnv1.Resource{Resource: desired}},
+	}, nil
+}
+
+// run calls fn and decodes the desired composite's status into status.
+func run(ctx context.Context, fn Runner, req *fnv1.RunFunctionRequest, status any) (Output, error) {
 	rsp, err := fn.RunFunction(ctx, req)
 	if err != nil {
 		return Output{}, errors.Wrap(err, "function failed")

@@ -28,6 +28,9 @@ type Result struct {
 	Objects []*unstructured.Unstructured
 	// Warnings are the functions' warnings.
 	Warnings []string
+	// Composites are the composite resources the functions were called with: the XNodeInventory first, then
+	// one XInstanceTypePool per InstanceType. Under Crossplane these are what the compositions render.
+	Composites []map[string]any
 }
 
 // Plan composes the chain of an inventory under the given settings, with entrance queues in the namespaces.
@@ -36,11 +39,17 @@ func Plan(ctx context.Context, inv *inventory.Inventory, settings xrs.Settings, 
 	if err != nil {
 		return nil, err
 	}
-	out, status, err := compose.Flavors(ctx, xrs.NodeInventorySpec{Nodes: nodes, Settings: settings})
+	inventorySpec := xrs.NodeInventorySpec{Nodes: nodes, Settings: settings}
+	out, status, err := compose.Flavors(ctx, inventorySpec)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot compose flavors")
 	}
 	r := &Result{Warnings: out.Warnings}
+	req, err := compose.FlavorsRequest(inventorySpec)
+	if err != nil {
+		return nil, err
+	}
+	r.Composites = append(r.Composites, req.GetObserved().GetComposite().GetResource().AsMap())
 	for _, o := range out.Objects {
 		if o.GetKind() != "InstanceType" {
 			r.Objects = append(r.Objects, o)
@@ -50,13 +59,20 @@ func Plan(ctx context.Context, inv *inventory.Inventory, settings xrs.Settings, 
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, it); err != nil {
 			return nil, errors.Wrapf(err, "cannot decode InstanceType %s", o.GetName())
 		}
-		pool, st, err := compose.InstanceType(ctx, xrs.InstanceTypePoolSpec{
-			Name: it.Name, Labels: it.Labels, Type: it.Spec, Flavors: status.Flavors, Nodes: nodes,
+		poolSpec := xrs.InstanceTypePoolSpec{
+			Name: it.Name, Labels: it.Labels, Type: it.Spec, Flavors: status.Flavors,
+			Nodes:      compose.PoolNodes(it.Spec, status.Flavors, nodes),
 			Namespaces: namespaces, Settings: settings,
-		})
+		}
+		pool, st, err := compose.InstanceType(ctx, poolSpec)
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot compose InstanceType %s", it.Name)
 		}
+		req, err := compose.InstanceTypeRequest(poolSpec)
+		if err != nil {
+			return nil, err
+		}
+		r.Composites = append(r.Composites, req.GetObserved().GetComposite().GetResource().AsMap())
 		r.Warnings = append(r.Warnings, pool.Warnings...)
 		r.Objects = append(r.Objects, pool.Objects...)
 		it.Status = st
@@ -103,6 +119,20 @@ func (r *Result) WriteYAML(w io.Writer) error {
 	data, err := yaml.Marshal(list)
 	if err != nil {
 		return errors.Wrap(err, "cannot encode the list")
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// WriteComposites writes the composite resources as one v1 List, for rendering them under Crossplane.
+func (r *Result) WriteComposites(w io.Writer) error {
+	items := make([]any, len(r.Composites))
+	for i, c := range r.Composites {
+		items[i] = c
+	}
+	data, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	if err != nil {
+		return errors.Wrap(err, "cannot encode the composites")
 	}
 	_, err = w.Write(data)
 	return err

@@ -258,3 +258,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Identity returns the node without its ledger and CPU usage: all the flavors function needs, so its request
+// stays small (a node's eight cards would otherwise dominate it).
+func (n Node) Identity() Node {
+	out := n
+	out.CPU.RequestedMilli = 0
+	out.Groups = make([]Group, len(n.Groups))
+	for i, g := range n.Groups {
+		g.Cards = nil
+		out.Groups[i] = g
+	}
+	return out
+}
+
+// ForPool returns the node with only the accelerator group the pool covers: all a pool's function call needs.
+func (n Node) ForPool(p Pool) Node {
+	out := n
+	out.Groups = nil
+	for _, g := range n.Groups {
+		if g.Key == p.AcceleratorGroup && p.AcceleratorGroup != "" {
+			out.Groups = append(out.Groups, g)
+		}
+	}
+	return out
+}

@@ -136,7 +136,7 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		}
 		out, status, err := compose.InstanceType(ctx, xrs.InstanceTypePoolSpec{
 			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec,
-			Flavors: flavors, Nodes: poolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
+			Flavors: flavors, Nodes: compose.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
 		})
 		if err != nil {
 			r.Recorder.Eventf(it, corev1.EventTypeWarning, "ComposeFailed", "cannot compose the pool: %v", err)
@@ -326,26 +326,6 @@ func (r *Reconciler) nodeDevicesCheckActive(ctx context.Context) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// poolNodes returns the nodes of the pool's flavors: the function needs no other.
-func poolNodes(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor, nodes []pools.Node) []pools.Node {
-	pool := instancetype.PoolOf(spec)
-	names := map[string]bool{}
-	for _, f := range flavors {
-		if pool.Matches(f) {
-			for _, n := range f.Nodes {
-				names[n] = true
-			}
-		}
-	}
-	var out []pools.Node
-	for _, n := range nodes {
-		if names[n.Name] {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // SetupWithManager registers the composer. Every watched event maps to the one chain key.

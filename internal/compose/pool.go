@@ -1,0 +1,28 @@
+package compose
+
+import (
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/functions/instancetype"
+	"github.com/gpustack/gpustack-operator/internal/pools"
+)
+
+// PoolNodes returns the nodes of the pool's flavors, each with only the pool's accelerator group: all the
+// instancetype function needs, so a pool's request stays small.
+func PoolNodes(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor, nodes []pools.Node) []pools.Node {
+	pool := instancetype.PoolOf(spec)
+	names := map[string]bool{}
+	for _, f := range flavors {
+		if pool.Matches(f) {
+			for _, n := range f.Nodes {
+				names[n] = true
+			}
+		}
+	}
+	var out []pools.Node
+	for _, n := range nodes {
+		if names[n.Name] {
+			out = append(out, n.ForPool(pool))
+		}
+	}
+	return out
+}
