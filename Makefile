@@ -19,6 +19,7 @@ KWOK_VERSION := v0.8.0
 KUEUE_VERSION := v0.17.0
 NFD_VERSION := v0.19.0
 CONTROLLER_GEN_VERSION := v0.20.1
+CROSSPLANE_VERSION := v2.4.0
 
 K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 K8S_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
@@ -47,7 +48,7 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 .PHONY: tools
 tools: $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) \
-	$(STAMP)/assets ## Build every third-party binary the tests and the demo need.
+	$(STAMP)/crossplane-$(CROSSPLANE_VERSION) $(STAMP)/assets ## Build every third-party binary the tests and the demo need.
 
 $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
 	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION) (first build takes about 10 minutes))
@@ -82,6 +83,11 @@ $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION): hack/tools/controller-gen/go.
 	cd hack/tools/controller-gen && go build -trimpath -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 	@mkdir -p $(STAMP) && touch $@
 
+$(STAMP)/crossplane-$(CROSSPLANE_VERSION): hack/tools/crossplane/go.mod
+	$(call say,building crossplane $(CROSSPLANE_VERSION) (first build takes several minutes))
+	cd hack/tools/crossplane && go build -trimpath -o $(BIN)/crossplane github.com/crossplane/crossplane/v2/cmd/crossplane
+	@mkdir -p $(STAMP) && touch $@
+
 # Assets copied out of the pinned modules: Kueue's CRDs and webhook manifests, NFD's CRDs and KWOK's stages.
 # They are read from the module cache rather than committed, so they always match the binaries.
 moddir = $$(cd hack/tools/$(1) && go list -m -f '{{.Dir}}' $(2))
@@ -102,8 +108,13 @@ $(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/g
 ##@ Test
 
 .PHONY: test
-test: tools build ## Run every test: unit, envtest and end-to-end on the local cluster.
+test: tools build ## Run every test: unit, envtest, end-to-end on the local cluster, and the Crossplane render.
 	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 45m ./...
+	cd hack/tools/crossplane && GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 10m ./...
+
+.PHONY: bench
+bench: ## Run the benchmarks (numbers in the README).
+	go test -run '^$$' -bench . -benchtime 20x ./internal/compose/
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane.

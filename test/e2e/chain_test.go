@@ -19,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
+	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/internal/testenv"
 )
 
@@ -87,6 +89,14 @@ func TestStep1(t *testing.T) {
 				"DRIVER:.metadata.labels.acceleratable\\.feature\\.gpustack\\.ai/nvidia\\.driver-version"},
 			want: [][]string{{"MANAGED", "CPU", "PRODUCT", "MEMORY", "COMCAP", "DRIVER"},
 				{"true", "4", "NVIDIA-A10G", "24Gi", "8.6", "580.159.03"}},
+		},
+		"EntranceQueues": {
+			reason: "Each pool has its entrance LocalQueue in every user namespace.",
+			args:   []string{"get", "localqueue", "-n", "default", "-o", "custom-columns=NAME:.metadata.name,CLUSTERQUEUE:.spec.clusterQueue"},
+			want: [][]string{{"NAME", "CLUSTERQUEUE"},
+				{"gpustack-fnv64-3b93966fd73eb9ec", "gpustack--generic-linux-amd64"},
+				{"gpustack-fnv64-6b371caa2da0b799", "gpustack--nvidia-tesla-t4-linux-amd64"},
+				{"gpustack-fnv64-c4680bb149644f1c", "gpustack--nvidia-a10g-linux-amd64"}},
 		},
 		"Ledger": {
 			reason: "Each card starts free with 1,600,000 credits.",
@@ -262,4 +272,36 @@ func TestPlanYAMLValidates(t *testing.T) {
 	if b, err := apply.CombinedOutput(); err != nil {
 		t.Errorf("the API server refuses plan's objects: %v\n%s", err, b)
 	}
+}
+
+// TestSettingsSecretSeeds follows Step 5's other path: patching the gpustack-settings Secret and restarting the
+// worker. The worker's start-up (settings.Ensure) copies the Secret onto the Setting; patching the Setting
+// afterwards writes back to the Secret, so a later restart never reverts it.
+func TestSettingsSecretSeeds(t *testing.T) {
+	skipWithoutCluster(t)
+	ctx := context.Background()
+	name := workerv1.SettingInstanceHostPathVolumeAllowed
+	kubectl(t, "-n", "gpustack-system", "patch", "secret", settings.SecretName, "--type=merge",
+		"-p", fmt.Sprintf(`{"stringData":{%q:"true"}}`, name))
+	t.Cleanup(func() {
+		kubectl(t, "-n", "gpustack-system", "patch", "setting", name, "--type=merge", "-p", `{"spec":{"value":"false"}}`)
+	})
+	if err := settings.Ensure(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	s := &workerv1.Setting{}
+	if err := k.Get(ctx, client.ObjectKey{Namespace: "gpustack-system", Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Spec.Value != "true" {
+		t.Errorf("after a restart the Setting %s holds %q; the Secret said true", name, s.Spec.Value)
+	}
+	kubectl(t, "-n", "gpustack-system", "patch", "setting", name, "--type=merge", "-p", `{"spec":{"value":"false"}}`)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		secret := &corev1.Secret{}
+		if err := k.Get(ctx, client.ObjectKey{Namespace: "gpustack-system", Name: settings.SecretName}, secret); err != nil {
+			return false, err.Error()
+		}
+		return string(secret.Data[name]) == "false", fmt.Sprintf("the Secret holds %q", secret.Data[name])
+	})
 }
