@@ -76,7 +76,7 @@ type InstanceTypePoolSpec struct {
 	Deleting bool `json:"deleting,omitempty"`
 	// Type is the InstanceType's spec.
 	Type workerv1.InstanceTypeSpec `json:"type"`
-	// Flavors are the cluster's ResourceFlavors.
+	// Flavors are the ResourceFlavors of the pool (others are ignored).
 	Flavors []pools.Flavor `json:"flavors"`
 	// Nodes are the nodes of the pool's flavors, with their ledgers.
 	Nodes []pools.Node `json:"nodes"`

@@ -66,7 +66,7 @@ func recompute(b *testing.B, nodes []pools.Node) int {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, it); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := InstanceType(ctx, xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec, Flavors: inv.Flavors,
+		if _, _, err := InstanceType(ctx, xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec, Flavors: PoolFlavors(it.Spec, inv.Flavors),
 			Nodes: PoolNodes(it.Spec, inv.Flavors, nodes), Namespaces: []string{"default"}, Settings: s}); err != nil {
 			b.Fatal(err)
 		}

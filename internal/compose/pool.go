@@ -6,6 +6,18 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/pools"
 )
 
+// PoolFlavors returns the flavors of the pool: the only ones its function call needs.
+func PoolFlavors(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor) []pools.Flavor {
+	pool := instancetype.PoolOf(spec)
+	var out []pools.Flavor
+	for _, f := range flavors {
+		if pool.Matches(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // PoolNodes returns the nodes of the pool's flavors, each with only the pool's accelerator group: all the
 // instancetype function needs, so a pool's request stays small.
 func PoolNodes(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor, nodes []pools.Node) []pools.Node {

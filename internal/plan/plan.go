@@ -60,7 +60,7 @@ func Plan(ctx context.Context, inv *inventory.Inventory, settings xrs.Settings, 
 			return nil, errors.Wrapf(err, "cannot decode InstanceType %s", o.GetName())
 		}
 		poolSpec := xrs.InstanceTypePoolSpec{
-			Name: it.Name, Labels: it.Labels, Type: it.Spec, Flavors: status.Flavors,
+			Name: it.Name, Labels: it.Labels, Type: it.Spec, Flavors: compose.PoolFlavors(it.Spec, status.Flavors),
 			Nodes:      compose.PoolNodes(it.Spec, status.Flavors, nodes),
 			Namespaces: namespaces, Settings: settings,
 		}

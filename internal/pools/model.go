@@ -83,7 +83,7 @@ type Group struct {
 
 // Card is one card's state in the ledger.
 type Card struct {
-	ID              string                  `json:"id"`
+	ID              string                  `json:"id,omitempty"`
 	Mode            workerv1.AllocationMode `json:"mode,omitempty"`
 	Remaining       int64                   `json:"remaining"`
 	AllocatedSlices int32                   `json:"allocatedSlices,omitempty"`
@@ -272,14 +272,25 @@ func (n Node) Identity() Node {
 	return out
 }
 
-// ForPool returns the node with only the accelerator group the pool covers: all a pool's function call needs.
+// ForPool returns what a pool's function call needs of the node: its name, cores and CPU usage, and the cards
+// of the pool's accelerator group without their IDs or descriptors. The views read nothing else, and a
+// pool's request stays small.
 func (n Node) ForPool(p Pool) Node {
-	out := n
-	out.Groups = nil
+	out := Node{Name: n.Name, Managed: n.Managed,
+		CPU: CPU{Key: n.CPU.Key, Cores: n.CPU.Cores, RequestedMilli: n.CPU.RequestedMilli}}
+	if p.AcceleratorGroup == "" {
+		return out
+	}
 	for _, g := range n.Groups {
-		if g.Key == p.AcceleratorGroup && p.AcceleratorGroup != "" {
-			out.Groups = append(out.Groups, g)
+		if g.Key != p.AcceleratorGroup {
+			continue
 		}
+		cards := make([]Card, len(g.Cards))
+		for i, c := range g.Cards {
+			c.ID = ""
+			cards[i] = c
+		}
+		out.Groups = append(out.Groups, Group{Key: g.Key, Manufacturer: g.Manufacturer, Count: g.Count, Cards: cards})
 	}
 	return out
 }

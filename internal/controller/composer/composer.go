@@ -136,7 +136,7 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		}
 		out, status, err := compose.InstanceType(ctx, xrs.InstanceTypePoolSpec{
 			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec,
-			Flavors: flavors, Nodes: compose.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
+			Flavors: compose.PoolFlavors(it.Spec, flavors), Nodes: compose.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
 		})
 		if err != nil {
 			r.Recorder.Eventf(it, corev1.EventTypeWarning, "ComposeFailed", "cannot compose the pool: %v", err)
