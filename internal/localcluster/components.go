@@ -168,7 +168,7 @@ func (c *Cluster) startKWOK(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if !nodeReady(node) {
+			if !NodeReady(node) {
 				return errors.Errorf("node %s is not Ready", n.Name)
 			}
 		}
@@ -219,7 +219,8 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) 
 	return nil
 }
 
-func nodeReady(n *corev1.Node) bool {
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

@@ -143,7 +143,7 @@ func TestNodesReady(t *testing.T) {
 	for _, n := range nodes.Items {
 		gpu := n.Status.Capacity[corev1.ResourceName("nvidia.com/gpu")]
 		got[n.Name] = capacity{
-			Ready: nodeReady(&n), CPU: n.Status.Capacity.Cpu().String(), Memory: n.Status.Capacity.Memory().String(),
+			Ready: localcluster.NodeReady(&n), CPU: n.Status.Capacity.Cpu().String(), Memory: n.Status.Capacity.Memory().String(),
 			Storage: n.Status.Capacity.StorageEphemeral().String(), GPU: gpu.String(),
 		}
 	}
@@ -347,11 +347,3 @@ func column(header string, rows ...string) [][]string {
 	return out
 }
 
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
