@@ -346,4 +346,3 @@ func column(header string, rows ...string) [][]string {
 	}
 	return out
 }
-
