@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/gpustack-operator/internal/testenv"
+)
+
+// apiServerCase is one row of policies/testdata/cases.yaml.
+type apiServerCase struct {
+	Name       string            `json:"name"`
+	Kind       string            `json:"kind,omitempty"`
+	Vendors    string            `json:"vendors,omitempty"`
+	Namespace  string            `json:"namespace,omitempty"`
+	User       string            `json:"user,omitempty"`
+	Unlabelled bool              `json:"unlabelled,omitempty"`
+	Settings   map[string]string `json:"settings,omitempty"`
+	Spec       map[string]any    `json:"spec"`
+	OldSpec    map[string]any    `json:"oldSpec,omitempty"`
+	Want       []string          `json:"want,omitempty"`
+}
+
+// notInAPIServer are cases the API server answers before the policies: core validation refuses a fractional
+// extended resource, and impersonating the operator's service account needs RBAC the test cluster lacks.
+var notInAPIServer = map[string]string{
+	"milli-quantity-slice": "core validation refuses fractional extended resources",
+	"operator-account":     "impersonating the operator's service account",
+}
+
+// TestPoliciesInAPIServer installs the CEL policies in the cluster's kube-apiserver, checks that they type
+// check cleanly, and runs the shared case table's creations through it (server-side dry run, so nothing is
+// queued): denied requests fail with the table's messages, allowed ones pass.
+func TestPoliciesInAPIServer(t *testing.T) {
+	skipWithoutCluster(t)
+	ctx := context.Background()
+	kubectl(t, "apply", "-f", testenv.Path("policies", "cel"))
+	t.Cleanup(func() { kubectl(t, "delete", "-f", testenv.Path("policies", "cel"), "--wait=false") })
+
+	// The type checker of kube-controller-manager reports on every policy.
+	files, _ := filepath.Glob(testenv.Path("policies", "cel", "*.yaml"))
+	var names []string
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for _, m := range regexp.MustCompile(`(?m)^kind: ValidatingAdmissionPolicy\nmetadata:\n  name: (\S+)`).FindAllStringSubmatch(string(data), -1) {
+			names = append(names, m[1])
+		}
+	}
+	if len(names) != 9 {
+		t.Fatalf("found %d policies in policies/cel, want 9", len(names))
+	}
+	for _, name := range names {
+		eventually(t, time.Minute, func() (bool, string) {
+			p := &admissionv1.ValidatingAdmissionPolicy{}
+			if err := k.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+				return false, err.Error()
+			}
+			if p.Status.TypeChecking == nil || p.Status.ObservedGeneration != p.Generation {
+				return false, name + " is not type checked yet"
+			}
+			if w := p.Status.TypeChecking.ExpressionWarnings; len(w) > 0 {
+				t.Errorf("policy %s has type-checking warnings: %+v", name, w)
+			}
+			return true, ""
+		})
+	}
+
+	var raw []apiServerCase
+	data, err := os.ReadFile(testenv.Path("policies", "testdata", "cases.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	bases := []string{"nvidia.com/gpu", "amd.com/gpu", "huawei.com/npu", "cambricon.com/mlu", "hygon.com/dcu",
+		"iluvatar.com/gpu", "metax-tech.com/gpu", "mthreads.com/gpu", "alibabacloud.com/ppu"}
+	// Bindings take a moment to reach the admission plugin: wait until a denied Pod is denied.
+	eventually(t, time.Minute, func() (bool, string) {
+		err := dryRun(ctx, raw[0], "nvidia.com/gpu", map[string]any{"containers": []any{map[string]any{
+			"name": "main", "image": "busybox", "resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu.sliced": "2",
+				"nvidia.com/gpu.sliced.memory-percentage": "20"}}}}}, "policies-warmup")
+		return err != nil && strings.Contains(err.Error(), "a logical slice request is always a single accelerator"), fmt.Sprint(err)
+	})
+	ran := 0
+	for _, c := range raw {
+		if c.Kind == "Instance" || c.OldSpec != nil || notInAPIServer[c.Name] != "" {
+			continue
+		}
+		variants := []string{""}
+		if c.Vendors == "all" {
+			variants = bases
+		}
+		for _, base := range variants {
+			name := c.Name
+			if base != "" {
+				name += "/" + base
+			}
+			t.Run(name, func(t *testing.T) {
+				err := dryRun(ctx, c, base, c.Spec, c.Name)
+				want := make([]string, len(c.Want))
+				for i, w := range c.Want {
+					want[i] = strings.ReplaceAll(w, "{base}", base)
+				}
+				checkDenial(t, want, err)
+			})
+			ran++
+		}
+	}
+	if ran < 100 {
+		t.Errorf("only %d cases ran through the API server", ran)
+	}
+}
+
+// TestGatesInAPIServer runs the Instance gates through the API server with the cluster's real Settings: a
+// privileged Instance is refused with the seed's message while the setting is off and accepted once it is on,
+// and turning it off again keeps an Instance that already holds the grant editable.
+func TestGatesInAPIServer(t *testing.T) {
+	skipWithoutCluster(t)
+	kubectl(t, "apply", "-f", testenv.Path("policies", "cel", "instance-privileged-gate.yaml"))
+	t.Cleanup(func() {
+		kubectl(t, "delete", "instance", "gate-holder", "--ignore-not-found", "--wait=false")
+		kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"false"}}`)
+		kubectl(t, "delete", "-f", testenv.Path("policies", "cel", "instance-privileged-gate.yaml"), "--wait=false")
+	})
+	instance := func(name string, privileged bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"type": "gpustack--nvidia-a10g-linux-amd64", "image": "ubuntu:24.04", "privileged": privileged,
+			"volume": map[string]any{"ephemeral": map[string]any{"capacity": "1Gi"}}}}}
+		u.SetAPIVersion("worker.gpustack.ai/v1")
+		u.SetKind("Instance")
+		u.SetNamespace("default")
+		u.SetName(name)
+		return u
+	}
+	ctx := context.Background()
+	const seed = `privileged mode is not allowed: enable the "instance-privileged-allowed" setting to allow it`
+	eventually(t, time.Minute, func() (bool, string) {
+		err := k.Create(ctx, instance("gate-probe", true), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), seed), fmt.Sprint(err)
+	})
+	kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"true"}}`)
+	holder := instance("gate-holder", true)
+	eventually(t, time.Minute, func() (bool, string) {
+		err := k.Create(ctx, holder)
+		return err == nil, fmt.Sprint(err)
+	})
+	kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"false"}}`)
+	eventually(t, time.Minute, func() (bool, string) {
+		err := k.Create(ctx, instance("gate-probe", true), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), seed), fmt.Sprint(err)
+	})
+	// The holder keeps its grant: stopping it is an update that does not take privileged mode anew.
+	kubectl(t, "patch", "instance", "gate-holder", "--type=merge", "-p", `{"spec":{"stop":true}}`)
+}
+
+// dryRun creates a case's Pod with a server-side dry run and returns the API server's answer.
+func dryRun(ctx context.Context, c apiServerCase, base string, spec map[string]any, name string) error {
+	data, _ := yaml.Marshal(spec)
+	specText := strings.ReplaceAll(string(data), "{base}", base)
+	s := map[string]any{}
+	if err := yaml.Unmarshal([]byte(specText), &s); err != nil {
+		return err
+	}
+	pod := &unstructured.Unstructured{Object: map[string]any{"spec": s}}
+	pod.SetAPIVersion("v1")
+	pod.SetKind("Pod")
+	pod.SetName(strings.Trim(regexp.MustCompile(`[^a-z0-9-]+`).ReplaceAllString(strings.ToLower(name), "-"), "-"))
+	ns := c.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	pod.SetNamespace(ns)
+	if !c.Unlabelled {
+		pod.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "gpustack-fnv64-c4680bb149644f1c"})
+	}
+	return k.Create(ctx, pod, client.DryRunAll)
+}
+
+// checkDenial compares the API server's answer with the table: no messages means accepted; otherwise the
+// request must be refused, and the refusal must carry one of the table's messages (the API server stops at
+// the first policy that denies).
+func checkDenial(t *testing.T, want []string, err error) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Errorf("want accepted, got: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Errorf("want refused with %q, it was accepted", want)
+		return
+	}
+	for _, w := range want {
+		if strings.Contains(err.Error(), w) {
+			return
+		}
+	}
+	t.Errorf("want a refusal carrying one of %q, got: %v", want, err)
+}
