@@ -20,6 +20,8 @@ KUEUE_VERSION := v0.17.0
 NFD_VERSION := v0.19.0
 CONTROLLER_GEN_VERSION := v0.20.1
 CROSSPLANE_VERSION := v2.4.0
+OPA_VERSION := v1.22.3
+GATEKEEPER_VERSION := v3.23.1
 
 K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 K8S_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
@@ -48,7 +50,8 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 .PHONY: tools
 tools: $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) \
-	$(STAMP)/crossplane-$(CROSSPLANE_VERSION) $(STAMP)/assets ## Build every third-party binary the tests and the demo need.
+	$(STAMP)/crossplane-$(CROSSPLANE_VERSION) $(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) \
+	$(STAMP)/assets ## Build every third-party binary the tests and the demo need.
 
 $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
 	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION) (first build takes about 10 minutes))
@@ -86,6 +89,16 @@ $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION): hack/tools/controller-gen/go.
 $(STAMP)/crossplane-$(CROSSPLANE_VERSION): hack/tools/crossplane/go.mod
 	$(call say,building crossplane $(CROSSPLANE_VERSION) (first build takes several minutes))
 	cd hack/tools/crossplane && go build -trimpath -o $(BIN)/crossplane github.com/crossplane/crossplane/v2/cmd/crossplane
+	@mkdir -p $(STAMP) && touch $@
+
+$(STAMP)/opa-$(OPA_VERSION): hack/tools/opa/go.mod
+	$(call say,building opa $(OPA_VERSION))
+	cd hack/tools/opa && go build -trimpath -o $(BIN)/opa github.com/open-policy-agent/opa
+	@mkdir -p $(STAMP) && touch $@
+
+$(STAMP)/gator-$(GATEKEEPER_VERSION): hack/tools/gator/go.mod
+	$(call say,building gator $(GATEKEEPER_VERSION) (first build takes several minutes))
+	cd hack/tools/gator && go build -trimpath -o $(BIN)/gator github.com/open-policy-agent/gatekeeper/v3/cmd/gator
 	@mkdir -p $(STAMP) && touch $@
 
 # Assets copied out of the pinned modules: Kueue's CRDs and webhook manifests, NFD's CRDs and KWOK's stages.

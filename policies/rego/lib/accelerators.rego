@@ -21,10 +21,12 @@ limits(c) := object.get(c, ["resources", "limits"], {})
 # the path of its limits.
 claims := array.concat(
 	[{"path": sprintf("spec.containers[%d].resources.limits", [i]), "group": "app", "limits": limits(c)} |
-		some i, c in pod.spec.containers],
+		some i, c in pod.spec.containers
+	],
 	[{"path": sprintf("spec.initContainers[%d].resources.limits", [i]), "group": "init", "limits": limits(c)} |
 		some i, c in object.get(pod.spec, "initContainers", [])
-		not restartable(c)],
+		not restartable(c)
+	],
 )
 
 # accelerator holds for a key of any accelerator family.

@@ -10,6 +10,7 @@ sliced := [{"path": c.path, "base": b, "limits": c.limits} |
 	some b in acc.bases
 	some k, _ in c.limits
 	acc.family(k, b) == "sliced"
+
 	# one entry per (claim, base), at its first sliced key
 	k == min({key | some key, _ in c.limits; acc.family(key, b) == "sliced"})
 ]
