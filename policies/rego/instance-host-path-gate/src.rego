@@ -3,7 +3,6 @@
 package gpustack.instance_host_path_gate
 
 import data.lib.settings
-import rego.v1
 
 held(v) if {
 	some o in object.get(input.review, ["oldObject", "spec", "additionalVolumes"], [])

@@ -2,7 +2,6 @@ package gpustack.instance_host_path_gate_test
 
 import data.gpustack.instance_host_path_gate
 import data.lib.testing as t
-import rego.v1
 
 volume := {"mountPath": "/mnt/host-cache", "hostPath": {"path": "/var/lib/gpustack-cache"}}
 

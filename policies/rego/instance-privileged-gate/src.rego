@@ -3,7 +3,6 @@
 package gpustack.instance_privileged_gate
 
 import data.lib.settings
-import rego.v1
 
 takes if {
 	input.review.object.spec.privileged == true

@@ -2,7 +2,6 @@ package gpustack.instance_privileged_gate_test
 
 import data.gpustack.instance_privileged_gate
 import data.lib.testing as t
-import rego.v1
 
 test_denied_while_off if {
 	instance_privileged_gate.violation == {{"msg": "spec.privileged: Forbidden: privileged mode is not allowed: enable the \"instance-privileged-allowed\" setting to allow it"}} with input.review as t.instance({"privileged": true})

@@ -2,8 +2,6 @@
 # accelerator, and the family of a resource key.
 package lib.accelerators
 
-import rego.v1
-
 # bases are the whole-card resources of the nine vendors.
 bases := [
 	"nvidia.com/gpu", "amd.com/gpu", "huawei.com/npu", "cambricon.com/mlu", "hygon.com/dcu",
@@ -67,6 +65,8 @@ text(v) := sprintf("%v", [v])
 # system namespace, not created by the operator.
 judged if {
 	pod.metadata.labels["kueue.x-k8s.io/queue-name"]
-	not input.review.namespace in {"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "kueue-system"}
-	not startswith(input.review.userInfo.username, "system:serviceaccount:gpustack-system:")
+	not object.get(input.review, "namespace", "") in {"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "kueue-system"}
+
+	# Reviews without a user (gator, audit) have no userInfo.username.
+	not startswith(object.get(input.review, ["userInfo", "username"], ""), "system:serviceaccount:gpustack-system:")
 }

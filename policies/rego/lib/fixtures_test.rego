@@ -1,8 +1,6 @@
 # Fixtures for the rules' tests: a queued Pod with the given containers, and an Instance request.
 package lib.testing
 
-import rego.v1
-
 pod(containers) := pod_with(containers, [])
 
 pod_with(containers, init) := {

@@ -2,14 +2,14 @@
 # replicates into data.inventory (or that a test provides there), defaulting to false.
 package lib.settings
 
-import rego.v1
-
 enabled(name) if {
 	data.inventory.namespace["gpustack-system"]["worker.gpustack.ai/v1"].Setting[name].spec.value == "true"
 }
 
 # judged holds for requests the gates look at: not in a system namespace, not from the operator.
 judged if {
-	not input.review.namespace in {"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "kueue-system"}
-	not startswith(input.review.userInfo.username, "system:serviceaccount:gpustack-system:")
+	not object.get(input.review, "namespace", "") in {"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "kueue-system"}
+
+	# Reviews without a user (gator, audit) have no userInfo.username.
+	not startswith(object.get(input.review, ["userInfo", "username"], ""), "system:serviceaccount:gpustack-system:")
 }

@@ -2,7 +2,6 @@
 package gpustack.pod_one_family
 
 import data.lib.accelerators as acc
-import rego.v1
 
 order := ["exclusive", "shared", "sliced", "partitioned"]
 

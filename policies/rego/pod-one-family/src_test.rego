@@ -2,7 +2,6 @@ package gpustack.pod_one_family_test
 
 import data.gpustack.pod_one_family
 import data.lib.testing as t
-import rego.v1
 
 test_one_family_passes if {
 	count(pod_one_family.violation) == 0 with input.review as t.pod([t.container({"nvidia.com/gpu": "2"})])

@@ -2,7 +2,6 @@
 package gpustack.pod_one_profile
 
 import data.lib.accelerators as acc
-import rego.v1
 
 # profile returns the profile a per-profile key names: <base>.partitioned.<kind>-<profile> -> <profile>.
 profile(k) := p if {

@@ -2,7 +2,6 @@ package gpustack.pod_one_profile_test
 
 import data.gpustack.pod_one_profile
 import data.lib.testing as t
-import rego.v1
 
 test_two_profiles_denied if {
 	pod_one_profile.violation == {{"msg": "spec: Forbidden: a Pod may request only one partition profile, found [1g.10gb 3g.40gb]"}} with input.review as t.pod([t.container({

@@ -2,7 +2,6 @@
 package gpustack.pod_one_slicing_container
 
 import data.lib.accelerators as acc
-import rego.v1
 
 slicing(c) if {
 	some k, _ in c.limits

@@ -2,7 +2,6 @@ package gpustack.pod_one_slicing_container_test
 
 import data.gpustack.pod_one_slicing_container
 import data.lib.testing as t
-import rego.v1
 
 slice := {"nvidia.com/gpu.sliced": "1", "nvidia.com/gpu.sliced.memory-percentage": "30"}
 

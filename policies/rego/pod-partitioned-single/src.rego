@@ -2,7 +2,6 @@
 package gpustack.pod_partitioned_single
 
 import data.lib.accelerators as acc
-import rego.v1
 
 # partitioned are the claims that ask for a partition, each with its vendor's base resource.
 partitioned := [{"path": c.path, "base": b, "limits": c.limits} |

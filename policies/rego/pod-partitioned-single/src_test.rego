@@ -2,7 +2,6 @@ package gpustack.pod_partitioned_single_test
 
 import data.gpustack.pod_partitioned_single
 import data.lib.testing as t
-import rego.v1
 
 test_partition_passes if {
 	count(pod_partitioned_single.violation) == 0 with input.review as t.pod([t.container({

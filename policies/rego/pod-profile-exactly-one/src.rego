@@ -2,7 +2,6 @@
 package gpustack.pod_profile_exactly_one
 
 import data.lib.accelerators as acc
-import rego.v1
 
 profile_key(k) if {
 	some b in acc.bases

@@ -2,7 +2,6 @@
 package gpustack.pod_sidecar_no_accelerator
 
 import data.lib.accelerators as acc
-import rego.v1
 
 sidecars := [sprintf("spec.initContainers[%d].resources.limits", [i]) |
 	some i, c in object.get(acc.pod.spec, "initContainers", [])

@@ -2,7 +2,6 @@ package gpustack.pod_sidecar_no_accelerator_test
 
 import data.gpustack.pod_sidecar_no_accelerator
 import data.lib.testing as t
-import rego.v1
 
 test_sidecar_with_card_denied if {
 	sidecar := object.union(t.container({"mthreads.com/gpu": "1"}), {"name": "proxy", "restartPolicy": "Always"})

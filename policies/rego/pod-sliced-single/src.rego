@@ -2,7 +2,6 @@
 package gpustack.pod_sliced_single
 
 import data.lib.accelerators as acc
-import rego.v1
 
 # sliced are the claims that ask for a slice, each with its vendor's base resource.
 sliced := [{"path": c.path, "base": b, "limits": c.limits} |

@@ -2,7 +2,6 @@ package gpustack.pod_sliced_single_test
 
 import data.gpustack.pod_sliced_single
 import data.lib.testing as t
-import rego.v1
 
 test_slice_passes if {
 	count(pod_sliced_single.violation) == 0 with input.review as t.pod([t.container({
