@@ -27,6 +27,41 @@ claims := array.concat(
 	],
 )
 
+# keys are the accelerator keys of every claim, each split into its vendor's base resource and the suffix
+# after it (nvidia.com/gpu.sliced.memory-mib: nvidia.com/gpu and .sliced.memory-mib), so each key is
+# classified once.
+keys := [{"path": c.path, "group": c.group, "key": k, "base": base, "suffix": substring(k, count(base), -1)} |
+	some c in claims
+	some k, _ in c.limits
+	base := base_of(k)
+	base in bases
+]
+
+# base_of returns the part of a resource key before the first dot after its slash.
+base_of(k) := concat("/", [prefix, split(name, ".")[0]]) if {
+	slash := indexof(k, "/")
+	slash > 0
+	prefix := substring(k, 0, slash)
+	name := substring(k, slash + 1, -1)
+}
+
+# suffix_family returns the family of a key's suffix, or is undefined for a key of no family.
+suffix_family("") := "exclusive"
+
+suffix_family(".shared") := "shared"
+
+suffix_family(s) := "sliced" if {
+	suffix_in(s, ".sliced")
+}
+
+suffix_family(s) := "partitioned" if {
+	suffix_in(s, ".partitioned")
+}
+
+suffix_in(s, f) if s == f
+
+suffix_in(s, f) if startswith(s, concat("", [f, "."]))
+
 # accelerator holds for a key of any accelerator family.
 accelerator(k) if {
 	some b in bases
@@ -37,23 +72,6 @@ accelerator(k) if {
 	some b in bases
 	startswith(k, concat("", [b, "."]))
 }
-
-# family returns the family of key k of base b, or is undefined when k is not one of b's.
-family(k, b) := "exclusive" if k == b
-
-family(k, b) := "shared" if k == concat("", [b, ".shared"])
-
-family(k, b) := "sliced" if {
-	in_family(k, b, "sliced")
-}
-
-family(k, b) := "partitioned" if {
-	in_family(k, b, "partitioned")
-}
-
-in_family(k, b, f) if k == concat(".", [b, f])
-
-in_family(k, b, f) if startswith(k, concat("", [b, ".", f, "."]))
 
 # quantity is a limit's value as a number ("1000m" is 1).
 quantity(v) := units.parse(sprintf("%v", [v]))

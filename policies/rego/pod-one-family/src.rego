@@ -6,19 +6,13 @@ import data.lib.accelerators as acc
 order := ["exclusive", "shared", "sliced", "partitioned"]
 
 present(f) if {
-	some c in acc.claims
-	some k, _ in c.limits
-	some b in acc.bases
-	acc.family(k, b) == f
+	some e in acc.keys
+	acc.suffix_family(e.suffix) == f
 }
 
 found := [f | some f in order; present(f)]
 
-groups := {c.group |
-	some c in acc.claims
-	some k, _ in c.limits
-	acc.accelerator(k)
-}
+groups := {e.group | some e in acc.keys}
 
 violation contains {"msg": msg} if {
 	acc.judged

@@ -3,21 +3,18 @@ package gpustack.pod_one_profile
 
 import data.lib.accelerators as acc
 
-# profile returns the profile a per-profile key names: <base>.partitioned.<kind>-<profile> -> <profile>.
-profile(k) := p if {
-	some b in acc.bases
-	prefix := concat("", [b, ".partitioned."])
-	startswith(k, prefix)
-	rest := substring(k, count(prefix), -1)
+# profile returns the profile of a per-profile key's suffix: .partitioned.<kind>-<profile> -> <profile>.
+profile(suffix) := strip_kind(rest) if {
+	startswith(suffix, ".partitioned.")
+	rest := substring(suffix, 13, -1)
 	rest != "units"
-	p := strip_kind(rest)
 }
 
 strip_kind(rest) := substring(rest, indexof(rest, "-") + 1, -1) if indexof(rest, "-") >= 0
 
 strip_kind(rest) := rest if indexof(rest, "-") < 0
 
-profiles := sort({profile(k) | some c in acc.claims; some k, _ in c.limits})
+profiles := sort({profile(e.suffix) | some e in acc.keys})
 
 violation contains {"msg": msg} if {
 	acc.judged

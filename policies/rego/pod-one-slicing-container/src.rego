@@ -4,9 +4,9 @@ package gpustack.pod_one_slicing_container
 import data.lib.accelerators as acc
 
 slicing(c) if {
-	some k, _ in c.limits
-	some b in acc.bases
-	acc.family(k, b) in {"sliced", "partitioned"}
+	some e in acc.keys
+	e.path == c.path
+	acc.suffix_family(e.suffix) in {"sliced", "partitioned"}
 }
 
 claiming := [c | some c in acc.claims; slicing(c)]

@@ -6,10 +6,7 @@ import data.lib.accelerators as acc
 # partitioned are the claims that ask for a partition, each with its vendor's base resource.
 partitioned := [{"path": c.path, "base": b, "limits": c.limits} |
 	some c in acc.claims
-	some b in acc.bases
-	some k, _ in c.limits
-	acc.family(k, b) == "partitioned"
-	k == min({key | some key, _ in c.limits; acc.family(key, b) == "partitioned"})
+	some b in sort({e.base | some e in acc.keys; e.path == c.path; acc.suffix_family(e.suffix) == "partitioned"})
 ]
 
 pool_key(p) := concat("", [p.base, ".partitioned"])

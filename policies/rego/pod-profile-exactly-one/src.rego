@@ -3,18 +3,18 @@ package gpustack.pod_profile_exactly_one
 
 import data.lib.accelerators as acc
 
-profile_key(k) if {
-	some b in acc.bases
-	startswith(k, concat("", [b, ".partitioned."]))
-	k != concat("", [b, ".partitioned.units"])
-}
-
-too_many := [{"path": c.path, "key": k, "value": acc.text(v)} |
-	some c in acc.claims
-	some k, v in c.limits
-	profile_key(k)
+too_many := [{"path": e.path, "key": e.key, "value": acc.text(v)} |
+	some e in acc.keys
+	startswith(e.suffix, ".partitioned.")
+	e.suffix != ".partitioned.units"
+	v := limit(e)
 	acc.quantity(v) != 1
 ]
+
+limit(e) := c.limits[e.key] if {
+	some c in acc.claims
+	c.path == e.path
+}
 
 violation contains {"msg": msg} if {
 	acc.judged

@@ -6,12 +6,7 @@ import data.lib.accelerators as acc
 # sliced are the claims that ask for a slice, each with its vendor's base resource.
 sliced := [{"path": c.path, "base": b, "limits": c.limits} |
 	some c in acc.claims
-	some b in acc.bases
-	some k, _ in c.limits
-	acc.family(k, b) == "sliced"
-
-	# one entry per (claim, base), at its first sliced key
-	k == min({key | some key, _ in c.limits; acc.family(key, b) == "sliced"})
+	some b in sort({e.base | some e in acc.keys; e.path == c.path; acc.suffix_family(e.suffix) == "sliced"})
 ]
 
 key(s, suffix) := concat("", [s.base, suffix])
