@@ -3,6 +3,7 @@ module github.com/gpustack/gpustack-operator
 go 1.26.0
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/crossplane/crossplane-runtime/v2 v2.4.0
 	github.com/crossplane/function-sdk-go v0.7.1
 	github.com/go-logr/logr v1.4.4

@@ -64,7 +64,17 @@ func Spec(devices []providers.Device) workerv1.DevicesSpec {
 		v, _ := vendors.Lookup(d.Manufacturer)
 		for _, c := range g.cards {
 			a := workerv1.Accelerator{ID: c.UUID, Index: c.Index, Status: workerv1.AcceleratorStatus{Unhealthy: c.Unhealthy}}
-			if v.SlicesPerCard > 0 {
+			switch {
+			case len(c.Partitions) > 0:
+				// A card in a partitioning mode offers partitions only.
+				ps := &workerv1.PhysicalSlicedCapability{}
+				for _, p := range c.Partitions {
+					ps.Count = max(ps.Count, p.Count)
+					ps.Profiles = append(ps.Profiles, workerv1.PartitionProfile{Name: p.Name, MemoryMiB: p.MemoryMiB,
+						ComputeSlices: p.ComputeSlices, Count: p.Count, Placements: p.Placements})
+				}
+				a.Status.PhysicalSliced = ps
+			case v.SlicesPerCard > 0:
 				a.Status.LogicalSliced = &workerv1.LogicalSlicedCapability{Count: v.SlicesPerCard, CoresPercentageOvercommit: v.CoresOvercommit}
 			}
 			dg.Accelerators = append(dg.Accelerators, a)

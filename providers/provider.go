@@ -29,6 +29,23 @@ type Device struct {
 	RuntimeVersion string
 	// Unhealthy is true when the card cannot take work.
 	Unhealthy bool
+	// Partitions are the card's hardware partition profiles while it is in a partitioning mode (MIG); empty
+	// otherwise.
+	Partitions []Partition
+}
+
+// Partition is one hardware partition profile of a card.
+type Partition struct {
+	// Name is the profile (3g.40gb).
+	Name string
+	// MemoryMiB is one partition's memory.
+	MemoryMiB int64
+	// ComputeSlices is the number of compute slices one partition takes.
+	ComputeSlices int32
+	// Count is how many partitions of the profile one empty card holds.
+	Count int32
+	// Placements are the legal start positions of the profile.
+	Placements []int32
 }
 
 // Provider detects the accelerators of the node it runs on.

@@ -4,7 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/client-go/tools/clientcmd"
@@ -15,6 +19,7 @@ import (
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/inventory"
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/providers/nvidia"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 )
 
@@ -27,12 +32,16 @@ func runDeviceManager(args []string) error {
 	inventoryFile := fs.String("simulate-inventory", "", "report the cards of this inventory file's nodes instead of real hardware")
 	node := fs.String("node", "", "the node to report for; with --simulate-inventory, empty means every node of the file")
 	interval := fs.Duration("interval", 30*time.Second, "how often to detect again")
+	print := fs.Bool("print", false, "detect once with the real backends and print the labels and the Devices spec that would be published, without a cluster")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("device-manager")
 
+	if *print {
+		return printDetected(*node)
+	}
 	if *inventoryFile == "" {
-		return errors.New("only the simulated backend is available yet: pass --simulate-inventory FILE")
+		return errors.New("only the simulated backend publishes yet: pass --simulate-inventory FILE, or --print to see what the NVIDIA backend detects")
 	}
 	inv, err := inventory.Load(*inventoryFile)
 	if err != nil {
@@ -77,4 +86,24 @@ func publishOnce(ctx context.Context, pub *deviceagent.Publisher, node string, p
 		return errors.Wrapf(err, "cannot detect the cards of node %s", node)
 	}
 	return pub.Publish(ctx, node, devices)
+}
+
+// printDetected runs the NVIDIA backend on this machine's driver and prints what the agent would publish.
+func printDetected(node string) error {
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	devices, err := nvidia.New(nvml.New()).Detect(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warning:", err)
+	}
+	out, err := yaml.Marshal(map[string]any{
+		"nodeFeature": map[string]any{"name": deviceagent.NodeFeatureName(node), "labels": deviceagent.Labels(devices)},
+		"devices":     map[string]any{"name": node, "spec": deviceagent.Spec(devices)},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(out)
+	return err
 }
