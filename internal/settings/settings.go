@@ -135,8 +135,9 @@ func Ensure(ctx context.Context, c client.Client) error {
 	return SyncSecret(ctx, c, values)
 }
 
-// SyncSecret writes the effective values into the gpustack-settings Secret, creating it when missing, and
-// writes nothing when it already holds them.
+// SyncSecret writes the given values into the gpustack-settings Secret, creating it when missing, and writes
+// nothing when it already holds them. Keys not given are left as they are, so a change to one Setting never
+// reverts an administrator's edit of another key of the Secret.
 func SyncSecret(ctx context.Context, c client.Client, values Values) error {
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: SecretName}, secret)

@@ -35,7 +35,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, settings.SyncSecret(ctx, r.Client, values)
+	// Only this Setting's key: the others follow their own Settings.
+	return reconcile.Result{}, settings.SyncSecret(ctx, r.Client, settings.Values{s.Name: values[s.Name]})
 }
 
 // SetupWithManager registers the reconciler.
