@@ -70,13 +70,16 @@ func GeneralKey(vendorID, modelName, family, modelID string) string {
 		name = coreCount.ReplaceAllString(name, "")
 		name = processor.ReplaceAllString(name, "")
 		id := Sanitize(name)
-		if mfr == Generic {
+		switch {
+		case id == "":
+			// A name of punctuation only says nothing.
+		case mfr == Generic:
 			// Without a vendor the name's first word stands for the manufacturer.
 			return truncate(id, KeyBudget)
-		}
-		id = strings.TrimPrefix(id, mfr+"-")
-		if id != "" && id != mfr {
-			return truncate(mfr+"-"+id, KeyBudget)
+		default:
+			if id = strings.TrimPrefix(id, mfr+"-"); id != mfr {
+				return truncate(mfr+"-"+id, KeyBudget)
+			}
 		}
 	}
 	if family != "" && modelID != "" && mfr != Generic {
