@@ -131,6 +131,10 @@ func setIf(l map[string]string, k, v string) {
 	}
 }
 
+// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices/status,verbs=get;update
+
 // Publisher writes a node's NodeFeature and Devices object, and nothing when nothing changed.
 type Publisher struct {
 	Client client.Client

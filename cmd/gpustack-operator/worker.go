@@ -87,6 +87,8 @@ func runWorker(args []string) error {
 	return errors.Wrap(mgr.Start(ctx), "manager stopped")
 }
 
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=create
+
 // bootstrap prepares what the controllers expect: the system namespace and every Setting, seeded from the
 // gpustack-settings Secret when it exists.
 func bootstrap(ctx context.Context, c client.Client) error {

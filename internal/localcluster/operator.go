@@ -12,12 +12,17 @@ import (
 )
 
 // startOperator runs the operator's worker and, standing in for the per-node DaemonSet, one device-manager
-// process that reports every inventory node's simulated cards.
+// process that reports every inventory node's simulated cards. Each runs as its own service account with only
+// the permissions its RBAC markers grant.
 func (c *Cluster) startOperator(ctx context.Context) error {
 	if c.cfg.Operator == "" {
 		return nil
 	}
-	if err := c.start(componentWorker, nil, c.cfg.Operator, "worker", "--kubeconfig="+c.Kubeconfig,
+	worker, err := c.serviceAccount(ctx, "worker")
+	if err != nil {
+		return err
+	}
+	if err := c.start(componentWorker, nil, c.cfg.Operator, "worker", "--kubeconfig="+worker,
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.worker)); err != nil {
 		return err
 	}
@@ -36,6 +41,10 @@ func (c *Cluster) startOperator(ctx context.Context) error {
 	if err := os.WriteFile(inv, data, 0o644); err != nil {
 		return errors.Wrap(err, "cannot write the inventory")
 	}
-	return c.start(componentAgents, nil, c.cfg.Operator, "device-manager", "--kubeconfig="+c.Kubeconfig,
+	agent, err := c.serviceAccount(ctx, "device-manager")
+	if err != nil {
+		return err
+	}
+	return c.start(componentAgents, nil, c.cfg.Operator, "device-manager", "--kubeconfig="+agent,
 		"--simulate-inventory="+inv)
 }

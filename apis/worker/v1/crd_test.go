@@ -50,6 +50,35 @@ func TestCRDsUpToDate(t *testing.T) {
 	}
 }
 
+// TestRBACUpToDate regenerates the roles from the RBAC markers and fails when package/rbac differs.
+func TestRBACUpToDate(t *testing.T) {
+	bin, skip, err := testenv.BinDir("controller-gen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip != "" {
+		t.Skip(skip)
+	}
+	// The same invocations as `make generate`.
+	for component, paths := range map[string][]string{
+		"worker":         {"paths=./internal/controller/...", "paths=./cmd/gpustack-operator/..."},
+		"device-manager": {"paths=./deviceagent/..."},
+	} {
+		out := t.TempDir()
+		args := append([]string{"rbac:roleName=gpustack-operator-" + component}, paths...)
+		cmd := exec.Command(filepath.Join(bin, "controller-gen"), append(args, "output:rbac:artifacts:config="+out)...)
+		cmd.Dir = testenv.RepoRoot()
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("controller-gen: %v\n%s", err, b)
+		}
+		want, _ := os.ReadFile(filepath.Join(out, "role.yaml"))
+		got, err := os.ReadFile(testenv.Path("package", "rbac", component, "role.yaml"))
+		if err != nil || string(want) != string(got) {
+			t.Errorf("package/rbac/%s/role.yaml is stale: run `make generate`", component)
+		}
+	}
+}
+
 // TestSettingNamesMatchDefinitions keeps the Setting CRD's list of known names in step with the Go table.
 func TestSettingNamesMatchDefinitions(t *testing.T) {
 	data, err := os.ReadFile(testenv.Path("package", "crds", "worker.gpustack.ai_settings.yaml"))

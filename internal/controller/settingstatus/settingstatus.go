@@ -20,7 +20,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;list;watch;create;update
 
 // Reconcile writes the Setting's status when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
