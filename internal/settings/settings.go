@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -108,23 +109,8 @@ func Ensure(ctx context.Context, c client.Client) error {
 		return errors.Wrap(err, "cannot get the gpustack-settings Secret")
 	}
 	for _, d := range workerv1.SettingDefinitions {
-		s := &workerv1.Setting{}
-		err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: d.Name}, s)
-		if apierrors.IsNotFound(err) {
-			s = &workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: d.Name}}
-			if err := c.Create(ctx, s); err != nil {
-				return errors.Wrapf(err, "cannot create Setting %s", d.Name)
-			}
-		} else if err != nil {
-			return errors.Wrapf(err, "cannot get Setting %s", d.Name)
-		}
-		if v, ok := secret.Data[d.Name]; ok && strings.TrimSpace(string(v)) != s.Spec.Value {
-			s.Spec.Value = strings.TrimSpace(string(v))
-			if err := c.Update(ctx, s); err != nil {
-				return errors.Wrapf(err, "cannot copy the gpustack-settings Secret's %s onto its Setting", d.Name)
-			}
-		}
-		if err := updateStatus(ctx, c, s, d); err != nil {
+		// Another writer (a second worker, the status controller) may update the Setting meanwhile.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return ensureOne(ctx, c, secret, d) }); err != nil {
 			return err
 		}
 	}
@@ -133,6 +119,27 @@ func Ensure(ctx context.Context, c client.Client) error {
 		return err
 	}
 	return SyncSecret(ctx, c, values)
+}
+
+// ensureOne creates one Setting when missing, copies the Secret's value onto it and refreshes its status.
+func ensureOne(ctx context.Context, c client.Client, secret *corev1.Secret, d workerv1.SettingDefinition) error {
+	s := &workerv1.Setting{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: d.Name}, s)
+	if apierrors.IsNotFound(err) {
+		s = &workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: d.Name}}
+		if err := c.Create(ctx, s); err != nil {
+			return errors.Wrapf(err, "cannot create Setting %s", d.Name)
+		}
+	} else if err != nil {
+		return errors.Wrapf(err, "cannot get Setting %s", d.Name)
+	}
+	if v, ok := secret.Data[d.Name]; ok && strings.TrimSpace(string(v)) != s.Spec.Value {
+		s.Spec.Value = strings.TrimSpace(string(v))
+		if err := c.Update(ctx, s); err != nil {
+			return errors.Wrapf(err, "cannot copy the gpustack-settings Secret's %s onto its Setting", d.Name)
+		}
+	}
+	return updateStatus(ctx, c, s, d)
 }
 
 // SyncSecret writes the given values into the gpustack-settings Secret, creating it when missing, and writes
