@@ -41,7 +41,7 @@ func BenchmarkCEL(b *testing.B) {
 	ns := &corev1.Namespace{}
 	ns.Name = "default"
 	for name, c := range benchPods() {
-		obj, _ := c.objects(b)
+		obj, _ := c.Objects()
 		attrs := admission.NewAttributesRecord(obj, nil, gvk, "default", obj.GetName(), gvr, "", admission.Create, nil, false, &user.DefaultInfo{Name: "alice"})
 		versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj}
 		b.Run(name, func(b *testing.B) {
@@ -64,7 +64,7 @@ func BenchmarkRego(b *testing.B) {
 		b.Fatal(err)
 	}
 	for name, c := range benchPods() {
-		obj, _ := c.objects(b)
+		obj, _ := c.Objects()
 		input := map[string]any{"review": map[string]any{"object": obj.Object, "operation": "CREATE", "namespace": "default",
 			"userInfo": map[string]any{"username": "alice"}}}
 		b.Run(name, func(b *testing.B) {

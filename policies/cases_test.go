@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -18,123 +17,25 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/gpustack-operator/internal/policycases"
 )
 
-// vendorBases are the nine vendors' whole-card resources; a case marked vendors: all runs once per vendor
-// with {base} replaced.
-var vendorBases = []string{
-	"nvidia.com/gpu", "amd.com/gpu", "huawei.com/npu", "cambricon.com/mlu", "hygon.com/dcu",
-	"iluvatar.com/gpu", "metax-tech.com/gpu", "mthreads.com/gpu", "alibabacloud.com/ppu",
-}
-
-// policyCase is one admission request and the messages it must be denied with (none: allowed).
-type policyCase struct {
-	Name       string            `json:"name"`
-	Kind       string            `json:"kind,omitempty"`
-	Vendors    string            `json:"vendors,omitempty"`
-	Namespace  string            `json:"namespace,omitempty"`
-	User       string            `json:"user,omitempty"`
-	Unlabelled bool              `json:"unlabelled,omitempty"`
-	Settings   map[string]string `json:"settings,omitempty"`
-	Spec       map[string]any    `json:"spec"`
-	OldSpec    map[string]any    `json:"oldSpec,omitempty"`
-	Want       []string          `json:"want,omitempty"`
-}
-
-var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+// policyCase is one row of the shared table.
+type policyCase = policycases.Case
 
 // loadCases reads the table, expanding the cases that run for every vendor.
 func loadCases(t testing.TB) []policyCase {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "cases.yaml"))
+	cases, err := policycases.Load(filepath.Join("testdata", "cases.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var raw []policyCase
-	if err := yaml.UnmarshalStrict(data, &raw); err != nil {
-		t.Fatalf("testdata/cases.yaml: %v", err)
-	}
-	var out []policyCase
-	seen := map[string]bool{}
-	for _, c := range raw {
-		if c.Kind == "" {
-			c.Kind = "Pod"
-		}
-		variants := []policyCase{c}
-		if c.Vendors == "all" {
-			variants = nil
-			for _, b := range vendorBases {
-				v := c
-				v.Name = c.Name + "/" + b
-				if err := substitute(&v, "{base}", b); err != nil {
-					t.Fatal(err)
-				}
-				variants = append(variants, v)
-			}
-		}
-		for _, v := range variants {
-			if seen[v.Name] {
-				t.Fatalf("case %q is listed twice", v.Name)
-			}
-			seen[v.Name] = true
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// substitute replaces a placeholder everywhere in a case.
-func substitute(c *policyCase, from, to string) error {
-	data, err := yaml.Marshal(c)
-	if err != nil {
-		return err
-	}
-	*c = policyCase{}
-	return yaml.Unmarshal([]byte(strings.ReplaceAll(string(data), from, to)), c)
-}
-
-func (c policyCase) namespace() string {
-	if c.Namespace != "" {
-		return c.Namespace
-	}
-	return "default"
-}
-
-func (c policyCase) user() string {
-	if c.User != "" {
-		return c.User
-	}
-	return "alice"
-}
-
-// objects returns the request's object and, for an update, its old object.
-func (c policyCase) objects(t testing.TB) (*unstructured.Unstructured, *unstructured.Unstructured) {
-	t.Helper()
-	make := func(spec map[string]any) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{"spec": deepCopy(spec)}}
-		u.SetAPIVersion("v1")
-		u.SetKind(c.Kind)
-		if c.Kind == "Instance" {
-			u.SetAPIVersion("worker.gpustack.ai/v1")
-		}
-		u.SetName(strings.Trim(nonName.ReplaceAllString(strings.ToLower(c.Name), "-"), "-"))
-		u.SetNamespace(c.namespace())
-		if c.Kind == "Pod" && !c.Unlabelled {
-			u.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "gpustack-fnv64-c4680bb149644f1c"})
-		}
-		return u
-	}
-	obj := make(c.Spec)
-	if c.OldSpec == nil {
-		return obj, nil
-	}
-	return obj, make(c.OldSpec)
+	return cases
 }
 
 // setting returns the Setting a gate policy's binding names, with the case's value or the default false.
-func (c policyCase) setting(t testing.TB, p *admissionv1.ValidatingAdmissionPolicy) *unstructured.Unstructured {
-	t.Helper()
+func setting(c policyCase, p *admissionv1.ValidatingAdmissionPolicy) *unstructured.Unstructured {
 	name := paramNames[p.Name]
 	value, ok := c.Settings[name]
 	if !ok {
@@ -146,20 +47,6 @@ func (c policyCase) setting(t testing.TB, p *admissionv1.ValidatingAdmissionPoli
 	u.SetNamespace("gpustack-system")
 	u.SetName(name)
 	return u
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return runtimeDeepCopy(m)
-}
-
-func runtimeDeepCopy(m map[string]any) map[string]any {
-	data, _ := yaml.Marshal(m)
-	out := map[string]any{}
-	_ = yaml.Unmarshal(data, &out)
-	return out
 }
 
 // regoQuery collects the messages of every violation of every rule.
@@ -191,10 +78,10 @@ func loadRego(t testing.TB) *ast.Compiler {
 // under data.inventory.
 func evalRego(t testing.TB, compiler *ast.Compiler, c policyCase) []string {
 	t.Helper()
-	obj, old := c.objects(t)
+	obj, old := c.Objects()
 	review := map[string]any{
-		"object": obj.Object, "operation": "CREATE", "namespace": c.namespace(),
-		"userInfo": map[string]any{"username": c.user()}, "kind": map[string]any{"kind": c.Kind},
+		"object": obj.Object, "operation": "CREATE", "namespace": c.NamespaceOrDefault(),
+		"userInfo": map[string]any{"username": c.UserOrDefault()}, "kind": map[string]any{"kind": c.Kind},
 	}
 	if old != nil {
 		review["oldObject"], review["operation"] = old.Object, "UPDATE"

@@ -136,7 +136,7 @@ func (p celPolicy) matches(kind string, obj *unstructured.Unstructured) bool {
 // sorted; an evaluation error fails the test, since every policy fails closed.
 func evalCEL(t testing.TB, policies []celPolicy, c policyCase) []string {
 	t.Helper()
-	obj, old := c.objects(t)
+	obj, old := c.Objects()
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	if c.Kind == "Instance" {
@@ -148,19 +148,19 @@ func evalCEL(t testing.TB, policies []celPolicy, c policyCase) []string {
 	if old != nil {
 		op, oldObj = admission.Update, old
 	}
-	userInfo := &user.DefaultInfo{Name: c.user()}
+	userInfo := &user.DefaultInfo{Name: c.UserOrDefault()}
 	var attrs admission.Attributes
 	if oldObj != nil {
-		attrs = admission.NewAttributesRecord(obj, oldObj, gvk, c.namespace(), obj.GetName(), gvr, "", op, nil, false, userInfo)
+		attrs = admission.NewAttributesRecord(obj, oldObj, gvk, c.NamespaceOrDefault(), obj.GetName(), gvr, "", op, nil, false, userInfo)
 	} else {
-		attrs = admission.NewAttributesRecord(obj, nil, gvk, c.namespace(), obj.GetName(), gvr, "", op, nil, false, userInfo)
+		attrs = admission.NewAttributesRecord(obj, nil, gvk, c.NamespaceOrDefault(), obj.GetName(), gvr, "", op, nil, false, userInfo)
 	}
 	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj}
 	if oldObj != nil {
 		versioned.VersionedOldObject = oldObj
 	}
 	ns := &corev1.Namespace{}
-	ns.Name = c.namespace()
+	ns.Name = c.NamespaceOrDefault()
 	var messages []string
 	for _, p := range policies {
 		if !p.matches(c.Kind, obj) {
@@ -168,7 +168,7 @@ func evalCEL(t testing.TB, policies []celPolicy, c policyCase) []string {
 		}
 		var params *unstructured.Unstructured
 		if p.policy.Spec.ParamKind != nil {
-			params = c.setting(t, p.policy)
+			params = setting(c, p.policy)
 		}
 		var res validating.ValidateResult
 		if params != nil {

@@ -173,7 +173,7 @@ func gatekeeperFiles(t *testing.T, rule string) map[string]string {
 			continue
 		}
 		file := "../samples/" + strings.ReplaceAll(strings.ReplaceAll(c.Name, "/", "-"), ".", "-") + ".yaml"
-		obj, _ := c.objects(t)
+		obj, _ := c.Objects()
 		files[file] = toYAML(t, obj.Object)
 		assertions := []any{map[string]any{"violations": "no"}}
 		if len(mine) > 0 {
