@@ -332,7 +332,8 @@ func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string))
 // waitTable waits until kubectl prints the table.
 func waitTable(t *testing.T, want [][]string, args ...string) {
 	t.Helper()
-	eventually(t, time.Minute, func() (bool, string) {
+	// Generous: on a loaded 2-core machine a recompute can queue behind the other components.
+	eventually(t, 2*time.Minute, func() (bool, string) {
 		diff := cmp.Diff(want, kubectlTable(t, args...))
 		return diff == "", fmt.Sprintf("kubectl %s: -want, +got:\n%s", strings.Join(args, " "), diff)
 	})

@@ -85,15 +85,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	wantFlavors, wantCatalog := map[string]bool{}, map[string]bool{}
 	for _, o := range out.Objects {
 		switch o.GetKind() {
-		case "InstanceType":
-			delete(o.GetAnnotations(), xrs.AnnotationComposePolicy)
-			_, err = a.create(ctx, o)
 		case "ResourceFlavor":
 			wantFlavors[o.GetName()] = true
-			_, err = a.apply(ctx, o)
-		default:
+		case "InstanceTypeFlavor":
 			wantCatalog[o.GetName()] = true
+		}
+		annotations := o.GetAnnotations()
+		if annotations[xrs.AnnotationComposePolicy] != xrs.ComposePolicyCreateOnly {
 			_, err = a.apply(ctx, o)
+		} else {
+			// Create-only objects (derived InstanceTypes) are created once and then belong to their users.
+			delete(annotations, xrs.AnnotationComposePolicy)
+			o.SetAnnotations(annotations)
+			_, err = a.create(ctx, o)
 		}
 		if err != nil {
 			return reconcile.Result{}, err
