@@ -79,6 +79,8 @@ type Group struct {
 	Count int64 `json:"count"`
 	// Cards are the cards' ledger entries; when the ledger is not known yet every card counts as free.
 	Cards []Card `json:"cards,omitempty"`
+	// Summary, when set, stands for Cards in a pool's request: the counts the views read.
+	Summary *CardSummary `json:"summary,omitempty"`
 }
 
 // Card is one card's state in the ledger.
@@ -272,8 +274,8 @@ func (n Node) Identity() Node {
 	return out
 }
 
-// ForPool returns what a pool's function call needs of the node: its name, cores and CPU usage, and the cards
-// of the pool's accelerator group without their IDs or descriptors. The views read nothing else, and a
+// ForPool returns what a pool's function call needs of the node: its name, cores and CPU usage, and the
+// summary of its cards of the pool's accelerator group. The views read nothing else, and a
 // pool's request stays small.
 func (n Node) ForPool(p Pool) Node {
 	out := Node{Name: n.Name, Managed: n.Managed,
@@ -285,12 +287,8 @@ func (n Node) ForPool(p Pool) Node {
 		if g.Key != p.AcceleratorGroup {
 			continue
 		}
-		cards := make([]Card, len(g.Cards))
-		for i, c := range g.Cards {
-			c.ID = ""
-			cards[i] = c
-		}
-		out.Groups = append(out.Groups, Group{Key: g.Key, Manufacturer: g.Manufacturer, Count: g.Count, Cards: cards})
+		summary := Summarize(g.cards())
+		out.Groups = append(out.Groups, Group{Key: g.Key, Manufacturer: g.Manufacturer, Count: g.Count, Summary: &summary})
 	}
 	return out
 }

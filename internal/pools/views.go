@@ -53,7 +53,7 @@ func PoolViews(pool Pool, flavors []Flavor, nodes map[string]Node) Views {
 			}
 			for _, g := range n.Groups {
 				if g.Key == f.AKey {
-					v.addCards(g.cards())
+					v.addGroup(g)
 				}
 			}
 		}
@@ -68,65 +68,106 @@ func (v *Views) addCPU(n Node) {
 	v.CPU.OnceMaxRequest = max(v.CPU.OnceMaxRequest, free)
 }
 
-// addCards adds one node's cards of the pool's group.
-func (v *Views) addCards(cards []Card) {
-	var freeCards, shareCards int64
+// CardSummary is what the views read of one node's cards of a group: a handful of counts instead of every
+// card, which keeps a pool's function request small.
+type CardSummary struct {
+	// Cards are the unpartitioned cards; SliceableCards those of them that take soft slices.
+	Cards          int64 `json:"cards,omitempty"`
+	SliceableCards int64 `json:"sliceableCards,omitempty"`
+	// FreeCards are whole free cards; ShareCards cards that can still give a share; Shares the free shares.
+	FreeCards  int64 `json:"freeCards,omitempty"`
+	ShareCards int64 `json:"shareCards,omitempty"`
+	Shares     int64 `json:"shares,omitempty"`
+	// SliceUnits are the free slice units; MaxSliceUnits those of the freest card with a free slot.
+	SliceUnits    int64 `json:"sliceUnits,omitempty"`
+	MaxSliceUnits int64 `json:"maxSliceUnits,omitempty"`
+	// PartitionCapacity, PartitionsFree and PartitionAvailable describe the partitioned cards.
+	PartitionCapacity  int64            `json:"partitionCapacity,omitempty"`
+	PartitionsFree     int64            `json:"partitionsFree,omitempty"`
+	PartitionAvailable bool             `json:"partitionAvailable,omitempty"`
+	RemainingProfiles  map[string]int64 `json:"remainingProfiles,omitempty"`
+}
+
+// Summarize counts one node's cards for the views. Each card feeds exactly one family: EX, SH and SL while it
+// is not partitioned, PT while it is.
+func Summarize(cards []Card) CardSummary {
+	var s CardSummary
 	for _, c := range cards {
 		if c.Partitioned() {
-			v.addPartitioned(c)
+			s.addPartitioned(c)
 			continue
 		}
-		v.Exclusive.Capacity++
-		v.Shared.Capacity += 10
+		s.Cards++
 		if c.Slots > 0 {
-			v.Sliced.Capacity += 100
+			s.SliceableCards++
 		}
 		if c.Unhealthy {
 			continue
 		}
 		if c.Mode == 0 && c.Remaining == M {
-			freeCards++
+			s.FreeCards++
 		}
 		if c.Mode == 0 || c.Mode == 2 {
-			v.Shared.Remaining += c.Remaining / share
+			s.Shares += c.Remaining / share
 			if c.Remaining >= share {
-				shareCards++
+				s.ShareCards++
 			}
 		}
 		if c.Slots > 0 && (c.Mode == 0 || c.Mode == 3) {
 			units := c.Remaining / sliceUnit
-			v.Sliced.Remaining += units
+			s.SliceUnits += units
 			if c.AllocatedSlices < c.Slots {
-				v.Sliced.OnceMaxRequest = max(v.Sliced.OnceMaxRequest, units)
+				s.MaxSliceUnits = max(s.MaxSliceUnits, units)
 			}
 		}
 	}
-	v.Exclusive.Remaining += freeCards
-	v.Exclusive.OnceMaxRequest = max(v.Exclusive.OnceMaxRequest, freeCards)
-	v.Shared.OnceMaxRequest = max(v.Shared.OnceMaxRequest, shareCards)
+	return s
 }
 
-func (v *Views) addPartitioned(c Card) {
+func (s *CardSummary) addPartitioned(c Card) {
 	var ceiling, free int64
+	if s.RemainingProfiles == nil {
+		s.RemainingProfiles = map[string]int64{}
+	}
 	for _, p := range c.Partitions {
 		ceiling = max(ceiling, p.Max)
-		if !c.Unhealthy {
-			free = max(free, p.Remaining)
+		remaining := p.Remaining
+		if c.Unhealthy {
+			remaining = 0
 		}
+		free = max(free, remaining)
+		s.RemainingProfiles[p.Profile] += remaining
 	}
-	v.Partitioned.Capacity += ceiling
-	v.Partitioned.Remaining += free
-	if free > 0 {
+	s.PartitionCapacity += ceiling
+	s.PartitionsFree += free
+	s.PartitionAvailable = s.PartitionAvailable || free > 0
+}
+
+// addGroup adds one node's cards of the pool's group: from its summary when the request carries one.
+func (v *Views) addGroup(g Group) {
+	s := g.Summary
+	if s == nil {
+		sum := Summarize(g.cards())
+		s = &sum
+	}
+	v.Exclusive.Capacity += s.Cards
+	v.Exclusive.Remaining += s.FreeCards
+	v.Exclusive.OnceMaxRequest = max(v.Exclusive.OnceMaxRequest, s.FreeCards)
+	v.Shared.Capacity += 10 * s.Cards
+	v.Shared.Remaining += s.Shares
+	v.Shared.OnceMaxRequest = max(v.Shared.OnceMaxRequest, s.ShareCards)
+	v.Sliced.Capacity += 100 * s.SliceableCards
+	v.Sliced.Remaining += s.SliceUnits
+	v.Sliced.OnceMaxRequest = max(v.Sliced.OnceMaxRequest, s.MaxSliceUnits)
+	v.Partitioned.Capacity += s.PartitionCapacity
+	v.Partitioned.Remaining += s.PartitionsFree
+	if s.PartitionAvailable {
 		v.Partitioned.OnceMaxRequest = 1
 	}
-	if v.RemainingProfiles == nil {
-		v.RemainingProfiles = map[string]int64{}
-	}
-	for _, p := range c.Partitions {
-		if c.Unhealthy {
-			v.RemainingProfiles[p.Profile] += 0
-			continue
+	for p, n := range s.RemainingProfiles {
+		if v.RemainingProfiles == nil {
+			v.RemainingProfiles = map[string]int64{}
 		}
-		v.RemainingProfiles[p.Profile] += p.Remaining
+		v.RemainingProfiles[p] += n
 	}
 }
