@@ -38,7 +38,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, errors.Wrap(err, "cannot read the node inventory from spec"))
 		return rsp, nil
 	}
-	nodes := validNodes(rsp, in.Nodes)
+	nodes := validNodes(rsp, pools.Expand(in.Classes))
 
 	flavors := pools.Flavors(nodes, in.Settings.MixedOnNode)
 	catalog := pools.Catalog(nodes, flavors, in.Settings.AwareCPUManufacturer)

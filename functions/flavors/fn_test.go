@@ -185,7 +185,7 @@ func TestRunFunction(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, _, err := compose.Flavors(context.Background(), xrs.NodeInventorySpec{Nodes: tc.args.nodes(t), Settings: tc.args.settings})
+			out, _, err := compose.Flavors(context.Background(), xrs.Inventory(tc.args.nodes(t), tc.args.settings))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -39,7 +39,7 @@ func TestRunFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, chain, err := compose.Flavors(context.Background(), xrs.NodeInventorySpec{Nodes: nodes, Settings: xrs.DefaultSettings()})
+	_, chain, err := compose.Flavors(context.Background(), xrs.Inventory(nodes, xrs.DefaultSettings()))
 	if err != nil {
 		t.Fatal(err)
 	}

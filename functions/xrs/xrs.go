@@ -50,10 +50,15 @@ func DefaultSettings() Settings {
 
 // NodeInventorySpec is the flavors function's input.
 type NodeInventorySpec struct {
-	// Nodes are the cluster's nodes, managed or not.
-	Nodes []pools.Node `json:"nodes"`
+	// Classes are the cluster's nodes, managed or not, grouped by identity (no ledgers).
+	Classes []pools.NodeClass `json:"classes"`
 	// Settings are the settings in effect.
 	Settings Settings `json:"settings"`
+}
+
+// Inventory returns the flavors function's input for the nodes: their identities, grouped into classes.
+func Inventory(nodes []pools.Node, s Settings) NodeInventorySpec {
+	return NodeInventorySpec{Classes: pools.Classify(nodes), Settings: s}
 }
 
 // NodeInventoryStatus is what the flavors function reports back on its composite.

@@ -53,7 +53,7 @@ func generated(n int) []pools.Node {
 func recompute(b *testing.B, nodes []pools.Node) int {
 	ctx := context.Background()
 	s := xrs.DefaultSettings()
-	out, inv, err := Flavors(ctx, xrs.NodeInventorySpec{Nodes: nodes, Settings: s})
+	out, inv, err := Flavors(ctx, xrs.Inventory(nodes, s))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func BenchmarkDomain(b *testing.B) {
 // (identities, no ledgers), which under Crossplane travels over gRPC with a 4 MiB default limit, and fails if it
 // no longer fits.
 func TestRequestSize(t *testing.T) {
-	req, err := FlavorsRequest(xrs.NodeInventorySpec{Nodes: generated(5000), Settings: xrs.DefaultSettings()})
+	req, err := FlavorsRequest(xrs.Inventory(generated(5000), xrs.DefaultSettings()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/gpustack/gpustack-operator/functions/flavors"
 	"github.com/gpustack/gpustack-operator/functions/instancetype"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
-	"github.com/gpustack/gpustack-operator/internal/pools"
 )
 
 // Output is what one function call produced.
@@ -44,14 +43,9 @@ func Flavors(ctx context.Context, spec xrs.NodeInventorySpec) (Output, xrs.NodeI
 	return out, status, err
 }
 
-// FlavorsRequest is the flavors function's request for an inventory. Ledgers are left out: the function
-// needs only each node's identity, and the request stays small enough for gRPC at thousands of nodes.
+// FlavorsRequest is the flavors function's request for an inventory (see xrs.Inventory: node identities
+// grouped into classes, so the request stays small at thousands of nodes).
 func FlavorsRequest(spec xrs.NodeInventorySpec) (*fnv1.RunFunctionRequest, error) {
-	nodes := make([]pools.Node, len(spec.Nodes))
-	for i, n := range spec.Nodes {
-		nodes[i] = n.Identity()
-	}
-	spec.Nodes = nodes
 	return request(xrs.KindNodeInventory, "cluster", spec)
 }
 

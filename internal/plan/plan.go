@@ -39,7 +39,7 @@ func Plan(ctx context.Context, inv *inventory.Inventory, settings xrs.Settings, 
 	if err != nil {
 		return nil, err
 	}
-	inventorySpec := xrs.NodeInventorySpec{Nodes: nodes, Settings: settings}
+	inventorySpec := xrs.Inventory(nodes, settings)
 	out, status, err := compose.Flavors(ctx, inventorySpec)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot compose flavors")

@@ -131,3 +131,32 @@ func TestPresetUnit(t *testing.T) {
 		})
 	}
 }
+
+func TestClassify(t *testing.T) {
+	node := func(name string, cores int64, cards int64) Node {
+		n := Node{Name: name, OS: "linux", Arch: "amd64", Managed: true, CPU: CPU{Key: "amd-epyc-7r32", Cores: cores, RequestedMilli: 500}}
+		if cards > 0 {
+			n.Groups = []Group{{Key: "nvidia-a10g", Manufacturer: "nvidia", Count: cards, Cards: []Card{{ID: "GPU-1", Remaining: M}}}}
+		}
+		return n
+	}
+	nodes := []Node{node("c", 4, 1), node("a", 4, 1), node("b", 8, 0), node("d", 4, 1)}
+	classes := Classify(nodes)
+	var got [][]string
+	for _, c := range classes {
+		got = append(got, c.Names)
+		if c.Identity.Name != "" || c.Identity.CPU.RequestedMilli != 0 || (len(c.Identity.Groups) > 0 && c.Identity.Groups[0].Cards != nil) {
+			t.Errorf("class identity %+v keeps a name, CPU usage or a ledger", c.Identity)
+		}
+	}
+	if diff := cmp.Diff([][]string{{"a", "c", "d"}, {"b"}}, got); diff != "" {
+		t.Errorf("nodes of one identity share a class\nClassify(...): -want, +got:\n%s", diff)
+	}
+	var names []string
+	for _, n := range Expand(classes) {
+		names = append(names, n.Name+"/"+FormatCount(n.CPU.Cores))
+	}
+	if diff := cmp.Diff([]string{"a/4", "b/8", "c/4", "d/4"}, names); diff != "" {
+		t.Errorf("Expand(Classify(...)) gives back every node: -want, +got:\n%s", diff)
+	}
+}

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -290,5 +291,54 @@ func (n Node) ForPool(p Pool) Node {
 		summary := Summarize(g.cards())
 		out.Groups = append(out.Groups, Group{Key: g.Key, Manufacturer: g.Manufacturer, Count: g.Count, Summary: &summary})
 	}
+	return out
+}
+
+// NodeClass is nodes that share one identity: on a large cluster thousands of nodes fall in a few dozen
+// classes, and the flavors function's request carries each identity once.
+type NodeClass struct {
+	// Identity is the class's node without a name.
+	Identity Node `json:"identity"`
+	// Names are the class's nodes, sorted.
+	Names []string `json:"names"`
+}
+
+// Classify groups the nodes' identities into classes, ordered by their first node's name.
+func Classify(nodes []Node) []NodeClass {
+	index := map[string]int{}
+	var out []NodeClass
+	for _, n := range nodes {
+		id := n.Identity()
+		id.Name = ""
+		key, err := json.Marshal(id)
+		if err != nil {
+			continue // a Node always encodes; nothing to classify otherwise
+		}
+		i, ok := index[string(key)]
+		if !ok {
+			i = len(out)
+			index[string(key)] = i
+			out = append(out, NodeClass{Identity: id})
+		}
+		out[i].Names = append(out[i].Names, n.Name)
+	}
+	for i := range out {
+		sort.Strings(out[i].Names)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Names[0] < out[j].Names[0] })
+	return out
+}
+
+// Expand turns classes back into nodes, sorted by name.
+func Expand(classes []NodeClass) []Node {
+	var out []Node
+	for _, c := range classes {
+		for _, name := range c.Names {
+			n := c.Identity
+			n.Name = name
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -75,7 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 
-	out, inventory, err := compose.Flavors(ctx, xrs.NodeInventorySpec{Nodes: nodes, Settings: fnSettings})
+	out, inventory, err := compose.Flavors(ctx, xrs.Inventory(nodes, fnSettings))
 	if err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot compose flavors")
 	}
