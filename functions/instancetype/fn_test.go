@@ -44,7 +44,7 @@ func TestRunFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := func(it *workerv1.InstanceType, mutate ...func(*xrs.InstanceTypePoolSpec)) xrs.InstanceTypePoolSpec {
-		s := xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec, Flavors: chain.Flavors, Nodes: nodes,
+		s := xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec, Flavors: chain.Flavors, Nodes: pools.Classify(nodes),
 			Namespaces: []string{"team-b", "default"}, Settings: xrs.DefaultSettings()}
 		for _, m := range mutate {
 			m(&s)

@@ -93,8 +93,9 @@ func LocalQueue(pool, namespace string) *kueuev1beta2.LocalQueue {
 
 // Status returns the InstanceType's status: phase, entrance and the views of its pool.
 func Status(in *xrs.InstanceTypePoolSpec) workerv1.InstanceTypeStatus {
-	nodes := make(map[string]pools.Node, len(in.Nodes))
-	for _, n := range in.Nodes {
+	expanded := pools.Expand(in.Nodes)
+	nodes := make(map[string]pools.Node, len(expanded))
+	for _, n := range expanded {
 		nodes[n.Name] = n
 	}
 	v := pools.PoolViews(PoolOf(in.Type), in.Flavors, nodes)

@@ -56,9 +56,14 @@ type NodeInventorySpec struct {
 	Settings Settings `json:"settings"`
 }
 
-// Inventory returns the flavors function's input for the nodes: their identities, grouped into classes.
+// Inventory returns the flavors function's input for the nodes: their identities (no ledgers), grouped into
+// classes.
 func Inventory(nodes []pools.Node, s Settings) NodeInventorySpec {
-	return NodeInventorySpec{Classes: pools.Classify(nodes), Settings: s}
+	ids := make([]pools.Node, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.Identity()
+	}
+	return NodeInventorySpec{Classes: pools.Classify(ids), Settings: s}
 }
 
 // NodeInventoryStatus is what the flavors function reports back on its composite.
@@ -83,8 +88,9 @@ type InstanceTypePoolSpec struct {
 	Type workerv1.InstanceTypeSpec `json:"type"`
 	// Flavors are the ResourceFlavors of the pool (others are ignored).
 	Flavors []pools.Flavor `json:"flavors"`
-	// Nodes are the nodes of the pool's flavors, with their ledgers.
-	Nodes []pools.Node `json:"nodes"`
+	// Nodes are the nodes of the pool's flavors with what the views read of them (see pools.Node.ForPool),
+	// grouped into classes.
+	Nodes []pools.NodeClass `json:"nodes"`
 	// Namespaces are the namespaces that get an entrance LocalQueue.
 	Namespaces []string `json:"namespaces"`
 	// Settings are the settings in effect.

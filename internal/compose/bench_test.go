@@ -49,6 +49,22 @@ func generated(n int) []pools.Node {
 	return nodes
 }
 
+// busy returns n generated nodes that all differ in CPU usage and slice usage: no two nodes share a class,
+// the worst case for the requests' grouping.
+func busy(n int) []pools.Node {
+	nodes := generated(n)
+	for i := range nodes {
+		nodes[i].CPU.RequestedMilli = int64(i%997) * 7
+		for c := range nodes[i].Groups[0].Cards {
+			card := &nodes[i].Groups[0].Cards[c]
+			if card.Mode == workerv1.AllocationSliced {
+				card.Remaining = pools.M/2 + int64(i%1000)*100
+			}
+		}
+	}
+	return nodes
+}
+
 // recompute is the whole chain: flavors, then every derived InstanceType with its views.
 func recompute(b *testing.B, nodes []pools.Node) int {
 	ctx := context.Background()
@@ -76,18 +92,20 @@ func recompute(b *testing.B, nodes []pools.Node) int {
 }
 
 // BenchmarkRecompute measures the full recompute: 5,000 nodes with 40,000 cards of 12 products, and ten
-// times that to show how it scales.
+// times that to show how it scales; idle nodes fall in few classes, busy ones each in its own.
 func BenchmarkRecompute(b *testing.B) {
 	for _, n := range []int{500, 5000, 50000} {
-		nodes := generated(n)
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			types := 0
-			for b.Loop() {
-				types = recompute(b, nodes)
-			}
-			b.ReportMetric(float64(types), "types")
-		})
+		for load, make := range map[string]func(int) []pools.Node{"idle": generated, "busy": busy} {
+			nodes := make(n)
+			b.Run(fmt.Sprintf("%s/nodes=%d", load, n), func(b *testing.B) {
+				b.ReportAllocs()
+				types := 0
+				for b.Loop() {
+					types = recompute(b, nodes)
+				}
+				b.ReportMetric(float64(types), "types")
+			})
+		}
 	}
 }
 

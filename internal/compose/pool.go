@@ -18,9 +18,9 @@ func PoolFlavors(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor) []pools
 	return out
 }
 
-// PoolNodes returns the nodes of the pool's flavors, each with only the pool's accelerator group: all the
-// instancetype function needs, so a pool's request stays small.
-func PoolNodes(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor, nodes []pools.Node) []pools.Node {
+// PoolNodes returns the nodes of the pool's flavors with only what the views read of them (pools.Node.ForPool),
+// grouped into classes: all the instancetype function needs, so a pool's request stays small.
+func PoolNodes(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor, nodes []pools.Node) []pools.NodeClass {
 	pool := instancetype.PoolOf(spec)
 	names := map[string]bool{}
 	for _, f := range flavors {
@@ -36,5 +36,5 @@ func PoolNodes(spec workerv1.InstanceTypeSpec, flavors []pools.Flavor, nodes []p
 			out = append(out, n.ForPool(pool))
 		}
 	}
-	return out
+	return pools.Classify(out)
 }

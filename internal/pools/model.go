@@ -294,8 +294,8 @@ func (n Node) ForPool(p Pool) Node {
 	return out
 }
 
-// NodeClass is nodes that share one identity: on a large cluster thousands of nodes fall in a few dozen
-// classes, and the flavors function's request carries each identity once.
+// NodeClass is nodes that are alike but for their names: on a large cluster thousands of nodes fall in a few
+// dozen classes, and a function's request carries each class once.
 type NodeClass struct {
 	// Identity is the class's node without a name.
 	Identity Node `json:"identity"`
@@ -303,12 +303,12 @@ type NodeClass struct {
 	Names []string `json:"names"`
 }
 
-// Classify groups the nodes' identities into classes, ordered by their first node's name.
+// Classify groups nodes that are alike but for their names into classes, ordered by their first node's name.
 func Classify(nodes []Node) []NodeClass {
 	index := map[string]int{}
 	var out []NodeClass
 	for _, n := range nodes {
-		id := n.Identity()
+		id := n
 		id.Name = ""
 		key, err := json.Marshal(id)
 		if err != nil {
