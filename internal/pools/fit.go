@@ -1,0 +1,129 @@
+package pools
+
+import (
+	"fmt"
+	"sort"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// Family is the way a request uses cards.
+type Family string
+
+// The families a container can ask for.
+const (
+	FamilyExclusive Family = "exclusive"
+	FamilyShared    Family = "shared"
+	FamilySliced    Family = "sliced"
+)
+
+// Demand is what one container asks of one node's cards of a group.
+type Demand struct {
+	// Family is how the cards are used.
+	Family Family
+	// Cards is the number of whole cards (exclusive) or of distinct cards with one share each (shared).
+	Cards int64
+	// Units is a slice's size in credits (a 20 % slice is 320,000); sliced only.
+	Units int64
+}
+
+// String says what the demand asks for, as people say it.
+func (d Demand) String() string {
+	switch d.Family {
+	case FamilyExclusive:
+		return fmt.Sprintf("%d whole card(s)", d.Cards)
+	case FamilyShared:
+		return fmt.Sprintf("a share on each of %d card(s)", d.Cards)
+	case FamilySliced:
+		return fmt.Sprintf("a slice of %s", percent(d.Units))
+	}
+	return string(d.Family)
+}
+
+// Fit places a demand on one node's cards, the per-card check of the node-devices AdmissionCheck. Slices and
+// shares go onto the fullest card that still has room, which keeps whole cards free; whole cards take free
+// cards in index order. It returns the indexes of the chosen cards and the cards as they are after the
+// placement, or, when the demand does not fit, a reason naming what was asked and the largest free piece.
+// The cards passed in are not changed.
+func Fit(cards []Card, d Demand) ([]int, []Card, error) {
+	after := append([]Card(nil), cards...)
+	switch d.Family {
+	case FamilyExclusive:
+		var free []int
+		for i, c := range cards {
+			if !c.Unhealthy && !c.Partitioned() && c.Mode == workerv1.AllocationNone && c.Remaining == M {
+				free = append(free, i)
+			}
+		}
+		if int64(len(free)) < max(d.Cards, 1) {
+			return nil, nil, fmt.Errorf("not enough free cards for %s: %d free", d, len(free))
+		}
+		chosen := free[:max(d.Cards, 1)]
+		for _, i := range chosen {
+			after[i].Mode, after[i].Remaining = workerv1.AllocationExclusive, 0
+		}
+		return chosen, after, nil
+	case FamilyShared:
+		candidates := fullestFirst(cards, func(c Card) bool {
+			return (c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationShared) && c.Remaining >= share
+		})
+		if int64(len(candidates)) < max(d.Cards, 1) {
+			return nil, nil, fmt.Errorf("not enough cards with a free share for %s: %d have one", d, len(candidates))
+		}
+		chosen := candidates[:max(d.Cards, 1)]
+		for _, i := range chosen {
+			after[i].Mode, after[i].Remaining = workerv1.AllocationShared, after[i].Remaining-share
+		}
+		sort.Ints(chosen)
+		return chosen, after, nil
+	case FamilySliced:
+		if d.Units <= 0 || d.Units > M {
+			return nil, nil, fmt.Errorf("a slice must be more than nothing and at most one card, got %d credits", d.Units)
+		}
+		candidates := fullestFirst(cards, func(c Card) bool {
+			return c.Slots > 0 && c.AllocatedSlices < c.Slots &&
+				(c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationSliced) && c.Remaining >= d.Units
+		})
+		if len(candidates) == 0 {
+			return nil, nil, fmt.Errorf("no card has room for %s: the largest free piece is %s", d, percent(largestSlice(cards)))
+		}
+		i := candidates[0]
+		after[i].Mode, after[i].Remaining = workerv1.AllocationSliced, after[i].Remaining-d.Units
+		after[i].AllocatedSlices++
+		return []int{i}, after, nil
+	}
+	return nil, nil, fmt.Errorf("cannot place a %q request: it is not a family of whole cards, shares or slices", d.Family)
+}
+
+// fullestFirst returns the indexes of the healthy, unpartitioned cards that pass ok, the fullest (least
+// remaining) first and by index among equals.
+func fullestFirst(cards []Card, ok func(Card) bool) []int {
+	var out []int
+	for i, c := range cards {
+		if !c.Unhealthy && !c.Partitioned() && ok(c) {
+			out = append(out, i)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return cards[out[a]].Remaining < cards[out[b]].Remaining })
+	return out
+}
+
+// largestSlice is the largest slice any card could still take.
+func largestSlice(cards []Card) int64 {
+	var best int64
+	for _, c := range cards {
+		if !c.Unhealthy && !c.Partitioned() && c.Slots > 0 && c.AllocatedSlices < c.Slots &&
+			(c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationSliced) {
+			best = max(best, c.Remaining)
+		}
+	}
+	return best
+}
+
+// percent renders credits as a percentage of one card.
+func percent(credits int64) string {
+	if credits%sliceUnit == 0 {
+		return fmt.Sprintf("%d%%", credits/sliceUnit)
+	}
+	return fmt.Sprintf("%.1f%%", float64(credits)/float64(sliceUnit))
+}
