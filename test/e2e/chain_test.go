@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/builders"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/internal/testenv"
@@ -303,5 +304,33 @@ func TestSettingsSecretSeeds(t *testing.T) {
 			return false, err.Error()
 		}
 		return string(secret.Data[name]) == "false", fmt.Sprintf("the Secret holds %q", secret.Data[name])
+	})
+}
+
+// TestAuthoredType follows Step 4's first half: an administrator's InstanceType becomes a sibling pool on the
+// same card, with its own unit and entrance (FNV-1a of its name, not the walkthrough's stale hash), and
+// deleting it removes its queue before the type goes.
+func TestAuthoredType(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	ctx := context.Background()
+	it := builders.MakeInstanceType("a10g-12c128g").Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi").Obj()
+	if err := k.Create(ctx, it); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), it) })
+	waitTable(t, [][]string{
+		step1Types[0],
+		{"a10g-12c128g", "gpustack-fnv64-d4c0e6cd72686015", "12/128Gi/200Gi", "1/1 1/10 100/100 0/0", "0/0", "Active"},
+		step1Types[1], step1Types[2], step1Types[3],
+	}, "get", "instancetype")
+	if got := kubectlTable(t, "get", "clusterqueue", "a10g-12c128g", "-o", "custom-columns=QUOTA:.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"); got[1][0] != "1600k" {
+		t.Errorf("the authored pool's queue covers %v credits, want 1600k", got[1])
+	}
+	kubectl(t, "delete", "instancetype", "a10g-12c128g", "--wait=false")
+	waitTable(t, step1Types, "get", "instancetype")
+	eventually(t, time.Minute, func() (bool, string) {
+		out := kubectl(t, "get", "clusterqueue", "--no-headers", "-o", "custom-columns=NAME:.metadata.name")
+		return !strings.Contains(out, "a10g-12c128g"), "the authored pool's queue is still there"
 	})
 }
