@@ -183,3 +183,39 @@ func TestNodeFromLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestForPoolKeepsViews checks that what a pool's request carries of each node (rounded CPU usage, card
+// summaries) yields the same views as the nodes themselves.
+func TestForPoolKeepsViews(t *testing.T) {
+	var nodes []Node
+	for i := 0; i < 40; i++ {
+		cards := []Card{free(), sliced(int64(i%7)*10+5, int32(i%3)+1), shared(int64(i % 10)), exclusive(), partitioned(int64(i%8), 1, 0)}
+		nodes = append(nodes, Node{Name: "n" + FormatCount(int64(i)), OS: "linux", Arch: "amd64", Managed: true,
+			CPU:    CPU{Key: "amd-epyc-7r32", Cores: 8 + int64(i%3)*8, RequestedMilli: int64(i) * 333},
+			Groups: []Group{{Key: "nvidia-a10g", Manufacturer: "nvidia", Count: int64(len(cards)), Cards: cards}}})
+	}
+	flavors := Flavors(nodes, true)
+	for _, pool := range []Pool{
+		{GeneralGroup: Generic, AcceleratorGroup: "nvidia-a10g", OS: "linux", Arch: "amd64"},
+		{GeneralGroup: Generic, OS: "linux", Arch: "amd64"},
+	} {
+		raw, trimmed := map[string]Node{}, map[string]Node{}
+		for _, n := range nodes {
+			raw[n.Name] = n
+		}
+		for _, n := range Expand(Classify(forPool(nodes, pool))) {
+			trimmed[n.Name] = n
+		}
+		if diff := cmp.Diff(PoolViews(pool, flavors, raw), PoolViews(pool, flavors, trimmed)); diff != "" {
+			t.Errorf("pool %s: views from the trimmed nodes differ: -raw, +trimmed:\n%s", pool.Name(), diff)
+		}
+	}
+}
+
+func forPool(nodes []Node, p Pool) []Node {
+	out := make([]Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.ForPool(p)
+	}
+	return out
+}
