@@ -15,8 +15,10 @@ import (
 // setFlags collects repeated --set NAME=VALUE flags.
 type setFlags map[string]string
 
+// String renders the flags for flag's usage output.
 func (s setFlags) String() string { return fmt.Sprint(map[string]string(s)) }
 
+// Set records one NAME=VALUE flag.
 func (s setFlags) Set(v string) error {
 	name, value, ok := strings.Cut(v, "=")
 	if !ok {
