@@ -211,9 +211,41 @@ func (p *Publisher) publishDevices(ctx context.Context, node string, devices []p
 			return errors.Wrap(err, "cannot update Devices")
 		}
 	}
-	if len(d.Status.Groups) == 0 {
-		d.Status = FreshLedger(spec)
-		return errors.Wrap(p.Client.Status().Update(ctx, d), "cannot initialise the Devices ledger")
+	ledger, added := withNewCards(d.Status, spec)
+	if !added {
+		return nil
 	}
-	return nil
+	d.Status = ledger
+	return errors.Wrap(p.Client.Status().Update(ctx, d), "cannot add new cards to the Devices ledger")
+}
+
+// withNewCards returns the ledger with a free entry for every card of the spec it does not list yet, and
+// whether it added any. Entries of known cards are the ledger owner's and stay as they are.
+func withNewCards(status workerv1.DevicesStatus, spec workerv1.DevicesSpec) (workerv1.DevicesStatus, bool) {
+	out := *status.DeepCopy()
+	added := false
+	for _, fresh := range FreshLedger(spec).Groups {
+		gi := -1
+		for i := range out.Groups {
+			if out.Groups[i].ID == fresh.ID {
+				gi = i
+			}
+		}
+		if gi < 0 {
+			out.Groups = append(out.Groups, fresh)
+			added = true
+			continue
+		}
+		for _, a := range fresh.Accelerators {
+			known := false
+			for _, b := range out.Groups[gi].Accelerators {
+				known = known || b.ID == a.ID
+			}
+			if !known {
+				out.Groups[gi].Accelerators = append(out.Groups[gi].Accelerators, a)
+				added = true
+			}
+		}
+	}
+	return out, added
 }
