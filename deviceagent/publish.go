@@ -184,15 +184,14 @@ func (p *Publisher) publishDevices(ctx context.Context, node string, devices []p
 	}
 	d := &workerv1.Devices{}
 	err := p.Client.Get(ctx, client.ObjectKey{Name: node}, d)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		d = &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: labels}, Spec: spec}
 		if err := p.Client.Create(ctx, d); err != nil {
 			return errors.Wrap(err, "cannot create Devices")
 		}
-		d.Status = FreshLedger(spec)
-		return errors.Wrap(p.Client.Status().Update(ctx, d), "cannot initialise the Devices ledger")
-	}
-	if err != nil {
+		return p.addNewCards(ctx, d)
+	case err != nil:
 		return errors.Wrap(err, "cannot get Devices")
 	}
 	changed := !apiequality.Semantic.DeepEqual(d.Spec, spec)
@@ -211,7 +210,12 @@ func (p *Publisher) publishDevices(ctx context.Context, node string, devices []p
 			return errors.Wrap(err, "cannot update Devices")
 		}
 	}
-	ledger, added := withNewCards(d.Status, spec)
+	return p.addNewCards(ctx, d)
+}
+
+// addNewCards gives every card of the Devices object's spec that its ledger does not list yet a free entry.
+func (p *Publisher) addNewCards(ctx context.Context, d *workerv1.Devices) error {
+	ledger, added := withNewCards(d.Status, d.Spec)
 	if !added {
 		return nil
 	}

@@ -10,15 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/internal/testenv"
 	"github.com/gpustack/gpustack-operator/providers"
 )
@@ -40,22 +38,13 @@ func run(m *testing.M) int {
 		skipped = skip
 		return m.Run()
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{testenv.Path("package", "crds"), filepath.Join(bin, "assets", "nfd-crds.yaml")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: bin,
-	}
-	defer func() { _ = env.Stop() }()
-	cfg, err := env.Start()
+	cfg, stop, err := testenv.StartEnvtest(bin, testenv.Path("package", "crds"), filepath.Join(bin, "assets", "nfd-crds.yaml"))
+	defer stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot start envtest:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = workerv1.AddToScheme(scheme)
-	_ = nfdv1alpha1.AddToScheme(scheme)
-	if c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
+	if c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, "cannot create client:", err)
 		return 1
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/inventory"
+	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/nvidia"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
@@ -60,7 +61,7 @@ func runDeviceManager(args []string) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot load the kubeconfig")
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return errors.Wrap(err, "cannot create a client")
 	}

@@ -8,9 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -18,25 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/settingstatus"
+	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 )
-
-// scheme holds every kind the operator reads or writes.
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(workerv1.AddToScheme(s))
-	utilruntime.Must(kueuev1beta2.AddToScheme(s))
-	utilruntime.Must(nfdv1alpha1.AddToScheme(s))
-	return s
-}
 
 func runWorker(args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
@@ -50,7 +36,7 @@ func runWorker(args []string) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot load the kubeconfig")
 	}
-	s := scheme()
+	s := scheme.New()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,
 		// The worker reads one Secret, gpustack-settings: cache Secrets of its own namespace only.

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // BinDirEnv names the variable `make test` sets to the directory of the built binaries.
@@ -37,4 +40,17 @@ func RepoRoot() string {
 // Path returns a path relative to the repository's root.
 func Path(parts ...string) string {
 	return filepath.Join(append([]string{RepoRoot()}, parts...)...)
+}
+
+// StartEnvtest starts controller-runtime's envtest (etcd and kube-apiserver from bin) with the CRDs of the
+// given files and directories. The returned stop is safe to call when start failed half-way, so no process
+// outlives the suite.
+func StartEnvtest(bin string, crdPaths ...string) (*rest.Config, func(), error) {
+	env := &envtest.Environment{CRDDirectoryPaths: crdPaths, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: bin}
+	stop := func() { _ = env.Stop() }
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, stop, fmt.Errorf("cannot start envtest: %w", err)
+	}
+	return cfg, stop, nil
 }

@@ -4,7 +4,6 @@
 package vendors
 
 import (
-	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -83,15 +82,6 @@ func Lookup(name string) (Vendor, bool) {
 		}
 	}
 	return Vendor{}, false
-}
-
-// MustLookup is Lookup for keys known at compile time; it panics on an unknown key.
-func MustLookup(key string) Vendor {
-	v, ok := Lookup(key)
-	if !ok {
-		panic(fmt.Sprintf("unknown vendor %q", key))
-	}
-	return v
 }
 
 // withOverrides applies GPUSTACK_<MFR>_PCI_VENDOR_ID, _ACCELERATABLE_RESOURCE_NAME,

@@ -35,7 +35,8 @@ func TestOverrides(t *testing.T) {
 		"GPUSTACK_NVIDIA_ACCELERATABLE_RUNTIME_NAME":  "none",
 		"GPUSTACK_NVIDIA_PARTITION_KIND":              "mig2",
 	}
-	got := withOverrides(MustLookup("nvidia"), func(k string) string { return env[k] })
+	nvidia, _ := Lookup("nvidia")
+	got := withOverrides(nvidia, func(k string) string { return env[k] })
 	want := Vendor{Key: "nvidia", DisplayName: "NVIDIA", PCIVendorID: "10de", ResourceName: "example.com/gpu",
 		RuntimeClass: "", Class: "GPU", SlicesPerCard: 128, CoresOvercommit: true, PartitionKind: "mig2"}
 	if diff := cmp.Diff(want, got); diff != "" {

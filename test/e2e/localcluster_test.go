@@ -17,9 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -28,6 +26,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/inventory"
 	"github.com/gpustack/gpustack-operator/internal/localcluster"
+	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/internal/testenv"
 )
 
@@ -74,12 +73,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "cannot start the local cluster:", err)
 		return 1
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = workerv1.AddToScheme(scheme)
-	_ = kueuev1beta2.AddToScheme(scheme)
-	_ = nfdv1alpha1.AddToScheme(scheme)
-	if k, err = client.New(cluster.RESTConfig, client.Options{Scheme: scheme}); err != nil {
+	if k, err = client.New(cluster.RESTConfig, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, "cannot create client:", err)
 		_ = cluster.Stop()
 		return 1

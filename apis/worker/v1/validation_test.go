@@ -10,13 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/builders"
+	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/internal/testenv"
 )
 
@@ -41,22 +39,13 @@ func runSuite(m *testing.M) int {
 		skipped = skip
 		return m.Run()
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{testenv.Path("package", "crds")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: bin,
-	}
-	// Stop also when Start fails half-way, so no etcd or kube-apiserver outlives the suite.
-	defer func() { _ = env.Stop() }()
-	cfg, err := env.Start()
+	cfg, stop, err := testenv.StartEnvtest(bin, testenv.Path("package", "crds"))
+	defer stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot start envtest:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = workerv1.AddToScheme(scheme)
-	if k, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if k, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, "cannot create client:", err)
 		return 1
 	}

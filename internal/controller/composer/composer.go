@@ -104,38 +104,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 
-	wantQueues, err := r.composeTypes(ctx, a, inventory.Flavors, nodes, fnSettings)
+	liveTypes, wantQueues, err := r.composeTypes(ctx, a, inventory.Flavors, nodes, fnSettings)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	// Prune only after the queues stopped naming the flavors they no longer want.
-	return reconcile.Result{}, r.prune(ctx, a, wantFlavors, wantCatalog, wantQueues)
+	return reconcile.Result{}, r.prune(ctx, a, liveTypes, wantFlavors, wantCatalog, wantQueues)
 }
 
-// composeTypes runs the instancetype function for every InstanceType and returns the LocalQueues wanted, by
-// namespace/name.
-func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, s xrs.Settings) (map[string]bool, error) {
+// composeTypes runs the instancetype function for every InstanceType. It returns the InstanceTypes that
+// exist, and the LocalQueues wanted, by namespace/name.
+func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, s xrs.Settings) (liveTypes, wantQueues map[string]bool, err error) {
 	namespaces, err := r.userNamespaces(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	types := &workerv1.InstanceTypeList{}
 	if err := r.Client.List(ctx, types); err != nil {
-		return nil, errors.Wrap(err, "cannot list InstanceTypes")
+		return nil, nil, errors.Wrap(err, "cannot list InstanceTypes")
 	}
-	wantQueues := map[string]bool{}
+	liveTypes, wantQueues = map[string]bool{}, map[string]bool{}
 	for i := range types.Items {
 		it := &types.Items[i]
+		liveTypes[it.Name] = true
 		if it.DeletionTimestamp != nil {
 			if err := r.retire(ctx, a, it); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
 		if controllerutil.AddFinalizer(it, FinalizerControlled) {
 			a.writes++
 			if err := r.Client.Update(ctx, it); err != nil {
-				return nil, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name)
+				return nil, nil, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name)
 			}
 		}
 		out, status, err := compose.InstanceType(ctx, xrs.InstanceTypePoolSpec{
@@ -151,18 +152,18 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 				wantQueues[o.GetNamespace()+"/"+o.GetName()] = true
 			}
 			if _, err := a.apply(ctx, o); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if !apiequality.Semantic.DeepEqual(it.Status, status) {
 			it.Status = status
 			a.writes++
 			if err := r.Client.Status().Update(ctx, it); err != nil {
-				return nil, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name)
+				return nil, nil, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name)
 			}
 		}
 	}
-	return wantQueues, nil
+	return liveTypes, wantQueues, nil
 }
 
 // retire tears down a deleted InstanceType: its queue drains and goes, then the finalizer is released.
@@ -184,15 +185,7 @@ func (r *Reconciler) retire(ctx context.Context, a *applier, it *workerv1.Instan
 
 // prune deletes the composer's objects that are no longer wanted: flavors, catalog entries, queues of types
 // that are gone, and entrance queues of namespaces or types that are gone.
-func (r *Reconciler) prune(ctx context.Context, a *applier, flavors, catalog, localQueues map[string]bool) error {
-	types := &workerv1.InstanceTypeList{}
-	if err := r.Client.List(ctx, types); err != nil {
-		return errors.Wrap(err, "cannot list InstanceTypes")
-	}
-	liveTypes := map[string]bool{}
-	for _, it := range types.Items {
-		liveTypes[it.Name] = true
-	}
+func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, catalog, localQueues map[string]bool) error {
 	cqs := &kueuev1beta2.ClusterQueueList{}
 	if err := r.Client.List(ctx, cqs, client.MatchingLabels{pools.LabelResourceType: pools.ResourceTypeInstTypes}); err != nil {
 		return errors.Wrap(err, "cannot list ClusterQueues")
