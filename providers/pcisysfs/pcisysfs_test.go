@@ -1,30 +1,13 @@
 package pcisysfs
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-// fakeSysfs builds a /sys/bus/pci/devices tree: address -> attribute -> content.
-func fakeSysfs(t *testing.T, devices map[string]map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for addr, attrs := range devices {
-		dir := filepath.Join(root, addr)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for name, content := range attrs {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return root
-}
+	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
+)
 
 func TestScan(t *testing.T) {
 	gpu := func(vendor, device, class, numa string) map[string]string {
@@ -76,7 +59,7 @@ func TestScan(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			devices, problems, err := Scan(fakeSysfs(t, tc.tree), tc.vendors, DefaultClassPrefixes)
+			devices, problems, err := Scan(pcisysfstest.Tree(t, tc.tree), tc.vendors, DefaultClassPrefixes)
 			if err != nil {
 				t.Fatal(err)
 			}
