@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -20,11 +19,11 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/inventory"
 	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/providers"
-	"github.com/gpustack/gpustack-operator/providers/nvidia"
+	"github.com/gpustack/gpustack-operator/providers/hardware"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 )
 
-// runDeviceManager runs the device agent. With --simulate-inventory it stands in for the agents of every node
+// runDeviceManager runs the device agent on this node's hardware. With --simulate-inventory it stands in for the agents of every node
 // of an inventory file (or of --node only), reporting their simulated cards through the same publishing code
 // a real agent uses.
 func runDeviceManager(args []string) error {
@@ -33,7 +32,7 @@ func runDeviceManager(args []string) error {
 	inventoryFile := fs.String("simulate-inventory", "", "report the cards of this inventory file's nodes instead of real hardware")
 	node := fs.String("node", "", "the node to report for; with --simulate-inventory, empty means every node of the file")
 	interval := fs.Duration("interval", 30*time.Second, "how often to detect again")
-	print := fs.Bool("print", false, "detect once with the real backends and print the labels and the Devices spec that would be published, without a cluster")
+	print := fs.Bool("print", false, "detect once with the hardware backends and print the labels and the Devices spec that would be published, without a cluster")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("device-manager")
@@ -41,21 +40,9 @@ func runDeviceManager(args []string) error {
 	if *print {
 		return printDetected(*node)
 	}
-	if *inventoryFile == "" {
-		return errors.New("only the simulated backend publishes yet: pass --simulate-inventory FILE, or --print to see what the NVIDIA backend detects")
-	}
-	inv, err := inventory.Load(*inventoryFile)
+	agents, err := deviceAgents(*inventoryFile, *node)
 	if err != nil {
 		return err
-	}
-	agents := map[string]providers.Provider{}
-	for _, n := range inv.Nodes {
-		if *node == "" || n.Name == *node {
-			agents[n.Name] = simulated.New(n)
-		}
-	}
-	if len(agents) == 0 {
-		return fmt.Errorf("node %q is not in %s", *node, *inventoryFile)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -81,20 +68,53 @@ func runDeviceManager(args []string) error {
 	}
 }
 
-func publishOnce(ctx context.Context, pub *deviceagent.Publisher, node string, p providers.Provider) error {
-	devices, err := p.Detect(ctx)
-	if err != nil {
-		return errors.Wrapf(err, "cannot detect the cards of node %s", node)
+// deviceAgents returns the provider of each node this process reports for: the simulated cards of an
+// inventory file's nodes, or this node's hardware (--node, else NODE_NAME, which the DaemonSet sets).
+func deviceAgents(inventoryFile, node string) (map[string]providers.Provider, error) {
+	if inventoryFile == "" {
+		if node == "" {
+			node = os.Getenv("NODE_NAME")
+		}
+		if node == "" {
+			return nil, errors.New("cannot tell which node this is: pass --node or set NODE_NAME")
+		}
+		return map[string]providers.Provider{node: hardware.New(hardware.Options{})}, nil
 	}
-	return pub.Publish(ctx, node, devices)
+	inv, err := inventory.Load(inventoryFile)
+	if err != nil {
+		return nil, err
+	}
+	agents := map[string]providers.Provider{}
+	for _, n := range inv.Nodes {
+		if node == "" || n.Name == node {
+			agents[n.Name] = simulated.New(n)
+		}
+	}
+	if len(agents) == 0 {
+		return nil, fmt.Errorf("node %q is not in %s", node, inventoryFile)
+	}
+	return agents, nil
 }
 
-// printDetected runs the NVIDIA backend on this machine's driver and prints what the agent would publish.
+// publishOnce detects and publishes. Cards a backend could only partly read come back unhealthy with an
+// error; they are published all the same, so the ledger shows them, and the error is returned for the log.
+func publishOnce(ctx context.Context, pub *deviceagent.Publisher, node string, p providers.Provider) error {
+	devices, detectErr := p.Detect(ctx)
+	if detectErr != nil && len(devices) == 0 {
+		return errors.Wrapf(detectErr, "cannot detect the cards of node %s", node)
+	}
+	if err := pub.Publish(ctx, node, devices); err != nil {
+		return err
+	}
+	return errors.Wrapf(detectErr, "some cards of node %s are unhealthy", node)
+}
+
+// printDetected runs the hardware backends on this machine and prints what the agent would publish.
 func printDetected(node string) error {
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	devices, err := nvidia.New(nvml.New()).Detect(context.Background())
+	devices, err := hardware.New(hardware.Options{}).Detect(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warning:", err)
 	}

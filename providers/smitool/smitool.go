@@ -112,11 +112,7 @@ func (b *Backend) merge(bus []pcisysfs.Device, cards []Card) ([]providers.Device
 			continue
 		}
 		missing = append(missing, a)
-		unknown = append(unknown, Card{BusID: a, Device: providers.Device{
-			Product:   fmt.Sprintf("%s %s", b.Vendor.DisplayName, f.DeviceID),
-			UUID:      fmt.Sprintf("%s-pci-%s", b.Vendor.Key, a),
-			Unhealthy: true,
-		}})
+		unknown = append(unknown, Card{BusID: a, Device: Undescribed(b.Vendor, f)})
 	}
 	// Cards the tool lists beyond what the bus shows (a bus filtered by class, say) are kept.
 	placed = append(placed, unplaced...)
@@ -148,6 +144,17 @@ func (b *Backend) finish(cards, unknown []Card) []providers.Device {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Index < out[j].Index })
 	return out
+}
+
+// Undescribed is a card the bus shows and no tool or library could describe: unhealthy, named after the vendor
+// and the PCI device ID, identified by its address.
+func Undescribed(v vendors.Vendor, f pcisysfs.Device) providers.Device {
+	return providers.Device{
+		Manufacturer: v.Key,
+		Product:      fmt.Sprintf("%s %s", v.DisplayName, f.DeviceID),
+		UUID:         fmt.Sprintf("%s-pci-%s", v.Key, NormalizeBusID(f.Address)),
+		Unhealthy:    true,
+	}
 }
 
 // NormalizeBusID writes a PCI address the way sysfs names it: a four-digit domain, lowercase
