@@ -194,12 +194,7 @@ func (n *Node) AttachLedger(d *workerv1.Devices) {
 	if d == nil {
 		return
 	}
-	ledger := map[string]workerv1.AcceleratorAllocation{}
-	for _, g := range d.Status.Groups {
-		for _, a := range g.Accelerators {
-			ledger[g.ID+"/"+a.ID] = a
-		}
-	}
+	ledger := ledgerEntries(d)
 	for i := range n.Groups {
 		g := &n.Groups[i]
 		for _, dg := range d.Spec.Groups {
@@ -208,29 +203,58 @@ func (n *Node) AttachLedger(d *workerv1.Devices) {
 			}
 			g.Cards = g.Cards[:0]
 			for _, a := range dg.Accelerators {
-				c := Card{ID: a.ID, Remaining: M, Unhealthy: a.Status.Unhealthy}
-				if ls := a.Status.LogicalSliced; ls != nil {
-					c.Slots = ls.Count
-				}
-				if ps := a.Status.PhysicalSliced; ps != nil {
-					for _, p := range ps.Profiles {
-						c.Partitions = append(c.Partitions, Partition{Profile: p.Name, Max: int64(p.Count), Remaining: int64(p.Count)})
-					}
-				}
-				if l, ok := ledger[dg.ID+"/"+a.ID]; ok {
-					c.Mode, c.Remaining, c.AllocatedSlices = l.Mode, clamp(l.Remaining, 0, M), l.AllocatedSlices
-					for _, rp := range l.RemainingProfiles {
-						for j := range c.Partitions {
-							if c.Partitions[j].Profile == rp.Name {
-								c.Partitions[j].Remaining = rp.Count
-							}
-						}
-					}
-				}
-				g.Cards = append(g.Cards, c)
+				g.Cards = append(g.Cards, ledgerCard(a, ledger[dg.ID+"/"+a.ID]))
 			}
 		}
 	}
+}
+
+// LedgerCards returns every card of a Devices object with its allocation, keyed by card ID.
+func LedgerCards(d *workerv1.Devices) map[string]Card {
+	ledger := ledgerEntries(d)
+	out := map[string]Card{}
+	for _, dg := range d.Spec.Groups {
+		for _, a := range dg.Accelerators {
+			out[a.ID] = ledgerCard(a, ledger[dg.ID+"/"+a.ID])
+		}
+	}
+	return out
+}
+
+// ledgerEntries indexes a Devices object's ledger by group and card ID.
+func ledgerEntries(d *workerv1.Devices) map[string]*workerv1.AcceleratorAllocation {
+	ledger := map[string]*workerv1.AcceleratorAllocation{}
+	for _, g := range d.Status.Groups {
+		for i := range g.Accelerators {
+			ledger[g.ID+"/"+g.Accelerators[i].ID] = &g.Accelerators[i]
+		}
+	}
+	return ledger
+}
+
+// ledgerCard is one card of the inventory with its ledger entry; a card without an entry is free.
+func ledgerCard(a workerv1.Accelerator, l *workerv1.AcceleratorAllocation) Card {
+	c := Card{ID: a.ID, Remaining: M, Unhealthy: a.Status.Unhealthy}
+	if ls := a.Status.LogicalSliced; ls != nil {
+		c.Slots = ls.Count
+	}
+	if ps := a.Status.PhysicalSliced; ps != nil {
+		for _, p := range ps.Profiles {
+			c.Partitions = append(c.Partitions, Partition{Profile: p.Name, Max: int64(p.Count), Remaining: int64(p.Count)})
+		}
+	}
+	if l == nil {
+		return c
+	}
+	c.Mode, c.Remaining, c.AllocatedSlices = l.Mode, clamp(l.Remaining, 0, M), l.AllocatedSlices
+	for _, rp := range l.RemainingProfiles {
+		for j := range c.Partitions {
+			if c.Partitions[j].Profile == rp.Name {
+				c.Partitions[j].Remaining = rp.Count
+			}
+		}
+	}
+	return c
 }
 
 // cards returns the group's cards, or Count free cards when the ledger is unknown.

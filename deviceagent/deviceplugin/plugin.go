@@ -1,0 +1,298 @@
+package deviceplugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/providers"
+)
+
+// BudgetSource tells the slice budget of the container a sliced allocation is for. The kubelet's Allocate
+// names only devices, so the budget is read from the Pod the allocation belongs to.
+type BudgetSource interface {
+	Budget(ctx context.Context, r Resource, card providers.Device) (Budget, error)
+}
+
+// Plugin serves one resource to the kubelet.
+type Plugin struct {
+	pluginapi.UnimplementedDevicePluginServer
+
+	// Resource is what it serves.
+	Resource Resource
+	// Cards returns the node's cards as last detected.
+	Cards func() []providers.Device
+	// Ledger returns the node's ledger by card ID; nil or an error means every card counts as free.
+	Ledger func(ctx context.Context) (map[string]pools.Card, error)
+	// Budgets tells a slice's budget; required for a sliced resource.
+	Budgets BudgetSource
+	// Runtime says where the soft-slicing libraries are staged.
+	Runtime Runtime
+	// Reservations are the cards recently handed to the vendor's other resources, which the visibility
+	// resource hands on to the SSH sidecar; shared by the vendor's plugins.
+	Reservations *Reservations
+
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+// Changed tells the kubelet's ListAndWatch streams that the cards changed.
+func (p *Plugin) Changed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+}
+
+func (p *Plugin) waitChange() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
+}
+
+// GetDevicePluginOptions asks the kubelet for preferred-allocation calls.
+func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
+}
+
+// ListAndWatch sends the resource's tokens, and again whenever the cards change.
+func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlugin_ListAndWatchServer) error {
+	for {
+		changed := p.waitChange()
+		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: Tokens(p.Resource, p.Cards())}); err != nil {
+			return err
+		}
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// GetPreferredAllocation steers the kubelet to the cards the ledger says fit: whole cards on free cards,
+// shares and slices onto the fullest card that still has room, as the node-devices admission check judged.
+// When no placement fits it prefers nothing and leaves the choice to the kubelet.
+func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	resp := &pluginapi.PreferredAllocationResponse{}
+	for _, creq := range req.ContainerRequests {
+		ids := p.prefer(ctx, creq.AvailableDeviceIDs, creq.MustIncludeDeviceIDs, int(creq.AllocationSize))
+		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
+	}
+	return resp, nil
+}
+
+func (p *Plugin) prefer(ctx context.Context, available, mustInclude []string, size int) []string {
+	if len(mustInclude) > 0 || size <= 0 {
+		return nil
+	}
+	if p.Resource.Kind == Visibility {
+		var ids []string
+		for _, c := range p.Reservations.peek(size) {
+			ids = append(ids, c.UUID)
+		}
+		return tokensOn(available, ids)
+	}
+	ledger := map[string]pools.Card{}
+	if p.Ledger != nil {
+		if l, err := p.Ledger(ctx); err == nil {
+			ledger = l
+		}
+	}
+	byID := p.cardsByID()
+	var ids []string
+	var cards []pools.Card
+	for _, id := range distinctCards(available) {
+		c, ok := ledger[id]
+		if !ok {
+			c = pools.Card{ID: id, Remaining: pools.M, Slots: p.Resource.Vendor.SlicesPerCard}
+		}
+		ids, cards = append(ids, id), append(cards, c)
+	}
+	d := pools.Demand{Cards: int64(size)}
+	switch p.Resource.Kind {
+	case Whole:
+		d.Family = pools.FamilyExclusive
+	case Shared:
+		d.Family = pools.FamilyShared
+	case Sliced:
+		d.Family, d.Units = pools.FamilySliced, 1
+		if len(ids) > 0 && p.Budgets != nil {
+			if b, err := p.Budgets.Budget(ctx, p.Resource, byID[ids[0]]); err == nil && byID[ids[0]].MemoryMiB > 0 {
+				d.Units = max(1, b.MemoryMiB*pools.M/byID[ids[0]].MemoryMiB)
+			}
+		}
+	}
+	chosen, _, err := pools.Fit(cards, d)
+	if err != nil {
+		return nil
+	}
+	var on []string
+	for _, i := range chosen {
+		on = append(on, ids[i])
+	}
+	if p.Resource.Kind == Whole {
+		return on
+	}
+	return tokensOn(available, on)
+}
+
+// Allocate gives each container its cards: visible through the vendor's variable, and for a slice with the
+// enforcer's limits from the container's budget.
+func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	byID := p.cardsByID()
+	resp := &pluginapi.AllocateResponse{}
+	for _, creq := range req.ContainerRequests {
+		var cards []providers.Device
+		for _, id := range distinctCards(creq.DevicesIds) {
+			c, ok := byID[id]
+			if !ok {
+				return nil, fmt.Errorf("%s: card %s is not on this node", p.Resource.Name, id)
+			}
+			cards = append(cards, c)
+		}
+		var cresp *pluginapi.ContainerAllocateResponse
+		switch p.Resource.Kind {
+		case Whole:
+			cresp = containerFor(p.Resource.Vendor.Key, cards)
+		case Shared:
+			if len(cards) != len(creq.DevicesIds) {
+				return nil, fmt.Errorf("%s: %d shares must sit on %d distinct cards, got %d cards", p.Resource.Name,
+					len(creq.DevicesIds), len(creq.DevicesIds), len(cards))
+			}
+			cresp = containerFor(p.Resource.Vendor.Key, cards)
+		case Sliced:
+			if len(creq.DevicesIds) != 1 {
+				return nil, fmt.Errorf("%s: a slice is always one card, got %d", p.Resource.Name, len(creq.DevicesIds))
+			}
+			if p.Budgets == nil {
+				return nil, fmt.Errorf("%s: no source of slice budgets", p.Resource.Name)
+			}
+			b, err := p.Budgets.Budget(ctx, p.Resource, cards[0])
+			if err != nil {
+				return nil, fmt.Errorf("%s: cannot tell the slice's budget: %w", p.Resource.Name, err)
+			}
+			key := strings.NewReplacer(":", "-", "/", "-").Replace(creq.DevicesIds[0])
+			if cresp, err = p.Runtime.sliceFor(cards[0], b, key); err != nil {
+				return nil, fmt.Errorf("%s: %w", p.Resource.Name, err)
+			}
+		case Visibility:
+			// The sidecar sees what its Pod's workload got; the tokens only count its cards.
+			if reserved := p.Reservations.take(len(cards)); reserved != nil {
+				cards = reserved
+			}
+			cresp = containerFor(p.Resource.Vendor.Key, cards)
+		}
+		if p.Resource.Kind != Visibility {
+			p.Reservations.add(cards)
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, cresp)
+	}
+	return resp, nil
+}
+
+// PreStartContainer is not used; the plugin asks the kubelet not to call it.
+func (p *Plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
+func (p *Plugin) cardsByID() map[string]providers.Device {
+	out := map[string]providers.Device{}
+	for _, c := range p.Cards() {
+		if c.Manufacturer == p.Resource.Vendor.Key {
+			out[c.UUID] = c
+		}
+	}
+	return out
+}
+
+// distinctCards returns the cards of the tokens, in the order first seen.
+func distinctCards(tokens []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range tokens {
+		if c := CardOf(t); !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// tokensOn picks one available token on each of the cards; nil when a card has none.
+func tokensOn(available, cards []string) []string {
+	var out []string
+	for _, id := range cards {
+		found := false
+		for _, t := range available {
+			if CardOf(t) == id {
+				out, found = append(out, t), true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return out
+}
+
+// Reservations remember the cards recently allocated to a vendor's workloads, oldest first, so the SSH
+// sidecar allocated next in the same Pod sees the same cards.
+type Reservations struct {
+	mu    sync.Mutex
+	queue [][]providers.Device
+}
+
+func (r *Reservations) add(cards []providers.Device) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queue = append(r.queue, cards)
+	if len(r.queue) > 64 {
+		r.queue = r.queue[1:]
+	}
+}
+
+// peek returns the newest reservation of n cards without taking it.
+func (r *Reservations) peek(n int) []providers.Device {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.queue) - 1; i >= 0; i-- {
+		if len(r.queue[i]) == n {
+			return r.queue[i]
+		}
+	}
+	return nil
+}
+
+// take removes and returns the newest reservation of n cards.
+func (r *Reservations) take(n int) []providers.Device {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.queue) - 1; i >= 0; i-- {
+		if len(r.queue[i]) == n {
+			cards := r.queue[i]
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			return cards
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+// Package deviceplugin is the kubelet device plugin of the device agent (deviceplugin v1beta1 over unix
+// sockets): for each vendor it serves the whole-card resource, the shared and sliced pools, and the SSH
+// sidecar's visibility pool, and on Allocate hands a container its cards with the vendor's visibility
+// variables and, for a slice, the soft-slicing runtime's limits.
+package deviceplugin
+
+import (
+	"fmt"
+	"strings"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/internal/vendors"
+	"github.com/gpustack/gpustack-operator/providers"
+)
+
+// Kind is the way a resource hands out cards.
+type Kind string
+
+// The kinds of resources the plugin serves.
+const (
+	// Whole hands out whole cards, one token per card.
+	Whole Kind = "whole"
+	// Shared hands out shares, SharesPerCard tokens per card; N tokens must sit on N distinct cards.
+	Shared Kind = "shared"
+	// Sliced hands out one soft slice, one token per slice slot of a card.
+	Sliced Kind = "sliced"
+	// Visibility lets the SSH sidecar see its Pod's cards without being charged for them.
+	Visibility Kind = "visibility"
+)
+
+// SharesPerCard is the number of shares one card gives: a share costs a tenth of the card's credits.
+const SharesPerCard = int(pools.M / (pools.M / 10))
+
+// Resource is one extended resource the plugin serves.
+type Resource struct {
+	// Name is the resource (nvidia.com/gpu.shared).
+	Name string
+	// Kind is how it hands out cards.
+	Kind Kind
+	// Vendor is the manufacturer whose cards it hands out.
+	Vendor vendors.Vendor
+}
+
+// Resources returns a vendor's resources: the whole-card resource, its .shared pool, its .sliced pool when the
+// vendor can soft-slice, and device.gpustack.ai/<mfr>.visibility.
+func Resources(v vendors.Vendor) []Resource {
+	out := []Resource{{Name: v.ResourceName, Kind: Whole, Vendor: v}, {Name: v.ResourceName + ".shared", Kind: Shared, Vendor: v}}
+	if v.SlicesPerCard > 0 {
+		out = append(out, Resource{Name: v.ResourceName + ".sliced", Kind: Sliced, Vendor: v})
+	}
+	return append(out, Resource{Name: "device.gpustack.ai/" + v.Key + ".visibility", Kind: Visibility, Vendor: v})
+}
+
+// tokenSeparator joins a card ID and the token's number; card IDs (UUIDs, die IDs, PCI addresses) never hold it.
+const tokenSeparator = "::"
+
+// Tokens returns the devices the resource lists to the kubelet for the given cards. Cards in a partitioning
+// mode offer only partitions and are left out; an unhealthy card's tokens are listed unhealthy.
+func Tokens(r Resource, cards []providers.Device) []*pluginapi.Device {
+	var out []*pluginapi.Device
+	for _, c := range cards {
+		if c.Manufacturer != r.Vendor.Key || len(c.Partitions) > 0 {
+			continue
+		}
+		health := pluginapi.Healthy
+		if c.Unhealthy {
+			health = pluginapi.Unhealthy
+		}
+		n := 0
+		switch r.Kind {
+		case Whole:
+			out = append(out, &pluginapi.Device{ID: c.UUID, Health: health})
+			continue
+		case Shared:
+			n = SharesPerCard
+		case Sliced, Visibility:
+			n = int(r.Vendor.SlicesPerCard)
+		}
+		for i := 0; i < n; i++ {
+			out = append(out, &pluginapi.Device{ID: fmt.Sprintf("%s%s%s-%d", c.UUID, tokenSeparator, r.Kind, i), Health: health})
+		}
+	}
+	return out
+}
+
+// CardOf returns the card ID a token belongs to.
+func CardOf(token string) string {
+	card, _, _ := strings.Cut(token, tokenSeparator)
+	return card
+}

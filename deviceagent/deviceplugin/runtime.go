@@ -1,0 +1,160 @@
+package deviceplugin
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpustack/gpustack-operator/providers"
+)
+
+// visibility names the variable each vendor's container runtime reads to expose cards, and whether it wants
+// card UUIDs or indexes.
+var visibility = map[string]struct {
+	env    string
+	byUUID bool
+}{
+	"nvidia":    {"NVIDIA_VISIBLE_DEVICES", true},
+	"amd":       {"AMD_VISIBLE_DEVICES", false},
+	"ascend":    {"ASCEND_VISIBLE_DEVICES", false},
+	"cambricon": {"CAMBRICON_VISIBLE_DEVICES", false},
+	"hygon":     {"HYGON_VISIBLE_DEVICES", false},
+	"iluvatar":  {"IX_VISIBLE_DEVICES", false},
+	"metax":     {"METAX_VISIBLE_DEVICES", false},
+	"mthreads":  {"MTHREADS_VISIBLE_DEVICES", false},
+	"thead":     {"PPU_VISIBLE_DEVICES", false},
+}
+
+// Budget is what one slice may use of its card.
+type Budget struct {
+	// MemoryMiB is the slice's memory.
+	MemoryMiB int64
+	// CoresPercent is the slice's share of the card's compute, 1 to 100.
+	CoresPercent int64
+}
+
+// Runtime describes where the soft-slicing libraries live on the host.
+type Runtime struct {
+	// LibDir is the host directory the libraries are staged in, per runtime subdirectory
+	// (/var/lib/gpustack/operator/lib/cuda-13).
+	LibDir string
+	// StateDir is a host directory for per-slice files (Ascend's npu_info.config, ledgers of the enforcers).
+	StateDir string
+}
+
+// DefaultRuntime is the layout under GPUSTACK_DATA_DIR (/var/lib/gpustack).
+func DefaultRuntime() Runtime {
+	data := os.Getenv("GPUSTACK_DATA_DIR")
+	if data == "" {
+		data = "/var/lib/gpustack"
+	}
+	return Runtime{LibDir: filepath.Join(data, "operator", "lib"), StateDir: filepath.Join(data, "operator", "slices")}
+}
+
+// visible returns the visibility variable for the cards.
+func visible(vendor string, cards []providers.Device) map[string]string {
+	vis, ok := visibility[vendor]
+	if !ok {
+		return map[string]string{}
+	}
+	ids := make([]string, len(cards))
+	for i, c := range cards {
+		ids[i] = strconv.Itoa(int(c.Index))
+		if vis.byUUID {
+			ids[i] = c.UUID
+		}
+	}
+	return map[string]string{vis.env: strings.Join(ids, ",")}
+}
+
+// containerFor returns what a container needs to use whole cards or shares: the cards, made visible.
+func containerFor(vendor string, cards []providers.Device) *pluginapi.ContainerAllocateResponse {
+	return &pluginapi.ContainerAllocateResponse{Envs: visible(vendor, cards)}
+}
+
+// sliceFor returns what a container needs to use a slice of the card: the card made visible, and the vendor's
+// soft-slicing enforcer loaded with the slice's limits. key names the slice for its per-slice files.
+func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*pluginapi.ContainerAllocateResponse, error) {
+	if b.MemoryMiB <= 0 || b.MemoryMiB > card.MemoryMiB && card.MemoryMiB > 0 {
+		return nil, fmt.Errorf("a slice of %d MiB does not fit card %s of %d MiB", b.MemoryMiB, card.UUID, card.MemoryMiB)
+	}
+	if b.CoresPercent <= 0 || b.CoresPercent > 100 {
+		b.CoresPercent = 100
+	}
+	resp := containerFor(card.Manufacturer, []providers.Device{card})
+	env := resp.Envs
+	mem := strconv.FormatInt(b.MemoryMiB, 10)
+	cores := strconv.FormatInt(b.CoresPercent, 10)
+	switch card.Manufacturer {
+	case "nvidia", "iluvatar":
+		// HAMi-core (libvgpu.so) enforces the limits inside CUDA (or Iluvatar's CUDA-compatible corex).
+		env["CUDA_DEVICE_MEMORY_LIMIT_0"] = mem + "m"
+		env["CUDA_DEVICE_SM_LIMIT"] = cores
+		env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+		env["LIBCUDA_LOG_LEVEL"] = "0"
+		resp.Mounts = rt.preload(runtimeDir(card), "libvgpu.so")
+	case "thead":
+		env["HGGC_DEVICE_SM_LIMIT"] = cores
+		env["HGGC_DEVICE_MEMORY_LIMIT_0"] = mem + "m"
+		env["HGGC_LEDGER_PATH"] = filepath.Join(rt.StateDir, key)
+		env["LIBHGGC_LOG_LEVEL"] = "1"
+		resp.Mounts = rt.preload(runtimeDir(card), "hggc_quota.so", "hgml_dlsym_hook.so")
+	case "amd":
+		// The enforcer opens the card itself; the runtime must not expose it a second time.
+		env["AMD_VISIBLE_DEVICES"] = "none"
+		env["VROCM_DEVICE_MEMORY_LIMIT_0"] = mem + "m"
+		env["VROCM_LEDGER_PATH"] = filepath.Join(rt.StateDir, key)
+		resp.Mounts = rt.preload(runtimeDir(card), "libvrocm.so")
+	case "ascend":
+		config, err := rt.writeFile(key, "npu_info.config", fmt.Sprintf(
+			"physical-npu-id=%d\nvirtual-npu-id=0\naicore-quota=%s\nmemory-quota=%s\nscheduling-policy=2\n", card.Index, cores, mem))
+		if err != nil {
+			return nil, err
+		}
+		env["ENPU_LOG_LEVEL"] = "1"
+		env["ENPU_DSMI_HOOK"] = "1"
+		resp.Mounts = append(rt.preload(runtimeDir(card), "libvruntime.so"),
+			&pluginapi.Mount{HostPath: config, ContainerPath: "/etc/gpustack/npu_info.config", ReadOnly: true})
+	default:
+		return nil, fmt.Errorf("soft slicing of %s cards is not supported by this agent yet", card.Manufacturer)
+	}
+	return resp, nil
+}
+
+// runtimeDir is the library subdirectory for the card's runtime: cuda-13 for CUDA 13.0, cann-8 for CANN 8.
+func runtimeDir(card providers.Device) string {
+	name := map[string]string{"nvidia": "cuda", "iluvatar": "corex", "ascend": "cann", "amd": "rocm", "thead": "hggc"}[card.Manufacturer]
+	major, _, _ := strings.Cut(card.RuntimeVersion, ".")
+	if major == "" {
+		return name
+	}
+	return name + "-" + major
+}
+
+// preload mounts the libraries and an ld.so.preload that loads them into every process of the container.
+func (rt Runtime) preload(dir string, libs ...string) []*pluginapi.Mount {
+	var mounts []*pluginapi.Mount
+	for _, lib := range libs {
+		mounts = append(mounts, &pluginapi.Mount{HostPath: filepath.Join(rt.LibDir, dir, lib),
+			ContainerPath: filepath.Join("/usr/local/gpustack/lib", lib), ReadOnly: true})
+	}
+	return append(mounts, &pluginapi.Mount{HostPath: filepath.Join(rt.LibDir, dir, "ld.so.preload"),
+		ContainerPath: "/etc/ld.so.preload", ReadOnly: true})
+}
+
+// writeFile writes one slice's file under the state directory and returns its host path.
+func (rt Runtime) writeFile(key, name, content string) (string, error) {
+	dir := filepath.Join(rt.StateDir, key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("cannot create the slice directory: %w", err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		return "", fmt.Errorf("cannot write %s: %w", name, err)
+	}
+	return p, nil
+}

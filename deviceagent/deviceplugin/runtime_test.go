@@ -1,0 +1,92 @@
+package deviceplugin
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpustack/gpustack-operator/providers"
+)
+
+func TestSliceFor(t *testing.T) {
+	state := t.TempDir()
+	rt := Runtime{LibDir: "/lib/gs", StateDir: state}
+	card := func(mfr string, runtime string) providers.Device {
+		return providers.Device{Manufacturer: mfr, UUID: mfr + "-0", Index: 2, MemoryMiB: 65536, RuntimeVersion: runtime}
+	}
+	half := Budget{MemoryMiB: 32768, CoresPercent: 30}
+	type want struct {
+		envs   map[string]string
+		mounts []string
+		err    string
+	}
+	cases := map[string]struct {
+		reason string
+		card   providers.Device
+		budget Budget
+		want   want
+	}{
+		"Ascend": {
+			reason: "An Ascend slice runs vcann-rt's libvruntime.so with an npu_info.config naming the card and quotas.",
+			card:   card("ascend", "8.0.RC3"), budget: half,
+			want: want{envs: map[string]string{"ASCEND_VISIBLE_DEVICES": "2", "ENPU_LOG_LEVEL": "1", "ENPU_DSMI_HOOK": "1"},
+				mounts: []string{"/lib/gs/cann-8/libvruntime.so -> /usr/local/gpustack/lib/libvruntime.so",
+					"/lib/gs/cann-8/ld.so.preload -> /etc/ld.so.preload",
+					filepath.Join(state, "k", "npu_info.config") + " -> /etc/gpustack/npu_info.config"}},
+		},
+		"THead": {
+			reason: "A T-Head slice always carries the SM limit, and its memory limit and ledger path.",
+			card:   card("thead", ""), budget: Budget{MemoryMiB: 1024},
+			want: want{envs: map[string]string{"PPU_VISIBLE_DEVICES": "2", "HGGC_DEVICE_SM_LIMIT": "100",
+				"HGGC_DEVICE_MEMORY_LIMIT_0": "1024m", "HGGC_LEDGER_PATH": filepath.Join(state, "k"), "LIBHGGC_LOG_LEVEL": "1"},
+				mounts: []string{"/lib/gs/hggc/hggc_quota.so -> /usr/local/gpustack/lib/hggc_quota.so",
+					"/lib/gs/hggc/hgml_dlsym_hook.so -> /usr/local/gpustack/lib/hgml_dlsym_hook.so",
+					"/lib/gs/hggc/ld.so.preload -> /etc/ld.so.preload"}},
+		},
+		"AMD": {
+			reason: "An AMD slice hides the card from the runtime and hands it to libvrocm.so.",
+			card:   card("amd", "6.2"), budget: half,
+			want: want{envs: map[string]string{"AMD_VISIBLE_DEVICES": "none", "VROCM_DEVICE_MEMORY_LIMIT_0": "32768m",
+				"VROCM_LEDGER_PATH": filepath.Join(state, "k")},
+				mounts: []string{"/lib/gs/rocm-6/libvrocm.so -> /usr/local/gpustack/lib/libvrocm.so", "/lib/gs/rocm-6/ld.so.preload -> /etc/ld.so.preload"}},
+		},
+		"TooBig": {
+			reason: "A slice larger than the card is refused.",
+			card:   card("nvidia", "13.0"), budget: Budget{MemoryMiB: 70000},
+			want: want{err: "does not fit"},
+		},
+		"NotYet": {
+			reason: "A vendor whose enforcer the agent cannot drive yet says so rather than handing out an unlimited card.",
+			card:   card("cambricon", ""), budget: half,
+			want: want{err: "not supported by this agent yet"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resp, err := rt.sliceFor(tc.card, tc.budget, "k")
+			if tc.want.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
+					t.Errorf("%s\nsliceFor(...): error %v, want one containing %q", tc.reason, err, tc.want.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want.envs, resp.Envs); diff != "" {
+				t.Errorf("%s\nsliceFor(...) envs: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.mounts, mounts(resp.Mounts)); diff != "" {
+				t.Errorf("%s\nsliceFor(...) mounts: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+	config, err := os.ReadFile(filepath.Join(state, "k", "npu_info.config"))
+	wantConfig := "physical-npu-id=2\nvirtual-npu-id=0\naicore-quota=30\nmemory-quota=32768\nscheduling-policy=2\n"
+	if err != nil || string(config) != wantConfig {
+		t.Errorf("npu_info.config = %q, %v; want %q", config, err, wantConfig)
+	}
+}
