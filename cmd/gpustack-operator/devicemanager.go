@@ -11,11 +11,13 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/client-go/tools/clientcmd"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
 	"github.com/gpustack/gpustack-operator/internal/inventory"
 	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/providers"
@@ -32,6 +34,7 @@ func runDeviceManager(args []string) error {
 	inventoryFile := fs.String("simulate-inventory", "", "report the cards of this inventory file's nodes instead of real hardware")
 	node := fs.String("node", "", "the node to report for; with --simulate-inventory, empty means every node of the file")
 	interval := fs.Duration("interval", 30*time.Second, "how often to detect again")
+	pluginDir := fs.String("device-plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory; empty serves no device plugin (simulated nodes never serve one)")
 	print := fs.Bool("print", false, "detect once with the hardware backends and print the labels and the Devices spec that would be published, without a cluster")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -52,8 +55,16 @@ func runDeviceManager(args []string) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot create a client")
 	}
-	pub := &deviceagent.Publisher{Client: c}
 	ctx := ctrl.SetupSignalHandler()
+	if *inventoryFile == "" {
+		// One real node: detect, publish and serve the kubelet device plugin.
+		for name, p := range agents {
+			a := &deviceagent.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
+				Runtime: deviceplugin.DefaultRuntime(), Log: logger}
+			return a.Run(ctx)
+		}
+	}
+	pub := &deviceagent.Publisher{Client: c}
 	for {
 		for name, p := range agents {
 			if err := publishOnce(ctx, pub, name, p); err != nil {

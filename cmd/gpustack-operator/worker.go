@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/settingstatus"
@@ -29,6 +30,7 @@ func runWorker(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig; in-cluster configuration when empty")
 	metrics := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 turns it off")
 	health := fs.String("health-probe-bind-address", ":8081", "address of the health probes; 0 turns them off")
+	agentImage := fs.String("device-manager-image", "", "deploy the device agents with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
@@ -61,6 +63,11 @@ func runWorker(args []string) error {
 	if err := bootstrap(ctx, direct); err != nil {
 		return err
 	}
+	if *agentImage != "" {
+		if err := deployAgents(ctx, direct, deviceagent.DeploymentFromEnv(*agentImage)); err != nil {
+			return err
+		}
+	}
 	if err := (&profiler.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-profiler")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the profiler")
 	}
@@ -83,4 +90,24 @@ func bootstrap(ctx context.Context, c client.Client) error {
 		return errors.Wrap(err, "cannot create the system namespace")
 	}
 	return errors.Wrap(settings.Ensure(ctx, c), "cannot prepare the settings")
+}
+
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;create;patch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;namespaces,verbs=get;create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings;roles;rolebindings,verbs=get;create;patch;bind;escalate
+
+// deployAgents server-side applies the device agents' namespace, roles and DaemonSets; applying what is
+// already there writes nothing.
+func deployAgents(ctx context.Context, c client.Client, d deviceagent.Deployment) error {
+	objs, err := d.Objects()
+	if err != nil {
+		return errors.Wrap(err, "cannot render the device agents")
+	}
+	for _, o := range objs {
+		//nolint:staticcheck // client.Apply with typed objects that carry their TypeMeta.
+		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership); err != nil {
+			return errors.Wrapf(err, "cannot apply %s %s", o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+		}
+	}
+	return nil
 }

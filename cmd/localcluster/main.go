@@ -52,7 +52,6 @@ func up(args []string) error {
 	noKueue := fs.Bool("no-kueue", false, "do not start the Kueue controller")
 	noNFD := fs.Bool("no-nfd", false, "do not start nfd-master")
 	operator := fs.String("operator", "", "the gpustack-operator binary to run as the worker and the simulated device agents")
-	rbac := fs.String("rbac", "package/rbac", "the roles of the operator's components, generated from RBAC markers")
 	_ = fs.Parse(args)
 
 	nodes, err := inventory.Load(*inv)
@@ -71,7 +70,7 @@ func up(args []string) error {
 	defer stop()
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		BinDir: absBin, Dir: absDir, Inventory: nodes, CRDPaths: strings.Split(*crds, ","),
-		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, RBACDir: *rbac, Progress: os.Stderr,
+		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, Progress: os.Stderr,
 	})
 	if err != nil {
 		return err

@@ -56,8 +56,6 @@ type Config struct {
 	NoNFD bool
 	// Operator is the gpustack-operator binary; when set, its worker and simulated device agents run too.
 	Operator string
-	// RBACDir holds the roles generated from the RBAC markers, one folder per component (package/rbac).
-	RBACDir string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }

@@ -3,8 +3,6 @@ package localcluster
 import (
 	"context"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -16,7 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
 // operatorNamespace is where the operator's service accounts live.
@@ -33,44 +32,26 @@ func (c *Cluster) serviceAccount(ctx context.Context, component string) (string,
 	if err := ensureNamespace(ctx, cs, operatorNamespace); err != nil {
 		return "", err
 	}
-	name := "gpustack-operator-" + component
-	data, err := os.ReadFile(filepath.Join(c.cfg.RBACDir, component, "role.yaml"))
+	name := rbac.ServiceAccountName(component)
+	objs, err := rbac.For(component, operatorNamespace)
 	if err != nil {
-		return "", errors.Wrapf(err, "cannot read the roles of %s", component)
+		return "", err
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name}}
-	if _, err := cs.CoreV1().ServiceAccounts(operatorNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", errors.Wrapf(err, "cannot create service account %s", name)
-	}
-	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: operatorNamespace, Name: name}
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		switch {
-		case strings.Contains(doc, "kind: ClusterRole\n"):
-			role := &rbacv1.ClusterRole{}
-			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
-				return "", errors.Wrapf(err, "cannot decode the cluster role of %s", component)
-			}
-			if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return "", errors.Wrapf(err, "cannot create cluster role %s", role.Name)
-			}
-			binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: []rbacv1.Subject{subject},
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}}
-			if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return "", errors.Wrapf(err, "cannot bind cluster role %s", role.Name)
-			}
-		case strings.Contains(doc, "kind: Role\n"):
-			role := &rbacv1.Role{}
-			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
-				return "", errors.Wrapf(err, "cannot decode the role of %s", component)
-			}
-			if _, err := cs.RbacV1().Roles(role.Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return "", errors.Wrapf(err, "cannot create role %s", role.Name)
-			}
-			binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: role.Namespace, Name: role.Name},
-				Subjects: []rbacv1.Subject{subject}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}
-			if _, err := cs.RbacV1().RoleBindings(role.Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return "", errors.Wrapf(err, "cannot bind role %s", role.Name)
-			}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.ServiceAccount:
+			_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", errors.Wrapf(err, "cannot create %T %s", o, o.GetName())
 		}
 	}
 	token, err := cs.CoreV1().ServiceAccounts(operatorNamespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{

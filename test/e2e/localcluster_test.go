@@ -67,7 +67,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	cluster, err = localcluster.Start(ctx, localcluster.Config{
 		BinDir: bin, Dir: dir, Inventory: inv, CRDPaths: []string{testenv.Path("package", "crds")}, Progress: os.Stderr,
-		Operator: filepath.Join(bin, "gpustack-operator"), RBACDir: testenv.Path("package", "rbac"),
+		Operator: filepath.Join(bin, "gpustack-operator"),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the local cluster:", err)

@@ -1,0 +1,106 @@
+package deviceagent
+
+import (
+	"os"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpustack/gpustack-operator/internal/vendors"
+	"github.com/gpustack/gpustack-operator/package/rbac"
+)
+
+// Namespace is where the device agents run. It is the operator's one privileged part, so it has a namespace
+// of its own whose Pod Security label admits privileged Pods, while gpustack-system stays restricted.
+const Namespace = "gpustack-device-manager"
+
+// DaemonSetName is the agent DaemonSet of a manufacturer.
+func DaemonSetName(vendor string) string { return "gpustack-operator-device-manager-" + vendor }
+
+// Deployment says how to deploy the agents.
+type Deployment struct {
+	// Image runs `gpustack-operator device-manager`.
+	Image string
+	// Env is copied onto every agent; DeploymentFromEnv fills it with the worker's GPUSTACK_* variables.
+	Env []corev1.EnvVar
+}
+
+// DeploymentFromEnv returns a deployment of image that carries the process's non-empty GPUSTACK_* variables, sorted.
+func DeploymentFromEnv(image string) Deployment {
+	d := Deployment{Image: image}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && v != "" && strings.HasPrefix(k, "GPUSTACK_") {
+			d.Env = append(d.Env, corev1.EnvVar{Name: k, Value: v})
+		}
+	}
+	sort.Slice(d.Env, func(i, j int) bool { return d.Env[i].Name < d.Env[j].Name })
+	return d
+}
+
+// Objects returns what runs the agents: their namespace, service account and generated roles, and one
+// DaemonSet per manufacturer on the nodes where NFD found that manufacturer's PCI vendor ID.
+func (d Deployment) Objects() ([]client.Object, error) {
+	out := []client.Object{&corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": "privileged",
+			"app.kubernetes.io/part-of":          "gpustack-operator",
+		}},
+	}}
+	roles, err := rbac.For("device-manager", Namespace)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, roles...)
+	for _, v := range vendors.All() {
+		out = append(out, d.daemonSet(v))
+	}
+	return out, nil
+}
+
+func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
+	labels := map[string]string{"app.kubernetes.io/name": "gpustack-device-manager", "app.kubernetes.io/part-of": "gpustack-operator",
+		"gpustack.ai/manufacturer": v.Key}
+	hostPath := func(name, path string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
+	}
+	env := append([]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}, d.Env...)
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: DaemonSetName(v.Key), Labels: labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: rbac.ServiceAccountName("device-manager"),
+					NodeSelector:       map[string]string{"feature.node.kubernetes.io/pci-" + v.PCIVendorID + ".present": "true"},
+					// Accelerator nodes are often tainted for accelerator work only; the agent must run there.
+					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					PriorityClassName: "system-node-critical",
+					Containers: []corev1.Container{{
+						Name: "device-manager", Image: d.Image, Args: []string{"device-manager"}, Env: env,
+						// Reading every card and its driver, and the kubelet's plugin socket, needs the host's devices.
+						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "device-plugins", MountPath: "/var/lib/kubelet/device-plugins"},
+							{Name: "sys", MountPath: "/sys", ReadOnly: true},
+							{Name: "dev", MountPath: "/dev"},
+							{Name: "data", MountPath: "/var/lib/gpustack"},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"), hostPath("sys", "/sys"),
+						hostPath("dev", "/dev"), hostPath("data", "/var/lib/gpustack"),
+					},
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,78 @@
+package deviceagent_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpustack/gpustack-operator/deviceagent"
+)
+
+// TestDeployment renders the agents' objects from the worker's environment and applies them to a real API
+// server twice: the server accepts every object, and the second apply changes nothing.
+func TestDeployment(t *testing.T) {
+	t.Setenv("GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS", "false")
+	t.Setenv("GPUSTACK_NVIDIA_PCI_VENDOR_ID", "0302_10de")
+	t.Setenv("UNRELATED", "x")
+	t.Setenv("GPUSTACK_BIN", "") // the test harness's own variable; empty ones are not copied
+	objs, err := deviceagent.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	selectors := map[string]string{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Namespace:
+			if o.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+				t.Errorf("The agents' namespace admits privileged Pods: labels %v", o.Labels)
+			}
+		case *appsv1.DaemonSet:
+			for k := range o.Spec.Template.Spec.NodeSelector {
+				selectors[o.Name] = k
+			}
+			c := o.Spec.Template.Spec.Containers[0]
+			var env []string
+			for _, e := range c.Env {
+				env = append(env, e.Name)
+			}
+			if diff := cmp.Diff([]string{"NODE_NAME", "GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS", "GPUSTACK_NVIDIA_PCI_VENDOR_ID"}, env); diff != "" {
+				t.Errorf("%s carries the node name and the worker's GPUSTACK_* variables only: -want, +got:\n%s", o.Name, diff)
+			}
+			if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+				t.Errorf("%s runs privileged", o.Name)
+			}
+		}
+	}
+	want := map[string]string{}
+	for mfr, id := range map[string]string{"nvidia": "10de", "amd": "1002", "ascend": "19e5", "cambricon": "cabc",
+		"hygon": "1d94", "iluvatar": "1e3e", "metax": "9999", "mthreads": "1ed5", "thead": "1ded"} {
+		want[deviceagent.DaemonSetName(mfr)] = "feature.node.kubernetes.io/pci-" + id + ".present"
+	}
+	if diff := cmp.Diff(want, selectors); diff != "" {
+		t.Errorf("One DaemonSet per manufacturer on the nodes with its PCI vendor: -want, +got:\n%s", diff)
+	}
+
+	if c == nil {
+		t.Skip(skipped)
+	}
+	ctx := context.Background()
+	apply := func() map[string]string {
+		versions := map[string]string{}
+		for _, o := range objs {
+			o := o.DeepCopyObject().(client.Object)
+			if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership); err != nil {
+				t.Fatalf("cannot apply %T %s: %v", o, o.GetName(), err)
+			}
+			versions[o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+		return versions
+	}
+	first := apply()
+	if diff := cmp.Diff(first, apply()); diff != "" {
+		t.Errorf("Applying the same objects again writes nothing: -first, +second resource versions:\n%s", diff)
+	}
+}

@@ -1,0 +1,60 @@
+// Package rbac carries the roles generated from the code's RBAC markers (one folder per component) into the
+// binaries, so that what the operator deploys, what the local cluster runs and what the tests check are the
+// same generated files.
+package rbac
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed worker/role.yaml device-manager/role.yaml
+var files embed.FS
+
+// ServiceAccountName is the service account of a component (gpustack-operator-device-manager).
+func ServiceAccountName(component string) string { return "gpustack-operator-" + component }
+
+// For returns a component's service account in namespace, its generated ClusterRole and Roles, and bindings
+// of each to the service account.
+func For(component, namespace string) ([]client.Object, error) {
+	data, err := files.ReadFile(component + "/role.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("no generated roles for component %q: %w", component, err)
+	}
+	name := ServiceAccountName(component)
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}
+	out := []client.Object{&corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+	}}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		switch {
+		case strings.Contains(doc, "kind: ClusterRole\n"):
+			role := &rbacv1.ClusterRole{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return nil, fmt.Errorf("cannot decode the cluster role of %s: %w", component, err)
+			}
+			out = append(out, role, &rbacv1.ClusterRoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+				ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: []rbacv1.Subject{subject},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}})
+		case strings.Contains(doc, "kind: Role\n"):
+			role := &rbacv1.Role{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return nil, fmt.Errorf("cannot decode the role of %s: %w", component, err)
+			}
+			out = append(out, role, &rbacv1.RoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: role.Namespace, Name: role.Name}, Subjects: []rbacv1.Subject{subject},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}})
+		}
+	}
+	return out, nil
+}
