@@ -18,22 +18,21 @@ import (
 	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
-// operatorNamespace is where the operator's service accounts live.
-const operatorNamespace = "gpustack-system"
 
-// serviceAccount gives one operator component its own identity, as its Deployment or DaemonSet would have:
+// serviceAccount gives one operator component its own identity in its namespace, as its Deployment or
+// DaemonSet would have:
 // a service account bound to the roles generated from the code's RBAC markers (package/rbac/<component>/), and
 // a kubeconfig with a token of that account. The component then runs with exactly those permissions.
-func (c *Cluster) serviceAccount(ctx context.Context, component string) (string, error) {
+func (c *Cluster) serviceAccount(ctx context.Context, component, namespace string) (string, error) {
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {
 		return "", errors.Wrap(err, "cannot create client")
 	}
-	if err := ensureNamespace(ctx, cs, operatorNamespace); err != nil {
+	if err := ensureNamespace(ctx, cs, namespace); err != nil {
 		return "", err
 	}
 	name := rbac.ServiceAccountName(component)
-	objs, err := rbac.For(component, operatorNamespace)
+	objs, err := rbac.For(component, namespace)
 	if err != nil {
 		return "", err
 	}
@@ -54,7 +53,7 @@ func (c *Cluster) serviceAccount(ctx context.Context, component string) (string,
 			return "", errors.Wrapf(err, "cannot create %T %s", o, o.GetName())
 		}
 	}
-	token, err := cs.CoreV1().ServiceAccounts(operatorNamespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+	token, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](30 * 24 * 3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {

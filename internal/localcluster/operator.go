@@ -9,6 +9,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"sigs.k8s.io/yaml"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
 )
 
 // startOperator runs the operator's worker and, standing in for the per-node DaemonSet, one device-manager
@@ -18,12 +21,15 @@ func (c *Cluster) startOperator(ctx context.Context) error {
 	if c.cfg.Operator == "" {
 		return nil
 	}
-	worker, err := c.serviceAccount(ctx, "worker")
+	worker, err := c.serviceAccount(ctx, "worker", workerv1.SystemNamespace)
 	if err != nil {
 		return err
 	}
+	// The worker deploys the device agents' DaemonSets as on a real cluster; KWOK runs their Pods, while the
+	// simulated agent below does their work.
 	if err := c.start(componentWorker, nil, c.cfg.Operator, "worker", "--kubeconfig="+worker,
-		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.worker)); err != nil {
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.worker),
+		"--device-manager-image=gpustack/gpustack-operator:local"); err != nil {
 		return err
 	}
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.ports.worker)
@@ -41,7 +47,7 @@ func (c *Cluster) startOperator(ctx context.Context) error {
 	if err := os.WriteFile(inv, data, 0o644); err != nil {
 		return errors.Wrap(err, "cannot write the inventory")
 	}
-	agent, err := c.serviceAccount(ctx, "device-manager")
+	agent, err := c.serviceAccount(ctx, "device-manager", deviceagent.Namespace)
 	if err != nil {
 		return err
 	}

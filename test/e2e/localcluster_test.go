@@ -341,3 +341,23 @@ func column(header string, rows ...string) [][]string {
 	}
 	return out
 }
+
+// TestDeviceAgentsDeployed checks that the worker, with only its generated role, deployed the device agents:
+// the NVIDIA DaemonSet runs on the three NVIDIA nodes (KWOK runs the Pods) and the AMD one on none.
+func TestDeviceAgentsDeployed(t *testing.T) {
+	skipWithoutCluster(t)
+	status := func(mfr string) string {
+		return kubectl(t, "get", "daemonset", "-n", "gpustack-device-manager", "gpustack-operator-device-manager-"+mfr,
+			"-o", "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}")
+	}
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		got := status("nvidia")
+		return got == "3/3", "NVIDIA agents desired/ready: " + got
+	})
+	if got := status("amd"); got != "0/0" {
+		t.Errorf("AMD agents desired/ready = %s, want 0/0 on a cluster without AMD cards", got)
+	}
+	if got := kubectl(t, "get", "namespace", "gpustack-device-manager", "-o", "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}"); got != "privileged" {
+		t.Errorf("the agents' namespace enforces %q, want privileged", got)
+	}
+}
