@@ -18,11 +18,10 @@ import (
 	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
-
 // serviceAccount gives one operator component its own identity in its namespace, as its Deployment or
-// DaemonSet would have:
-// a service account bound to the roles generated from the code's RBAC markers (package/rbac/<component>/), and
-// a kubeconfig with a token of that account. The component then runs with exactly those permissions.
+// DaemonSet would have: a service account bound to the roles generated from the code's RBAC markers
+// (package/rbac/<component>/), and a kubeconfig with a token of that account. The component then runs with
+// exactly those permissions.
 func (c *Cluster) serviceAccount(ctx context.Context, component, namespace string) (string, error) {
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {

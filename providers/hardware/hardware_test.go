@@ -46,7 +46,10 @@ func TestDetect(t *testing.T) {
 			bus:    amdOnly,
 			nvml: func() nvml.Interface {
 				s := dgxa100.New()
-				s.InitFunc = func() nvml.Return { t.Error("NVML was initialised on a node without NVIDIA cards"); return nvml.ERROR_UNKNOWN }
+				s.InitFunc = func() nvml.Return {
+					t.Error("NVML was initialised on a node without NVIDIA cards")
+					return nvml.ERROR_UNKNOWN
+				}
 				return s
 			},
 			want: want{products: []string{"AMD Instinct MI300X", "AMD Instinct MI300X"}},
