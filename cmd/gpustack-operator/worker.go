@@ -19,6 +19,9 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
+	"github.com/gpustack/gpustack-operator/internal/controller/instance"
+	"github.com/gpustack/gpustack-operator/internal/controller/ledger"
+	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/settingstatus"
 	"github.com/gpustack/gpustack-operator/internal/scheme"
@@ -76,6 +79,16 @@ func runWorker(args []string) error {
 	}
 	if err := (&settingstatus.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the settings controller")
+	}
+	if err := (&instance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-instance")}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the Instance controller")
+	}
+	if err := (&ledger.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
+		ReleaseTerminated: ledger.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the ledger")
+	}
+	if err := (&nodecapacity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the node capacity controller")
 	}
 	return errors.Wrap(mgr.Start(ctx), "manager stopped")
 }

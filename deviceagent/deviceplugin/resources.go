@@ -53,6 +53,17 @@ func Resources(v vendors.Vendor) []Resource {
 	return append(out, Resource{Name: "device.gpustack.ai/" + v.Key + ".visibility", Kind: Visibility, Vendor: v})
 }
 
+// PerCard is the number of tokens the resource lists for one card.
+func (r Resource) PerCard() int {
+	switch r.Kind {
+	case Shared:
+		return SharesPerCard
+	case Sliced, Visibility:
+		return int(r.Vendor.SlicesPerCard)
+	}
+	return 1
+}
+
 // tokenSeparator joins a card ID and the token's number; card IDs (UUIDs, die IDs, PCI addresses) never hold it.
 const tokenSeparator = "::"
 
@@ -68,17 +79,11 @@ func Tokens(r Resource, cards []providers.Device) []*pluginapi.Device {
 		if c.Unhealthy {
 			health = pluginapi.Unhealthy
 		}
-		n := 0
-		switch r.Kind {
-		case Whole:
+		if r.Kind == Whole {
 			out = append(out, &pluginapi.Device{ID: c.UUID, Health: health})
 			continue
-		case Shared:
-			n = SharesPerCard
-		case Sliced, Visibility:
-			n = int(r.Vendor.SlicesPerCard)
 		}
-		for i := 0; i < n; i++ {
+		for i := 0; i < r.PerCard(); i++ {
 			out = append(out, &pluginapi.Device{ID: fmt.Sprintf("%s%s%s-%d", c.UUID, tokenSeparator, r.Kind, i), Health: health})
 		}
 	}

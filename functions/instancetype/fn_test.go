@@ -30,6 +30,11 @@ type pool struct {
 	Err            string
 }
 
+// a10gQuotas are the A10G queue's quotas: one card of credits, and cpu without a bound (Kueue v0.17 has no
+// IgnoreUndeclared).
+var a10gQuotas = []string{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=credits.gpustack.ai/nvidia:1600k",
+	"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=cpu:1M"}
+
 func TestRunFunction(t *testing.T) {
 	inv, err := inventory.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
 	if err != nil {
@@ -66,7 +71,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "The derived A10G pool: 1600k credits on its one flavor, entrances in both namespaces, Step 1's row.",
 			in:     spec(a10g),
 			want: pool{
-				Quotas:      []string{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=credits.gpustack.ai/nvidia:1600k"},
+				Quotas:      a10gQuotas,
 				LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeActive,
 				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
 			},
@@ -85,7 +90,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "An authored type is a sibling pool on the same card, with its own unit and entrance.",
 			in:     spec(authored),
 			want: pool{
-				Quotas:      []string{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=credits.gpustack.ai/nvidia:1600k"},
+				Quotas:      a10gQuotas,
 				LocalQueues: lqs(authored.Name), Phase: workerv1.InstanceTypeActive,
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/128Gi/200Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
 			},
@@ -94,7 +99,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "The node-devices check is referenced once it is Active.",
 			in:     spec(a10g, func(s *xrs.InstanceTypePoolSpec) { s.Settings.NodeDevicesCheckActive = true }),
 			want: pool{
-				Quotas:         []string{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=credits.gpustack.ai/nvidia:1600k"},
+				Quotas:         a10gQuotas,
 				AdmissionCheck: true, LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeActive,
 				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
 			},
@@ -105,7 +110,7 @@ func TestRunFunction(t *testing.T) {
 				s.Settings.NodeDevicesCheckActive, s.Settings.DerivedFromNode = true, false
 			}),
 			want: pool{
-				Quotas:      []string{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=credits.gpustack.ai/nvidia:1600k"},
+				Quotas:      a10gQuotas,
 				LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeActive,
 				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
 			},
@@ -114,7 +119,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "spec.inactive holds the queue.",
 			in:     spec(a10g, func(s *xrs.InstanceTypePoolSpec) { s.Type.Inactive = true }),
 			want: pool{
-				Quotas:     []string{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=credits.gpustack.ai/nvidia:1600k"},
+				Quotas:     a10gQuotas,
 				StopPolicy: "Hold", LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeInactive,
 				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
 			},
@@ -123,7 +128,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "A type being deleted drains its queue.",
 			in:     spec(a10g, func(s *xrs.InstanceTypePoolSpec) { s.Deleting = true }),
 			want: pool{
-				Quotas:     []string{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=credits.gpustack.ai/nvidia:1600k"},
+				Quotas:     a10gQuotas,
 				StopPolicy: "HoldAndDrain", LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeDraining,
 				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
 			},

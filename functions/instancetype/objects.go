@@ -24,8 +24,14 @@ func PoolOf(spec workerv1.InstanceTypeSpec) pools.Pool {
 	return pools.Pool{GeneralGroup: general, AcceleratorGroup: spec.AcceleratorGroup, OS: spec.OS, Arch: spec.Arch}
 }
 
+// unboundedCPU is the cpu quota of an accelerated queue. Such a queue judges credits only, but Kueue v0.17
+// has no quotaCheckStrategy IgnoreUndeclared, and refuses a Workload asking for a resource its queue does not
+// cover; an accelerated workload's CPU is therefore covered, without a bound the pool's nodes could reach.
+var unboundedCPU = resource.MustParse("1M")
+
 // ClusterQueue returns the pool's queue: isolated (no cohort), covering the manufacturer's credits with
-// cards x M per flavor for an accelerated pool, or cpu with the flavors' cores for a CPU pool.
+// cards x M per flavor for an accelerated pool (and an unbounded cpu), or cpu with the flavors' cores for a
+// CPU pool.
 func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 	pool := PoolOf(in.Type)
 	labels := map[string]string{
@@ -41,6 +47,10 @@ func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 	if pool.GeneralGroup != pools.Generic {
 		labels[pools.GeneralPrefix+pool.GeneralGroup] = "true"
 	}
+	coveredResources := []corev1.ResourceName{covered}
+	if in.Type.Acceleratable {
+		coveredResources = append(coveredResources, corev1.ResourceCPU)
+	}
 	var flavors []kueuev1beta2.FlavorQuotas
 	for _, f := range in.Flavors {
 		if !pool.Matches(f) {
@@ -50,21 +60,26 @@ func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 		if f.Accelerated() {
 			quota = resource.NewQuantity(f.Capacity()*pools.M, resource.DecimalSI)
 		}
-		flavors = append(flavors, kueuev1beta2.FlavorQuotas{
-			Name:      kueuev1beta2.ResourceFlavorReference(f.Name),
-			Resources: []kueuev1beta2.ResourceQuota{{Name: covered, NominalQuota: *quota}},
-		})
+		quotas := []kueuev1beta2.ResourceQuota{{Name: covered, NominalQuota: *quota}}
+		if in.Type.Acceleratable {
+			quotas = append(quotas, kueuev1beta2.ResourceQuota{Name: corev1.ResourceCPU, NominalQuota: unboundedCPU})
+		}
+		flavors = append(flavors, kueuev1beta2.FlavorQuotas{Name: kueuev1beta2.ResourceFlavorReference(f.Name), Resources: quotas})
 	}
 	cq := &kueuev1beta2.ClusterQueue{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kueuev1beta2.GroupVersion.String(), Kind: "ClusterQueue"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: labels},
 		Spec: kueuev1beta2.ClusterQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{},
+			// Every namespace may use the queue (through its entrance LocalQueue). Not an empty selector: the
+			// function protocol's JSON omits {} and Kueue reads a missing selector as no namespace at all.
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpExists},
+			}},
 		},
 	}
 	if len(flavors) > 0 {
 		cq.Spec.ResourceGroups = []kueuev1beta2.ResourceGroup{{
-			CoveredResources: []corev1.ResourceName{covered}, Flavors: flavors,
+			CoveredResources: coveredResources, Flavors: flavors,
 		}}
 	}
 	if in.Type.Acceleratable && in.Settings.DerivedFromNode && in.Settings.NodeDevicesCheckActive {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -85,13 +86,13 @@ func MakeInstance(namespace, name, typ string) *InstanceWrapper {
 
 // Accelerators asks for n whole accelerators.
 func (w *InstanceWrapper) Accelerators(n int32) *InstanceWrapper {
-	w.Spec.Resources.Accelerator = ptr.To(n)
+	w.Spec.Resources.Accelerator = ptr.To(intstr.FromInt32(n))
 	return w
 }
 
 // Slice asks for one accelerator sliced to the memory and cores percentages.
 func (w *InstanceWrapper) Slice(memoryPercent, coresPercent int32) *InstanceWrapper {
-	w.Spec.Resources.Accelerator = ptr.To[int32](1)
+	w.Spec.Resources.Accelerator = ptr.To(intstr.FromInt32(1))
 	w.Spec.Resources.AcceleratorSlicedMemoryPercentage = ptr.To(memoryPercent)
 	w.Spec.Resources.AcceleratorSlicedCoresPercentage = ptr.To(coresPercent)
 	return w
@@ -99,7 +100,7 @@ func (w *InstanceWrapper) Slice(memoryPercent, coresPercent int32) *InstanceWrap
 
 // Partition asks for one hardware partition of the profile.
 func (w *InstanceWrapper) Partition(profile string) *InstanceWrapper {
-	w.Spec.Resources.Accelerator = ptr.To[int32](1)
+	w.Spec.Resources.Accelerator = ptr.To(intstr.FromInt32(1))
 	w.Spec.Resources.AcceleratorPartitionedProfile = profile
 	return w
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -64,7 +65,7 @@ func TestResources(t *testing.T) {
 	}{
 		"SlicedDemo": {
 			reason: "Step 3's 20 % slice folds to 320,000 units; with overcommit the unit is the limit and one accelerator asks 100m and 128Mi.",
-			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To[int32](1),
+			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(1)),
 				AcceleratorSlicedMemoryPercentage: ptr.To[int32](20), AcceleratorSlicedCoresPercentage: ptr.To[int32](100)}),
 			it: a10gType(), overcommit: true,
 			want: want{res: PodResources{
@@ -82,7 +83,7 @@ func TestResources(t *testing.T) {
 		},
 		"TwoWholeCardsNoOvercommit": {
 			reason: "Two whole cards take twice the unit, requested as asked without overcommit.",
-			inst:   instance(workerv1.InstanceResources{Accelerator: ptr.To[int32](2)}), it: a10gType(),
+			inst:   instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(2))}), it: a10gType(),
 			want: want{res: PodResources{
 				Main: corev1.ResourceRequirements{
 					Limits:   list("cpu", "16", "memory", "128Gi", "ephemeral-storage", "15Gi", "nvidia.com/gpu", "2"),
@@ -102,12 +103,12 @@ func TestResources(t *testing.T) {
 		},
 		"AcceleratorOnCPUType": {
 			reason: "An accelerator on a CPU-only type is refused, naming the field and the type.",
-			inst:   instance(workerv1.InstanceResources{Accelerator: ptr.To[int32](1)}), it: genericType(),
-			want:   want{err: "spec.resources.accelerator: accelerator request must not be specified for non-acceleratable instance type gpustack--generic-linux-amd64"},
+			inst:   instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(1))}), it: genericType(),
+			want: want{err: "spec.resources.accelerator: accelerator request must not be specified for non-acceleratable instance type gpustack--generic-linux-amd64"},
 		},
 		"MultiCardSlice": {
 			reason: "A slice of two accelerators is refused.",
-			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To[int32](2),
+			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(2)),
 				AcceleratorSlicedMemoryPercentage: ptr.To[int32](20)}), it: a10gType(),
 			want: want{err: "a slice is always 1 accelerator"},
 		},

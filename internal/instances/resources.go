@@ -34,9 +34,9 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 	var out PodResources
 	limits, requests := corev1.ResourceList{}, corev1.ResourceList{}
 	sshLimits := corev1.ResourceList{}
-	count := int64(1)
-	if r.Accelerator != nil {
-		count = int64(*r.Accelerator)
+	count, err := r.AcceleratorCount()
+	if err != nil {
+		return out, err
 	}
 	cpu, ram := it.Spec.UnitResources.CPU.DeepCopy(), it.Spec.UnitResources.RAM.DeepCopy()
 	switch {
@@ -73,7 +73,7 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 			set(limits, base, count)
 		}
 		set(sshLimits, "device.gpustack.ai/"+v.Key+".visibility", count)
-	case r.Accelerator != nil && *r.Accelerator > 0:
+	case r.Accelerator != nil && count > 0:
 		return out, fmt.Errorf("spec.resources.accelerator: accelerator request must not be specified for non-acceleratable instance type %s", it.Name)
 	default:
 		count = 1

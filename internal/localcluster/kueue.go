@@ -62,17 +62,29 @@ integrations:
   - batch/job
   - pod
 resources:
+  # Kueue v0.17 has no quotaCheckStrategy IgnoreUndeclared: what no queue judges is left out here instead.
+  excludeResourcePrefixes:
+  - memory
+  - ephemeral-storage
+  - device.gpustack.ai/
   transformations:
 `, kueueNamespace, healthPort, metricsPort, webhookPort, certDir)
 	for _, v := range vendors.All() {
 		credits := "credits.gpustack.ai/" + v.Key
-		for _, t := range []struct{ input, amount string }{
-			{v.ResourceName, strconv.FormatInt(1_600_000, 10)},
-			{v.ResourceName + ".shared", strconv.FormatInt(160_000, 10)},
-			{v.ResourceName + ".sliced.units", "1"},
-			{v.ResourceName + ".partitioned.units", "1"},
+		for _, t := range []struct{ input, amount, multiplyBy string }{
+			{v.ResourceName, strconv.FormatInt(1_600_000, 10), ""},
+			{v.ResourceName + ".shared", strconv.FormatInt(160_000, 10), ""},
+			{v.ResourceName + ".sliced.units", "1", v.ResourceName + ".sliced"},
+			{v.ResourceName + ".partitioned.units", "1", ""},
 		} {
 			fmt.Fprintf(&b, "  - input: %s\n    strategy: Replace\n    outputs:\n      %s: %q\n", t.input, credits, t.amount)
+			if t.multiplyBy != "" {
+				fmt.Fprintf(&b, "    multiplyBy: %s\n", t.multiplyBy)
+			}
+		}
+		// The slice count and budgets are for the scheduler and the device plugin; quota is in credits.
+		for _, input := range []string{".sliced", ".sliced.cores-percentage", ".sliced.memory-percentage", ".sliced.memory-mib", ".partitioned"} {
+			fmt.Fprintf(&b, "  - input: %s\n    strategy: Replace\n    outputs: {}\n", v.ResourceName+input)
 		}
 	}
 	return b.String()

@@ -38,7 +38,8 @@ func TestNodeFor(t *testing.T) {
 		},
 		CPUName: "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz",
 		Capacity: map[string]string{"cpu": "48", "memory": "192Gi", "ephemeral-storage": "200Gi", "pods": "110",
-			"nvidia.com/gpu": "4"},
+			"nvidia.com/gpu": "4", "nvidia.com/gpu.shared": "40", "nvidia.com/gpu.sliced": "512",
+			"device.gpustack.ai/nvidia.visibility": "512"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the KWOK node of node-t4-b\nNodeFor(...): -want, +got:\n%s", diff)
@@ -74,8 +75,23 @@ func TestKueueConfiguration(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("transformations into credits: -want, +got:\n%s", diff)
 	}
-	if n := len(cfg.Resources.Transformations); n != 9*4 {
-		t.Errorf("got %d transformations, want 4 for each of the 9 vendors", n)
+	if n := len(cfg.Resources.Transformations); n != 9*9 {
+		t.Errorf("got %d transformations, want 4 into credits and 5 that drop a budget key for each of the 9 vendors", n)
+	}
+	dropped, multiplied := 0, ""
+	for _, tr := range cfg.Resources.Transformations {
+		if len(tr.Outputs) == 0 && *tr.Strategy == configv1beta2.Replace {
+			dropped++
+		}
+		if tr.Input == "nvidia.com/gpu.sliced.units" {
+			multiplied = string(tr.MultiplyBy)
+		}
+	}
+	if dropped != 9*5 || multiplied != "nvidia.com/gpu.sliced" {
+		t.Errorf("budget keys dropped from quota: %d, want 45; units multiplied by %q, want nvidia.com/gpu.sliced", dropped, multiplied)
+	}
+	if diff := cmp.Diff([]string{"memory", "ephemeral-storage", "device.gpustack.ai/"}, cfg.Resources.ExcludeResourcePrefixes); diff != "" {
+		t.Errorf("resources no queue judges are left out: -want, +got:\n%s", diff)
 	}
 	if q := resource.MustParse("1600k"); q.Value() != 1_600_000 {
 		t.Fatalf("1600k is %d", q.Value())

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,10 +57,13 @@ func NodeFor(n inventory.Node) *corev1.Node {
 			continue // Validate rejects unknown vendors; nothing to add for one here.
 		}
 		labels["feature.node.kubernetes.io/pci-"+v.PCIVendorID+".present"] = "true"
-		name := corev1.ResourceName(v.ResourceName)
-		total := capacity[name]
-		total.Add(*resource.NewQuantity(int64(a.Count), resource.DecimalSI))
-		capacity[name] = total
+		// What the device agent's plugin would register with a real kubelet.
+		for _, r := range deviceplugin.Resources(v) {
+			name := corev1.ResourceName(r.Name)
+			total := capacity[name]
+			total.Add(*resource.NewQuantity(int64(a.Count)*int64(r.PerCard()), resource.DecimalSI))
+			capacity[name] = total
+		}
 	}
 	for k, v := range n.Labels {
 		labels[k] = v

@@ -304,7 +304,7 @@ func (n Node) Identity() Node {
 // pool's request stays small.
 func (n Node) ForPool(p Pool) Node {
 	// The views count whole free cores: rounding the usage to them lets nodes of equal free cores share a class.
-	free := max(0, n.CPU.Cores*1000-n.CPU.RequestedMilli) / 1000
+	free := FreeCores(n.CPU)
 	out := Node{Name: n.Name, Managed: n.Managed,
 		CPU: CPU{Key: n.CPU.Key, Cores: n.CPU.Cores, RequestedMilli: n.CPU.Cores*1000 - free*1000}}
 	if p.AcceleratorGroup == "" {

@@ -61,8 +61,14 @@ func PoolViews(pool Pool, flavors []Flavor, nodes map[string]Node) Views {
 	return v
 }
 
+// FreeCores is a node's unrequested CPU to the nearest whole core: the 100m an accelerated Instance asks
+// of an overcommitted node does not take a core out of the CPU pool, a request of 600m does.
+func FreeCores(c CPU) int64 {
+	return max(0, c.Cores*1000-c.RequestedMilli+500) / 1000
+}
+
 func (v *Views) addCPU(n Node) {
-	free := max(0, n.CPU.Cores*1000-n.CPU.RequestedMilli) / 1000
+	free := FreeCores(n.CPU)
 	v.CPU.Capacity += n.CPU.Cores
 	v.CPU.Remaining += free
 	v.CPU.OnceMaxRequest = max(v.CPU.OnceMaxRequest, free)

@@ -100,8 +100,8 @@ func TestPoolViews(t *testing.T) {
 
 func TestCPUView(t *testing.T) {
 	nodes := []Node{
-		{Name: "cpu", OS: "linux", Arch: "amd64", Managed: true, CPU: CPU{Key: "amd-epyc-7r13", Cores: 16, RequestedMilli: 2500}},
-		{Name: "big", OS: "linux", Arch: "amd64", Managed: true, CPU: CPU{Key: "intel-xeon", Cores: 48}},
+		{Name: "cpu", OS: "linux", Arch: "amd64", Managed: true, CPU: CPU{Key: "amd-epyc-7r13", Cores: 16, RequestedMilli: 2600}},
+		{Name: "big", OS: "linux", Arch: "amd64", Managed: true, CPU: CPU{Key: "intel-xeon", Cores: 48, RequestedMilli: 100}},
 		{Name: "arm", OS: "linux", Arch: "arm64", Managed: true, CPU: CPU{Key: "arm-neoverse-n1", Cores: 64}},
 		{Name: "off", OS: "linux", Arch: "amd64", Managed: false, CPU: CPU{Key: "intel-xeon", Cores: 96}},
 	}
@@ -110,8 +110,8 @@ func TestCPUView(t *testing.T) {
 		byName[n.Name] = n
 	}
 	got := PoolViews(Pool{GeneralGroup: Generic, OS: "linux", Arch: "amd64"}, Flavors(nodes, true), byName).CPU
-	// 16 + 48 cores; 2.5 requested cores leave 13 whole cores on the first node; arm64 and unmanaged nodes
-	// are not in the pool.
+	// 16 + 48 cores; 2.6 requested cores leave 13 cores to the nearest on the first node, 100m leaves the
+	// second its 48; arm64 and unmanaged nodes are not in the pool.
 	want := View{Capacity: 64, OnceMaxRequest: 48, Remaining: 61}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the generic linux/amd64 CPU pool\nPoolViews(...).CPU: -want, +got:\n%s", diff)

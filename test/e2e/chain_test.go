@@ -334,3 +334,26 @@ func TestAuthoredType(t *testing.T) {
 		return !strings.Contains(out, "a10g-12c128g"), "the authored pool's queue is still there"
 	})
 }
+
+// TestStep3 follows the walkthrough's Step 3: sliced-demo, 20 % of the A10G, goes Ready through Kueue and the
+// scheduler; the ledger charges the slice on the card and the A10G row reads 0/0 0/0 80/80 0/0; deleting it
+// returns the row.
+func TestStep3(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	kubectl(t, "apply", "-f", testenv.Path("examples", "instances", "sliced-demo.yaml"))
+	t.Cleanup(func() { kubectl(t, "delete", "instance", "sliced-demo", "-n", "default", "--ignore-not-found") })
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		out := kubectl(t, "get", "instance", "sliced-demo", "-n", "default", "-o", "jsonpath={.status.phase}: {.status.phaseMessage}")
+		return strings.HasPrefix(out, "Ready"), "sliced-demo: " + out
+	})
+	a10g := func(views string) []string {
+		return []string{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", views, "0/0", "Active"}
+	}
+	waitTable(t, [][]string{step1Types[0], step1Types[1], a10g("0/0 0/0 80/80 0/0"), step1Types[3]}, "get", "instancetype")
+	if got := kubectl(t, "get", "pod", "sliced-demo", "-n", "default", "-o", "jsonpath={.spec.nodeName} {.metadata.annotations.device\\.gpustack\\.ai/accelerator\\.allocated}"); !strings.HasPrefix(got, "node-a10g {\"main\":[\"GPU-") {
+		t.Errorf("the slice's Pod runs on node-a10g with its card recorded: %q", got)
+	}
+	kubectl(t, "delete", "instance", "sliced-demo", "-n", "default")
+	waitTable(t, step1Types, "get", "instancetype")
+}

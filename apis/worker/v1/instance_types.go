@@ -1,9 +1,13 @@
 package v1
 
 import (
+	"fmt"
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // DefaultVolumeMount is where the workspace volume is mounted when spec.volumeMount is empty.
@@ -161,7 +165,8 @@ type InstanceEnvVar struct {
 // defaulted from the type's unit resources.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.acceleratorPartitionedProfile) || size(self.acceleratorPartitionedProfile) == 0 || ((!has(self.acceleratorSlicedMemoryPercentage) || self.acceleratorSlicedMemoryPercentage == 0) && (!has(self.acceleratorSlicedCoresPercentage) || self.acceleratorSlicedCoresPercentage == 0))",message="a hardware partition and a logical slice percentage are mutually exclusive",fieldPath=".acceleratorPartitionedProfile"
-// +kubebuilder:validation:XValidation:rule="!((has(self.acceleratorSlicedMemoryPercentage) && self.acceleratorSlicedMemoryPercentage > 0) || (has(self.acceleratorPartitionedProfile) && size(self.acceleratorPartitionedProfile) > 0)) || !has(self.accelerator) || self.accelerator == 1",message="a slice or a partition is always one accelerator: accelerator must be 1",fieldPath=".accelerator"
+// +kubebuilder:validation:XValidation:rule="!((has(self.acceleratorSlicedMemoryPercentage) && self.acceleratorSlicedMemoryPercentage > 0) || (has(self.acceleratorPartitionedProfile) && size(self.acceleratorPartitionedProfile) > 0)) || !has(self.accelerator) || string(self.accelerator) == '1'",message="a slice or a partition is always one accelerator: accelerator must be 1",fieldPath=".accelerator"
+// +kubebuilder:validation:XValidation:rule="!has(self.accelerator) || (type(self.accelerator) == int ? (int(self.accelerator) >= 0 && int(self.accelerator) <= 1024) : (string(self.accelerator).matches('^[0-9]{1,4}$') && int(string(self.accelerator)) <= 1024))",message="accelerator must be a whole number from 0 to 1024",fieldPath=".accelerator"
 type InstanceResources struct {
 	// CPU is the number of cores.
 	// +optional
@@ -175,11 +180,10 @@ type InstanceResources struct {
 	// +optional
 	LocalStorage *resource.Quantity `json:"localStorage,omitempty"`
 
-	// Accelerator is the number of whole accelerators; 1 for a slice or a partition.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=1024
+	// Accelerator is the number of whole accelerators; 1 for a slice or a partition. A number or a string
+	// of digits ("1"), as Kubernetes quantities are often written.
 	// +optional
-	Accelerator *int32 `json:"accelerator,omitempty"`
+	Accelerator *intstr.IntOrString `json:"accelerator,omitempty"`
 
 	// AcceleratorSlicedMemoryPercentage asks for a logical slice with this share of one accelerator's memory;
 	// 0 disables slicing.
@@ -399,4 +403,19 @@ type InstanceList struct {
 
 func init() {
 	SchemeBuilder.Register(&Instance{}, &InstanceList{})
+}
+
+// AcceleratorCount returns the number of accelerators asked for, 1 when none is given.
+func (r InstanceResources) AcceleratorCount() (int64, error) {
+	if r.Accelerator == nil {
+		return 1, nil
+	}
+	if r.Accelerator.Type == intstr.Int {
+		return int64(r.Accelerator.IntVal), nil
+	}
+	n, err := strconv.ParseInt(r.Accelerator.StrVal, 10, 32)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("spec.resources.accelerator: %q is not a whole number", r.Accelerator.StrVal)
+	}
+	return n, nil
 }

@@ -3,6 +3,7 @@ package v1_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"os"
 	"strings"
 	"testing"
@@ -254,6 +255,32 @@ func TestCRDValidation(t *testing.T) {
 			reason: "A slice is always one accelerator.",
 			args:   args{obj: inst("slice-of-two").Slice(20, 100).Accelerators(2).Obj()},
 			want:   want{errs: []string{"spec.resources.accelerator", "accelerator must be 1"}},
+		},
+		"InstanceAcceleratorAsString": {
+			reason: "The seed writes accelerator: \"1\"; a string of digits is a count like a number.",
+			args: args{obj: func() client.Object {
+				o := inst("slice-as-string").Slice(20, 100).Obj()
+				o.Spec.Resources.Accelerator = &intstr.IntOrString{Type: intstr.String, StrVal: "1"}
+				return o
+			}()},
+		},
+		"InstanceAcceleratorNotANumber": {
+			reason: "An accelerator count that is not a whole number is refused.",
+			args: args{obj: func() client.Object {
+				o := inst("accelerator-many").Obj()
+				o.Spec.Resources.Accelerator = &intstr.IntOrString{Type: intstr.String, StrVal: "many"}
+				return o
+			}()},
+			want: want{errs: []string{"spec.resources.accelerator", "whole number from 0 to 1024"}},
+		},
+		"InstanceSliceOfTwoAsString": {
+			reason: "A slice of \"2\" accelerators is refused as a slice of 2 is.",
+			args: args{obj: func() client.Object {
+				o := inst("slice-of-two-string").Slice(20, 100).Obj()
+				o.Spec.Resources.Accelerator = &intstr.IntOrString{Type: intstr.String, StrVal: "2"}
+				return o
+			}()},
+			want: want{errs: []string{"spec.resources.accelerator", "accelerator must be 1"}},
 		},
 		"InstanceLongPortName": {
 			reason: "A port name has at most 16 characters.",

@@ -1,0 +1,154 @@
+// Package instance runs Instances: each becomes a Pod in its namespace, queued on its type's entrance
+// LocalQueue, and its status tells, in one line, what it is waiting for.
+package instance
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/instances"
+	"github.com/gpustack/gpustack-operator/internal/settings"
+)
+
+// Reconciler keeps each Instance's Pod and status.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile creates or removes the Instance's Pod and writes its status when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	inst := &workerv1.Instance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if inst.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	pod := &corev1.Pod{}
+	err := r.Client.Get(ctx, req.NamespacedName, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		pod = nil
+	case err != nil:
+		return reconcile.Result{}, errors.Wrap(err, "cannot get the Instance's Pod")
+	case !metav1.IsControlledBy(pod, inst):
+		return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStarting,
+			fmt.Sprintf("a Pod named %s that this Instance does not own is in the way", pod.Name), nil)
+	}
+
+	if inst.Spec.Stop {
+		if pod != nil && pod.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, errors.Wrap(err, "cannot delete the Instance's Pod")
+			}
+		}
+		if pod != nil {
+			return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStopping, "stopping: waiting for the Pod to go", pod)
+		}
+		return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStopped, "", nil)
+	}
+	if pod == nil {
+		created, msg, err := r.createPod(ctx, inst)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if created == nil {
+			return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStarting, msg, nil)
+		}
+		pod = created
+	}
+	phase, msg := Phase(pod)
+	return reconcile.Result{}, r.setStatus(ctx, inst, phase, msg, pod)
+}
+
+// createPod renders and creates the Pod. When the Instance cannot run yet (no such type, a pin to a node
+// without a hostname label, a field the type cannot serve) it returns no Pod and the reason.
+func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance) (*corev1.Pod, string, error) {
+	it := &workerv1.InstanceType{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("instance type %s does not exist", inst.Spec.Type), nil
+		}
+		return nil, "", errors.Wrap(err, "cannot get the instance type")
+	}
+	values, _, err := settings.Load(ctx, r.Client)
+	if err != nil {
+		return nil, "", err
+	}
+	o := instances.Options{Overcommit: values.Bool(workerv1.SettingInstanceGeneralOvercommit),
+		SSHImage: values[workerv1.SettingInstanceSSHServerImage]}
+	if inst.Spec.NodeName != "" {
+		node := &corev1.Node{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeName}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Sprintf("spec.nodeName: node %s does not exist", inst.Spec.NodeName), nil
+			}
+			return nil, "", errors.Wrap(err, "cannot get the pinned node")
+		}
+		o.NodeHostname = node.Labels[corev1.LabelHostname]
+	}
+	pod, err := instances.Pod(inst, it, o)
+	if err != nil {
+		r.Recorder.Event(inst, corev1.EventTypeWarning, "CannotRender", err.Error())
+		return nil, err.Error(), nil
+	}
+	if err := controllerutil.SetControllerReference(inst, pod, r.Client.Scheme()); err != nil {
+		return nil, "", errors.Wrap(err, "cannot own the Pod")
+	}
+	if err := r.Client.Create(ctx, pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Another reconcile created it a moment ago; the Pod's event brings us back.
+			return nil, "starting", nil
+		}
+		// Admission refusals (the Pod rules, Kueue's webhook) are the user's to read.
+		r.Recorder.Event(inst, corev1.EventTypeWarning, "PodRejected", err.Error())
+		return nil, "the Pod was rejected: " + err.Error(), nil
+	}
+	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[instances.LabelQueueName])
+	return pod, "", nil
+}
+
+// setStatus writes the phase, message and the Pod's placement when they changed.
+func (r *Reconciler) setStatus(ctx context.Context, inst *workerv1.Instance, phase workerv1.InstancePhase, msg string, pod *corev1.Pod) error {
+	st := inst.Status.DeepCopy()
+	st.Phase, st.PhaseMessage, st.ObservedGeneration = phase, msg, inst.Generation
+	st.NodeName, st.HostIPs, st.PodIPs = "", nil, nil
+	if pod != nil {
+		st.NodeName = pod.Spec.NodeName
+		for _, ip := range pod.Status.HostIPs {
+			st.HostIPs = append(st.HostIPs, ip.IP)
+		}
+		for _, ip := range pod.Status.PodIPs {
+			st.PodIPs = append(st.PodIPs, ip.IP)
+		}
+	}
+	if apiequality.Semantic.DeepEqual(*st, inst.Status) {
+		return nil
+	}
+	inst.Status = *st
+	return errors.Wrap(client.IgnoreNotFound(r.Client.Status().Update(ctx, inst)), "cannot update the Instance's status")
+}
+
+// SetupWithManager registers the reconciler, woken by its Instances and their Pods.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("instance").For(&workerv1.Instance{}).Owns(&corev1.Pod{}).Complete(r)
+}

@@ -1,0 +1,68 @@
+package instance
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/instances"
+)
+
+// kueueGate is the scheduling gate Kueue holds a Pod with until its Workload is admitted.
+const kueueGate = "kueue.x-k8s.io/admission"
+
+// Phase reads an Instance's phase from its Pod, with a one-line reason while it waits: for quota in its
+// queue, for the scheduler (its own words), for its containers to start.
+func Phase(pod *corev1.Pod) (workerv1.InstancePhase, string) {
+	if pod.DeletionTimestamp != nil {
+		return workerv1.InstanceStopping, "the Pod is being deleted"
+	}
+	switch pod.Status.Phase {
+	case corev1.PodFailed:
+		return workerv1.InstanceFailed, firstNonEmpty(pod.Status.Message, pod.Status.Reason, "the Pod failed")
+	case corev1.PodSucceeded:
+		return workerv1.InstanceStopped, "the workload exited"
+	}
+	for _, g := range pod.Spec.SchedulingGates {
+		if g.Name == kueueGate {
+			return workerv1.InstanceStarting, fmt.Sprintf("waiting for quota in queue %s (kubectl -n %s get workloads)",
+				pod.Labels[instances.LabelQueueName], pod.Namespace)
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+			return workerv1.InstanceStarting, "unschedulable: " + c.Message
+		}
+	}
+	if pod.Status.Phase == corev1.PodRunning && ready(pod) {
+		return workerv1.InstanceReady, ""
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			return workerv1.InstanceStarting, fmt.Sprintf("container %s: %s", cs.Name, firstNonEmpty(w.Message, w.Reason))
+		}
+	}
+	if pod.Spec.NodeName == "" {
+		return workerv1.InstanceStarting, "waiting for the scheduler"
+	}
+	return workerv1.InstanceStarting, "starting on node " + pod.Spec.NodeName
+}
+
+func ready(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

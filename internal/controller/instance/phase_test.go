@@ -1,0 +1,76 @@
+package instance
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+func TestPhase(t *testing.T) {
+	base := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo",
+			Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpustack-fnv64-c4680bb149644f1c"}}}
+	}
+	type want struct {
+		phase workerv1.InstancePhase
+		msg   string
+	}
+	cases := map[string]struct {
+		reason string
+		pod    func() *corev1.Pod
+		want   want
+	}{
+		"Gated": {
+			reason: "A Pod Kueue holds waits for quota in its queue, and the message says where to look.",
+			pod: func() *corev1.Pod {
+				p := base()
+				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: kueueGate}}
+				return p
+			},
+			want: want{workerv1.InstanceStarting, "waiting for quota in queue gpustack-fnv64-c4680bb149644f1c (kubectl -n default get workloads)"},
+		},
+		"Unschedulable": {
+			reason: "A Pod the scheduler cannot place carries the scheduler's words.",
+			pod: func() *corev1.Pod {
+				p := base()
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+					Message: "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector."}}
+				return p
+			},
+			want: want{workerv1.InstanceStarting, "unschedulable: 0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector."},
+		},
+		"Ready": {
+			reason: "A running, ready Pod is a Ready Instance.",
+			pod: func() *corev1.Pod {
+				p := base()
+				p.Spec.NodeName, p.Status.Phase = "node-a10g", corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+				return p
+			},
+			want: want{workerv1.InstanceReady, ""},
+		},
+		"ImagePull": {
+			reason: "A container that cannot start says why.",
+			pod: func() *corev1.Pod {
+				p := base()
+				p.Spec.NodeName, p.Status.Phase = "node-a10g", corev1.PodPending
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+					Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "pull access denied"}}}}
+				return p
+			},
+			want: want{workerv1.InstanceStarting, "container main: pull access denied"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			phase, msg := Phase(tc.pod())
+			if diff := cmp.Diff(tc.want, want{phase, msg}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nPhase(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,102 @@
+// Package nodecapacity advertises on each Node the counting keys of its sliceable cards (.sliced.units and the
+// slice budgets) as extended resources in its status, so the scheduler weighs a slice's budget against the
+// node. The device plugin serves the countable pools; these keys have no devices behind them.
+package nodecapacity
+
+import (
+	"context"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/pools"
+)
+
+// FieldManager owns the counting keys in Node status.
+const FieldManager = "gpustack-operator-node-capacity"
+
+// countingSuffixes end the resource names this controller owns.
+var countingSuffixes = []string{".sliced.units", ".sliced.memory-percentage", ".sliced.memory-mib", ".sliced.cores-percentage"}
+
+// Reconciler keeps one node's counting keys.
+type Reconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch
+
+// Reconcile applies the node's counting keys when they differ from what the Node shows.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	want := map[string]int64{}
+	d := &workerv1.Devices{}
+	switch err := r.Client.Get(ctx, req.NamespacedName, d); {
+	case err == nil:
+		want = pools.CountingCapacity(d.Spec)
+	case client.IgnoreNotFound(err) != nil:
+		return reconcile.Result{}, errors.Wrap(err, "cannot get the node's Devices")
+	}
+	if equal(current(node), want) {
+		return reconcile.Result{}, nil
+	}
+	list := corev1.ResourceList{}
+	for k, v := range want {
+		list[corev1.ResourceName(k)] = *resource.NewQuantity(v, resource.DecimalSI)
+	}
+	// Server-side apply: keys this manager no longer applies are removed, the kubelet's stay.
+	patch := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: node.Name},
+		Status: corev1.NodeStatus{Capacity: list, Allocatable: list.DeepCopy()}}
+	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
+	return reconcile.Result{}, errors.Wrap(r.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(FieldManager),
+		client.ForceOwnership), "cannot apply the node's counting keys")
+}
+
+// current returns the counting keys the Node shows.
+func current(node *corev1.Node) map[string]int64 {
+	var out map[string]int64
+	for k, v := range node.Status.Capacity {
+		for _, s := range countingSuffixes {
+			if strings.HasSuffix(string(k), s) {
+				if out == nil {
+					out = map[string]int64{}
+				}
+				out[string(k)] = v.Value()
+			}
+		}
+	}
+	return out
+}
+
+func equal(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// SetupWithManager registers the reconciler, woken by Nodes and by Devices objects (named after their node).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("nodecapacity").For(&corev1.Node{}).
+		Watches(&workerv1.Devices{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+		})).Complete(r)
+}
