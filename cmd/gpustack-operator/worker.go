@@ -22,6 +22,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
 	"github.com/gpustack/gpustack-operator/internal/controller/ledger"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
+	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/settingstatus"
 	"github.com/gpustack/gpustack-operator/internal/scheme"
@@ -89,6 +90,10 @@ func runWorker(args []string) error {
 	}
 	if err := (&nodecapacity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node capacity controller")
+	}
+	if err := (&nodedevices.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+		Log: ctrl.Log.WithName("nodedevices")}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the node-devices admission check")
 	}
 	return errors.Wrap(mgr.Start(ctx), "manager stopped")
 }

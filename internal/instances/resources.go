@@ -65,7 +65,7 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 			set(limits, base+".sliced", 1)
 			set(limits, base+".sliced.memory-percentage", mem)
 			set(limits, base+".sliced.cores-percentage", cores)
-			set(limits, base+".sliced.units", SliceUnits(mem))
+			set(limits, base+".sliced.units", pools.SliceUnits(mem))
 		default:
 			if r.AcceleratorSlicedCoresPercentage != nil && *r.AcceleratorSlicedCoresPercentage > 0 {
 				return out, fmt.Errorf("spec.resources.acceleratorSlicedCoresPercentage: a cores budget needs acceleratorSlicedMemoryPercentage")
@@ -115,9 +115,6 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 	}
 	return out, nil
 }
-
-// SliceUnits folds a memory percentage of a card into credits: 20 % is 320,000.
-func SliceUnits(memoryPercent int64) int64 { return memoryPercent * pools.M / 100 }
 
 func set(l corev1.ResourceList, name string, v int64) {
 	l[corev1.ResourceName(name)] = *resource.NewQuantity(v, resource.DecimalSI)

@@ -18,10 +18,11 @@ type Claim struct {
 	Cards []string
 }
 
-// Ledger charges the claims, in order, on the node's cards and returns the ledger, where each claim sits (by
-// card ID), and the claims it could not charge. A claim placed before keeps its cards; a new one is placed by
-// Fit, slices on the fullest card with room. A claim that does not fit (its cards gone or taken, or no room
-// left) is reported and not charged, so no card ever goes below zero.
+// Ledger charges the claims on the node's cards and returns the ledger, where each claim sits (by card ID),
+// and the claims it could not charge. Claims placed before are charged first, in order, on their cards; then
+// new ones are placed in order by Fit, slices on the fullest card with room, so a new claim never takes a
+// card from one that holds it already. A claim that does not fit (its cards gone or taken, or no room left)
+// is reported and not charged, so no card ever goes below zero.
 func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[string][]string, []error) {
 	type ref struct{ group, card int }
 	cards := map[string][]Card{}
@@ -32,9 +33,20 @@ func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[st
 			refs[g.Manufacturer] = append(refs[g.Manufacturer], ref{gi, ai})
 		}
 	}
+	ordered := make([]Claim, 0, len(claims))
+	for _, c := range claims {
+		if len(c.Cards) > 0 {
+			ordered = append(ordered, c)
+		}
+	}
+	for _, c := range claims {
+		if len(c.Cards) == 0 {
+			ordered = append(ordered, c)
+		}
+	}
 	placed := map[string][]string{}
 	var problems []error
-	for _, c := range claims {
+	for _, c := range ordered {
 		all := cards[c.Manufacturer]
 		candidates := make([]int, 0, len(all))
 		for i, card := range all {

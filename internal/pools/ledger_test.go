@@ -56,6 +56,13 @@ func TestLedger(t *testing.T) {
 			want: want{cards: []workerv1.AcceleratorAllocation{entry("A", 0, 0, M, 0), entry("B", 1, workerv1.AllocationSliced, 320_000, 2)},
 				placed: map[string][]string{"a": {"B"}, "b": {"B"}}},
 		},
+		"RecordedFirst": {
+			reason: "A new claim older than one already placed does not take its card: placed claims are charged first.",
+			claims: []Claim{whole("new", 1), whole("placed", 1, "A")},
+			want: want{cards: []workerv1.AcceleratorAllocation{entry("A", 0, workerv1.AllocationExclusive, 0, 0),
+				entry("B", 1, workerv1.AllocationExclusive, 0, 0)},
+				placed: map[string][]string{"placed": {"A"}, "new": {"B"}}},
+		},
 		"NoRoom": {
 			reason: "Two 60 % slices need two cards; a third is not charged and is reported with the largest free piece.",
 			claims: []Claim{slice("a", 960_000), slice("b", 960_000), slice("c", 960_000)},

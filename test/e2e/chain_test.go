@@ -357,3 +357,103 @@ func TestStep3(t *testing.T) {
 	kubectl(t, "delete", "instance", "sliced-demo", "-n", "default")
 	waitTable(t, step1Types, "get", "instancetype")
 }
+
+// instancePhase reads an Instance's phase and message.
+func instancePhase(t *testing.T, name string) string {
+	return kubectl(t, "get", "instance", name, "-n", "default", "-o", "jsonpath={.status.phase}: {.status.phaseMessage}")
+}
+
+// waitPhase waits until the Instance's phase and message start with want.
+func waitPhase(t *testing.T, name, want string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		got := instancePhase(t, name)
+		return strings.HasPrefix(got, want), fmt.Sprintf("%s: %q, want %q...", name, got, want)
+	})
+}
+
+// TestFragmentation runs the per-card check on the real Kueue: two 30 % slices share the A10G; on the five
+// T4 cards five 60 % slices run, one per card, and a sixth, which quota would admit, waits for a card with
+// room with the check's Retry message until one of the five goes.
+func TestFragmentation(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	eventually(t, time.Minute, func() (bool, string) {
+		out := kubectl(t, "get", "clusterqueue", "gpustack--nvidia-tesla-t4-linux-amd64", "-o", "jsonpath={.spec.admissionChecksStrategy.admissionChecks[*].name}")
+		return out == "gpustack-node-devices", "the T4 queue references the node-devices check: " + out
+	})
+	ctx := context.Background()
+	create := func(name, typ string, pct int32) {
+		t.Helper()
+		inst := builders.MakeInstance("default", name, typ).Slice(pct, 100).Obj()
+		if err := k.Create(ctx, inst); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.Delete(context.Background(), inst) })
+	}
+	const a10g, t4 = "gpustack--nvidia-a10g-linux-amd64", "gpustack--nvidia-tesla-t4-linux-amd64"
+	create("thirty-a", a10g, 30)
+	create("thirty-b", a10g, 30)
+	waitPhase(t, "thirty-a", "Ready")
+	waitPhase(t, "thirty-b", "Ready")
+
+	for i := 0; i < 5; i++ {
+		create(fmt.Sprintf("sixty-%d", i), t4, 60)
+	}
+	for i := 0; i < 5; i++ {
+		waitPhase(t, fmt.Sprintf("sixty-%d", i), "Ready")
+	}
+	create("sixty-5", t4, 60)
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		got := instancePhase(t, "sixty-5")
+		return strings.HasPrefix(got, "Starting: waiting for a card with room: "), fmt.Sprintf("sixty-5: %q; workloads:\n%s", got,
+			kubectl(t, "get", "workloads", "-n", "default", "-o", "custom-columns=NAME:.metadata.name,FLAVOR:.status.admission.podSetAssignments[0].flavors.credits\\.gpustack\\.ai/nvidia,CHECKS:.status.admissionChecks[*].message"))
+	})
+	eventually(t, time.Minute, func() (bool, string) {
+		got := instancePhase(t, "sixty-5")
+		return strings.Contains(got, "the largest free piece is 40%"), "the wait names the largest free piece: " + got
+	})
+	kubectl(t, "delete", "instance", "sixty-0", "-n", "default")
+	waitPhase(t, "sixty-5", "Ready")
+}
+
+// TestStep4 follows the walkthrough's Step 4: custom-demo takes the A10G through an authored sibling type and
+// both rows drop to 0/0 0/0 0/0 0/0; deleting the type drains it, custom-demo stops and the derived pool is
+// whole again; pointed at another type with stop cleared, custom-demo runs again (Step 5's re-purposing).
+func TestStep4(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	ctx := context.Background()
+	it := builders.MakeInstanceType("a10g-12c128g").Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi").Obj()
+	if err := k.Create(ctx, it); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), it) })
+	custom := func(views string) []string {
+		return []string{"a10g-12c128g", "gpustack-fnv64-d4c0e6cd72686015", "12/128Gi/200Gi", views, "0/0", "Active"}
+	}
+	a10g := func(views string) []string {
+		return []string{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", views, "0/0", "Active"}
+	}
+	waitTable(t, [][]string{step1Types[0], custom("1/1 1/10 100/100 0/0"), step1Types[1], step1Types[2], step1Types[3]}, "get", "instancetype")
+
+	inst := builders.MakeInstance("default", "custom-demo", "a10g-12c128g").Accelerators(1).Obj()
+	if err := k.Create(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), inst) })
+	waitPhase(t, "custom-demo", "Ready")
+	waitTable(t, [][]string{step1Types[0], custom("0/0 0/0 0/0 0/0"), step1Types[1], a10g("0/0 0/0 0/0 0/0"), step1Types[3]}, "get", "instancetype")
+
+	kubectl(t, "delete", "instancetype", "a10g-12c128g", "--wait=false")
+	waitPhase(t, "custom-demo", "Stopped")
+	waitTable(t, step1Types, "get", "instancetype")
+	if got := kubectl(t, "get", "instance", "custom-demo", "-n", "default", "-o", "jsonpath={.spec.stop}"); got != "true" {
+		t.Errorf("the drained Instance carries spec.stop: true, got %q", got)
+	}
+
+	kubectl(t, "patch", "instance", "custom-demo", "-n", "default", "--type=merge",
+		"-p", `{"spec":{"type":"gpustack--nvidia-a10g-linux-amd64","stop":false}}`)
+	waitPhase(t, "custom-demo", "Ready")
+	waitTable(t, [][]string{step1Types[0], step1Types[1], a10g("0/0 0/0 0/0 0/0"), step1Types[3]}, "get", "instancetype")
+}

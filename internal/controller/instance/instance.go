@@ -11,11 +11,14 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/instances"
@@ -55,6 +58,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			fmt.Sprintf("a Pod named %s that this Instance does not own is in the way", pod.Name), nil)
 	}
 
+	if !inst.Spec.Stop {
+		drained, err := r.drain(ctx, inst)
+		if err != nil || drained {
+			// Stopping the Instance changes it, which brings it back here.
+			return reconcile.Result{}, err
+		}
+	}
 	if inst.Spec.Stop {
 		if pod != nil && pod.DeletionTimestamp == nil {
 			if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
@@ -77,7 +87,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		pod = created
 	}
 	phase, msg := Phase(pod)
+	if gated(pod) {
+		wl, err := r.workloadOf(ctx, pod)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		msg = WaitMessage(pod, wl)
+	}
 	return reconcile.Result{}, r.setStatus(ctx, inst, phase, msg, pod)
+}
+
+// drain stops an Instance whose type is being deleted or is gone, so the type's queue can drain and go. The
+// Instance stays, stopped, and can be pointed at another type and started again.
+func (r *Reconciler) drain(ctx context.Context, inst *workerv1.Instance) (bool, error) {
+	it := &workerv1.InstanceType{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, errors.Wrap(err, "cannot get the instance type")
+	case it.DeletionTimestamp == nil:
+		return false, nil
+	}
+	inst.Spec.Stop = true
+	if err := r.Client.Update(ctx, inst); err != nil {
+		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot stop the Instance")
+	}
+	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "Drained", "stopped: instance type %s is being deleted or is gone", inst.Spec.Type)
+	return true, nil
 }
 
 // createPod renders and creates the Pod. When the Instance cannot run yet (no such type, a pin to a node
@@ -148,7 +185,55 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *workerv1.Instance, pha
 	return errors.Wrap(client.IgnoreNotFound(r.Client.Status().Update(ctx, inst)), "cannot update the Instance's status")
 }
 
-// SetupWithManager registers the reconciler, woken by its Instances and their Pods.
+// workloadOf returns the Workload Kueue made for the Pod, nil while there is none.
+func (r *Reconciler) workloadOf(ctx context.Context, pod *corev1.Pod) (*kueue.Workload, error) {
+	var wls kueue.WorkloadList
+	if err := r.Client.List(ctx, &wls, client.InNamespace(pod.Namespace)); err != nil {
+		return nil, errors.Wrap(err, "cannot list Workloads")
+	}
+	for i := range wls.Items {
+		for _, o := range wls.Items[i].OwnerReferences {
+			if o.UID == pod.UID {
+				return &wls.Items[i], nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
+
+// typeField indexes Instances by their type.
+const typeField = "spec.type"
+
+// SetupWithManager registers the reconciler, woken by its Instances, their Pods, the Pods' Workloads (an
+// Instance's Pod has the Instance's name) and their types (a type being deleted drains its Instances).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("instance").For(&workerv1.Instance{}).Owns(&corev1.Pod{}).Complete(r)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &workerv1.Instance{}, typeField, func(o client.Object) []string {
+		return []string{o.(*workerv1.Instance).Spec.Type}
+	}); err != nil {
+		return errors.Wrap(err, "cannot index Instances by type")
+	}
+	byType := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list workerv1.InstanceList
+		if err := r.Client.List(ctx, &list, client.MatchingFields{typeField: o.GetName()}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("instance").For(&workerv1.Instance{}).Owns(&corev1.Pod{}).
+		Watches(&workerv1.InstanceType{}, byType).
+		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			for _, ref := range o.GetOwnerReferences() {
+				if ref.Kind == "Pod" {
+					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
+				}
+			}
+			return out
+		})).Complete(r)
 }

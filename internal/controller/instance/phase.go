@@ -4,6 +4,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/instances"
@@ -24,11 +27,8 @@ func Phase(pod *corev1.Pod) (workerv1.InstancePhase, string) {
 	case corev1.PodSucceeded:
 		return workerv1.InstanceStopped, "the workload exited"
 	}
-	for _, g := range pod.Spec.SchedulingGates {
-		if g.Name == kueueGate {
-			return workerv1.InstanceStarting, fmt.Sprintf("waiting for quota in queue %s (kubectl -n %s get workloads)",
-				pod.Labels[instances.LabelQueueName], pod.Namespace)
-		}
+	if gated(pod) {
+		return workerv1.InstanceStarting, WaitMessage(pod, nil)
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
@@ -65,4 +65,33 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// gated reports whether Kueue still holds the Pod.
+func gated(pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.SchedulingGates {
+		if g.Name == kueueGate {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitMessage says what a Pod Kueue holds waits for: quota in its queue (with Kueue's reason), or a card
+// with room (with the node-devices check's reason).
+func WaitMessage(pod *corev1.Pod, wl *kueue.Workload) string {
+	queue := pod.Labels[instances.LabelQueueName]
+	if wl != nil {
+		// After a Retry Kueue gives the quota back and sets the check Pending again, keeping its message, so
+		// the reason stays readable while the Workload waits for its next turn.
+		for _, s := range wl.Status.AdmissionChecks {
+			if s.State != kueue.CheckStateReady && s.Message != "" {
+				return "waiting for a card with room: " + s.Message
+			}
+		}
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
+			return fmt.Sprintf("waiting for quota in queue %s: %s", queue, c.Message)
+		}
+	}
+	return fmt.Sprintf("waiting for quota in queue %s (kubectl -n %s get workloads)", queue, pod.Namespace)
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
@@ -72,5 +74,32 @@ func TestPhase(t *testing.T) {
 				t.Errorf("%s\nPhase(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+func TestWaitMessage(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo",
+		Labels: map[string]string{"kueue.x-k8s.io/queue-name": "q"}}}
+	wl := func(checks []kueue.AdmissionCheckState, conds ...metav1.Condition) *kueue.Workload {
+		return &kueue.Workload{Status: kueue.WorkloadStatus{AdmissionChecks: checks, Conditions: conds}}
+	}
+	cases := map[string]struct {
+		reason string
+		wl     *kueue.Workload
+		want   string
+	}{
+		"NoWorkloadYet": {reason: "Before Kueue made a Workload, the message says where to look.", want: "waiting for quota in queue q (kubectl -n default get workloads)"},
+		"Quota": {reason: "Kueue's reason for not reserving quota is passed on.",
+			wl:   wl(nil, metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Message: "couldn't assign flavors to pod set main: insufficient unused quota"}),
+			want: "waiting for quota in queue q: couldn't assign flavors to pod set main: insufficient unused quota"},
+		"PerCardFit": {reason: "The node-devices check's Retry names the pool, the request and the largest free piece.",
+			wl: wl([]kueue.AdmissionCheckState{{Name: "gpustack-node-devices", State: kueue.CheckStateRetry,
+				Message: "pool flavor f cannot take a slice of 60% now: node-t4-b: no card has room for a slice of 60%: the largest free piece is 40%"}}),
+			want: "waiting for a card with room: pool flavor f cannot take a slice of 60% now: node-t4-b: no card has room for a slice of 60%: the largest free piece is 40%"},
+	}
+	for name, tc := range cases {
+		if got := WaitMessage(pod, tc.wl); got != tc.want {
+			t.Errorf("%s: %s\nWaitMessage(...) = %q, want %q", name, tc.reason, got, tc.want)
+		}
 	}
 }

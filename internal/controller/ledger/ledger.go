@@ -73,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	})
 	var claims []pools.Claim
 	for i := range held {
-		claims = append(claims, Claims(&held[i])...)
+		claims = append(claims, pools.PodClaims(&held[i])...)
 	}
 	ledger, placed, problems := pools.Ledger(d, claims)
 	for _, p := range problems {
@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // record writes the cards of the Pod's newly placed containers onto the Pod.
 func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools.Claim, placed map[string][]string) error {
 	recorded := map[string][]string{}
-	_ = json.Unmarshal([]byte(pod.Annotations[AnnotationAllocated]), &recorded)
+	_ = json.Unmarshal([]byte(pod.Annotations[pools.AnnotationAllocated]), &recorded)
 	changed := false
 	prefix := pod.Namespace + "/" + pod.Name + "/"
 	for _, c := range claims {
@@ -110,11 +110,14 @@ func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools
 	if err != nil {
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationAllocated: string(value)}}})
-	if err != nil {
-		return err
+	// Optimistic lock: a Pod seen from a stale cache, without cards recorded a moment ago, must not have
+	// them overwritten; the conflict brings a fresh look.
+	orig := pod.DeepCopy()
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
 	}
-	return crerrors.Wrapf(client.IgnoreNotFound(r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))),
+	pod.Annotations[pools.AnnotationAllocated] = string(value)
+	return crerrors.Wrapf(client.IgnoreNotFound(r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))),
 		"cannot record the cards of Pod %s/%s", pod.Namespace, pod.Name)
 }
 

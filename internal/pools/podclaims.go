@@ -1,12 +1,10 @@
-package ledger
+package pools
 
 import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpustack/gpustack-operator/internal/instances"
-	"github.com/gpustack/gpustack-operator/internal/pools"
 	"github.com/gpustack/gpustack-operator/internal/vendors"
 )
 
@@ -15,26 +13,26 @@ import (
 // recorded cards.
 const AnnotationAllocated = "device.gpustack.ai/accelerator.allocated"
 
-// Claims returns what the Pod's containers ask of its node's cards, with the cards recorded for them. A
+// PodClaims returns what the Pod's containers ask of its node's cards, with the cards recorded for them. A
 // slice without units (a Pod made before the webhook folded them) is folded from its memory percentage.
-func Claims(pod *corev1.Pod) []pools.Claim {
+func PodClaims(pod *corev1.Pod) []Claim {
 	recorded := map[string][]string{}
 	_ = json.Unmarshal([]byte(pod.Annotations[AnnotationAllocated]), &recorded)
-	var out []pools.Claim
+	var out []Claim
 	for _, c := range pod.Spec.Containers {
 		for _, v := range vendors.All() {
 			d, ok := demand(c.Resources.Limits, v)
 			if !ok {
 				continue
 			}
-			out = append(out, pools.Claim{Key: pod.Namespace + "/" + pod.Name + "/" + c.Name, Manufacturer: v.Key,
+			out = append(out, Claim{Key: pod.Namespace + "/" + pod.Name + "/" + c.Name, Manufacturer: v.Key,
 				Demand: d, Cards: recorded[c.Name]})
 		}
 	}
 	return out
 }
 
-func demand(limits corev1.ResourceList, v vendors.Vendor) (pools.Demand, bool) {
+func demand(limits corev1.ResourceList, v vendors.Vendor) (Demand, bool) {
 	count := func(name string) int64 {
 		q, ok := limits[corev1.ResourceName(name)]
 		if !ok {
@@ -45,15 +43,18 @@ func demand(limits corev1.ResourceList, v vendors.Vendor) (pools.Demand, bool) {
 	base := v.ResourceName
 	switch {
 	case count(base) > 0:
-		return pools.Demand{Family: pools.FamilyExclusive, Cards: count(base)}, true
+		return Demand{Family: FamilyExclusive, Cards: count(base)}, true
 	case count(base+".shared") > 0:
-		return pools.Demand{Family: pools.FamilyShared, Cards: count(base + ".shared")}, true
+		return Demand{Family: FamilyShared, Cards: count(base + ".shared")}, true
 	case count(base+".sliced") > 0:
 		units := count(base + ".sliced.units")
 		if units == 0 {
-			units = instances.SliceUnits(count(base + ".sliced.memory-percentage"))
+			units = SliceUnits(count(base + ".sliced.memory-percentage"))
 		}
-		return pools.Demand{Family: pools.FamilySliced, Units: units}, true
+		return Demand{Family: FamilySliced, Units: units}, true
 	}
-	return pools.Demand{}, false
+	return Demand{}, false
 }
+
+// SliceUnits folds a memory percentage of a card into credits: 20 % is 320,000.
+func SliceUnits(memoryPercent int64) int64 { return memoryPercent * M / 100 }

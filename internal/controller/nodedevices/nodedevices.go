@@ -1,0 +1,246 @@
+// Package nodedevices is the gpustack-node-devices AdmissionCheck: after Kueue reserves quota for a Workload,
+// it judges card by card whether a node of the assigned flavor can take it, counting the Pods already on each
+// node and the Workloads admitted a moment ago whose Pods are not bound yet, and answers Ready or Retry with a
+// reason a person can act on. Quota counts credits; this check keeps a request off a card without room.
+package nodedevices
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/pools"
+)
+
+// Name is the AdmissionCheck's name; ControllerName is the controller Kueue hands its Workloads to.
+const (
+	Name           = "gpustack-node-devices"
+	ControllerName = "gpustack.ai/node-devices"
+)
+
+// retryAfterSeconds is how long a Workload that did not fit waits before Kueue tries it again.
+const retryAfterSeconds int32 = 5
+
+// Reconciler judges the Workloads that wait on the check.
+type Reconciler struct {
+	Client client.Client
+	// Reader lists Pods and Workloads uncached, so a Pod bound or a Workload admitted a moment ago counts.
+	Reader client.Reader
+	Log    logr.Logger
+}
+
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch
+
+// Reconcile judges one Workload whose quota is reserved and whose check is pending.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	wl := &kueue.Workload{}
+	if err := r.Client.Get(ctx, req.NamespacedName, wl); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	state := checkState(wl)
+	if state == nil || state.State != kueue.CheckStatePending || !reserved(wl) || evicted(wl) {
+		return reconcile.Result{}, nil
+	}
+	verdict, msg, err := r.judge(ctx, wl)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	state.State, state.Message, state.LastTransitionTime = verdict, msg, metav1.Now()
+	if verdict == kueue.CheckStateRetry {
+		// Kueue gives the quota back and tries again; without a pause it would retry many times a second.
+		state.RequeueAfterSeconds = ptr.To(retryAfterSeconds)
+	}
+	return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(r.Client.Status().Update(ctx, wl)), "cannot set the check's state")
+}
+
+// judge places the Workload's Pods on the nodes of its assigned flavors, after the Pods bound to them and the
+// Workloads that passed the check but whose Pods are not bound yet.
+func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (kueue.CheckState, string, error) {
+	claims := workloadClaims(wl)
+	if len(claims) == 0 {
+		return kueue.CheckStateReady, "asks for no accelerator", nil
+	}
+	flavor, err := singleFlavor(wl)
+	if err != nil {
+		return kueue.CheckStateRetry, err.Error(), nil
+	}
+	nodes, err := r.nodesOf(ctx, flavor)
+	if err != nil {
+		return "", "", err
+	}
+	inflight, err := r.inflight(ctx, wl, flavor)
+	if err != nil {
+		return "", "", err
+	}
+	for _, other := range inflight {
+		if _, after, err := pools.Place(nodes, other); err == nil {
+			nodes = after
+		}
+	}
+	node, _, err := pools.Place(nodes, claims)
+	if err != nil {
+		return kueue.CheckStateRetry, fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(claims), err), nil
+	}
+	return kueue.CheckStateReady, "fits on node " + node, nil
+}
+
+// nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods.
+func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference) ([]pools.NodeCards, error) {
+	rf := &kueue.ResourceFlavor{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: string(flavor)}, rf); err != nil {
+		return nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", flavor)
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(rf.Spec.NodeLabels)}); err != nil {
+		return nil, errors.Wrap(err, "cannot list the flavor's nodes")
+	}
+	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
+	var out []pools.NodeCards
+	for _, n := range nodes.Items {
+		d := &workerv1.Devices{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: n.Name}, d); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, errors.Wrapf(err, "cannot get the Devices of node %s", n.Name)
+		}
+		var pods corev1.PodList
+		if err := r.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: nodeNameSelector(n.Name)}); err != nil {
+			return nil, errors.Wrapf(err, "cannot list the Pods of node %s", n.Name)
+		}
+		var bound []pools.Claim
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				bound = append(bound, pools.PodClaims(p)...)
+			}
+		}
+		out = append(out, pools.NodeCardsOf(d, bound))
+	}
+	return out, nil
+}
+
+// inflight returns the claims of the other Workloads on the flavor that passed the check and whose Pods the
+// scheduler has not bound yet, oldest first.
+func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([][]pools.Claim, error) {
+	var wls kueue.WorkloadList
+	if err := r.Reader.List(ctx, &wls); err != nil {
+		return nil, errors.Wrap(err, "cannot list Workloads")
+	}
+	sort.Slice(wls.Items, func(i, j int) bool {
+		return wls.Items[i].CreationTimestamp.Before(&wls.Items[j].CreationTimestamp)
+	})
+	var out [][]pools.Claim
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if wl.UID == self.UID || !reserved(wl) || evicted(wl) {
+			continue
+		}
+		if s := checkState(wl); s == nil || s.State != kueue.CheckStateReady {
+			continue
+		}
+		if f, err := singleFlavor(wl); err != nil || f != flavor {
+			continue
+		}
+		unbound, err := r.podsUnbound(ctx, wl)
+		if err != nil {
+			return nil, err
+		}
+		if unbound {
+			out = append(out, workloadClaims(wl))
+		}
+	}
+	return out, nil
+}
+
+// podsUnbound reports whether a Workload's Pod (Kueue's Pod integration names it as the Workload's owner)
+// is not bound to a node yet.
+func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool, error) {
+	for _, o := range wl.OwnerReferences {
+		if o.Kind != "Pod" {
+			continue
+		}
+		pod := &corev1.Pod{}
+		if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}, pod); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, errors.Wrap(err, "cannot get a Workload's Pod")
+		}
+		return pod.Spec.NodeName == "", nil
+	}
+	return false, nil
+}
+
+// SetupWithManager registers the check: its AdmissionCheck is created (Kueue's CRDs may come later, so it
+// keeps trying for five minutes) and kept Active, and Workloads are judged as they reach it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.prepare(ctx) })); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("nodedevices-check").For(&kueue.AdmissionCheck{}).
+		Complete(reconcile.Func(r.keepActive)); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("nodedevices").For(&kueue.Workload{}).Complete(r)
+}
+
+// prepare creates the AdmissionCheck, retrying while Kueue's CRDs are not there yet.
+func (r *Reconciler) prepare(ctx context.Context) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		ac := &kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: Name}, Spec: kueue.AdmissionCheckSpec{ControllerName: ControllerName}}
+		err := r.Client.Create(ctx, ac)
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			// The worker keeps running without the check; queues then do not reference it.
+			r.Log.Error(err, "cannot create the node-devices AdmissionCheck; giving up")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// keepActive marks the check Active: it has a controller, this one.
+func (r *Reconciler) keepActive(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req.Name != Name {
+		return reconcile.Result{}, nil
+	}
+	ac := &kueue.AdmissionCheck{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ac); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if apimeta.IsStatusConditionTrue(ac.Status.Conditions, kueue.AdmissionCheckActive) {
+		return reconcile.Result{}, nil
+	}
+	apimeta.SetStatusCondition(&ac.Status.Conditions, metav1.Condition{Type: kueue.AdmissionCheckActive,
+		Status: metav1.ConditionTrue, Reason: "Active", Message: "judges each Workload card by card", ObservedGeneration: ac.Generation})
+	return reconcile.Result{}, errors.Wrap(r.Client.Status().Update(ctx, ac), "cannot mark the AdmissionCheck Active")
+}

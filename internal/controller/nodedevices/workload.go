@@ -1,0 +1,78 @@
+package nodedevices
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/gpustack/gpustack-operator/internal/pools"
+)
+
+// checkState returns the Workload's state of this check, nil when its queue does not use it.
+func checkState(wl *kueue.Workload) *kueue.AdmissionCheckState {
+	for i := range wl.Status.AdmissionChecks {
+		if wl.Status.AdmissionChecks[i].Name == Name {
+			return &wl.Status.AdmissionChecks[i]
+		}
+	}
+	return nil
+}
+
+func reserved(wl *kueue.Workload) bool {
+	return wl.Status.Admission != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+}
+
+func evicted(wl *kueue.Workload) bool {
+	return apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) ||
+		apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)
+}
+
+// workloadClaims returns the claims of all the Workload's Pods: each PodSet's template, count times.
+func workloadClaims(wl *kueue.Workload) []pools.Claim {
+	var out []pools.Claim
+	for _, ps := range wl.Spec.PodSets {
+		pod := &corev1.Pod{Spec: ps.Template.Spec}
+		pod.Namespace, pod.Name = wl.Namespace, wl.Name+"/"+string(ps.Name)
+		for i := int32(0); i < max(ps.Count, 1); i++ {
+			out = append(out, pools.PodClaims(pod)...)
+		}
+	}
+	return out
+}
+
+// singleFlavor returns the one flavor the Workload's accelerator credits were assigned.
+func singleFlavor(wl *kueue.Workload) (kueue.ResourceFlavorReference, error) {
+	var found kueue.ResourceFlavorReference
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		for res, f := range psa.Flavors {
+			if !strings.HasPrefix(string(res), "credits.gpustack.ai/") {
+				continue
+			}
+			if found != "" && found != f {
+				return "", fmt.Errorf("the Workload does not resolve to a single accelerator flavor: %s and %s", found, f)
+			}
+			found = f
+		}
+	}
+	if found == "" {
+		return "", fmt.Errorf("the Workload does not resolve to a single accelerator flavor: no credits were assigned")
+	}
+	return found, nil
+}
+
+// describe says what the claims ask for.
+func describe(claims []pools.Claim) string {
+	var parts []string
+	for _, c := range claims {
+		parts = append(parts, c.Demand.String())
+	}
+	return strings.Join(parts, " and ")
+}
+
+func nodeNameSelector(node string) fields.Selector {
+	return fields.OneTermEqualSelector("spec.nodeName", node)
+}

@@ -1,0 +1,68 @@
+package pools
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// NodeCards are one node's cards as its ledger stands, by manufacturer.
+type NodeCards struct {
+	Name  string
+	Cards map[string][]Card
+}
+
+// NodeCardsOf returns a node's cards with the ledger rebuilt from the claims of the Pods bound to it.
+func NodeCardsOf(d *workerv1.Devices, bound []Claim) NodeCards {
+	st, _, _ := Ledger(d, bound)
+	charged := d.DeepCopy()
+	charged.Status = st
+	byID := LedgerCards(charged)
+	out := NodeCards{Name: d.Name, Cards: map[string][]Card{}}
+	for _, g := range d.Spec.Groups {
+		for _, a := range g.Accelerators {
+			out.Cards[g.Manufacturer] = append(out.Cards[g.Manufacturer], byID[a.ID])
+		}
+	}
+	return out
+}
+
+// Place puts all of one workload's claims on the first node that takes them, and returns that node's name
+// and the nodes as they are after it. When no node takes them it returns the reason the closest node gave.
+// The nodes passed in are not changed.
+func Place(nodes []NodeCards, claims []Claim) (string, []NodeCards, error) {
+	if len(nodes) == 0 {
+		return "", nil, fmt.Errorf("no node serves the assigned flavor")
+	}
+	var reasons []string
+	for i, n := range nodes {
+		trial := copyCards(n)
+		ok := true
+		for _, c := range claims {
+			_, after, err := Fit(trial.Cards[c.Manufacturer], c.Demand)
+			if err != nil {
+				reasons = append(reasons, fmt.Sprintf("%s: %v", n.Name, err))
+				ok = false
+				break
+			}
+			trial.Cards[c.Manufacturer] = after
+		}
+		if ok {
+			out := append([]NodeCards(nil), nodes...)
+			out[i] = trial
+			return n.Name, out, nil
+		}
+	}
+	sort.Strings(reasons)
+	return "", nil, fmt.Errorf("%s", strings.Join(reasons, "; "))
+}
+
+func copyCards(n NodeCards) NodeCards {
+	out := NodeCards{Name: n.Name, Cards: make(map[string][]Card, len(n.Cards))}
+	for k, v := range n.Cards {
+		out.Cards[k] = append([]Card(nil), v...)
+	}
+	return out
+}

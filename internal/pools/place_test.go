@@ -1,0 +1,91 @@
+package pools
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// t4Nodes are the walkthrough's T4 nodes: one card on node-t4-a, four on node-t4-b, all free.
+func t4Nodes(cardsPerNode ...int) []NodeCards {
+	var out []NodeCards
+	for i, n := range cardsPerNode {
+		nc := NodeCards{Name: string(rune('a' + i)), Cards: map[string][]Card{}}
+		for j := 0; j < n; j++ {
+			nc.Cards["nvidia"] = append(nc.Cards["nvidia"], Card{ID: nc.Name + string(rune('0'+j)), Remaining: M, Slots: 128})
+		}
+		out = append(out, nc)
+	}
+	return out
+}
+
+func TestPlace(t *testing.T) {
+	slice := func(pct int64) []Claim {
+		return []Claim{{Key: "w", Manufacturer: "nvidia", Demand: Demand{Family: FamilySliced, Units: pct * M / 100}}}
+	}
+	nodes := t4Nodes(1, 4)
+	var placed []string
+	for i := 0; i < 5; i++ {
+		name, after, err := Place(nodes, slice(60))
+		if err != nil {
+			t.Fatalf("60 %% slice %d of 5 on five cards: %v", i+1, err)
+		}
+		nodes, placed = after, append(placed, name)
+	}
+	if got := strings.Join(placed, ","); got != "a,b,b,b,b" {
+		t.Errorf("Five 60 %% slices take one card each, first node first: %s", got)
+	}
+	_, _, err := Place(nodes, slice(60))
+	if err == nil || !strings.Contains(err.Error(), "the largest free piece is 40%") {
+		t.Errorf("A sixth 60 %% slice fits no card, and the reason names the largest free piece: %v", err)
+	}
+	if _, _, err := Place(nodes, slice(30)); err != nil {
+		t.Errorf("A 30 %% slice still fits next to a 60 %% one: %v", err)
+	}
+	if _, _, err := Place(nil, slice(30)); err == nil {
+		t.Error("Without nodes nothing is placed")
+	}
+}
+
+// TestPlaceKeepsEveryCardWhole places 200 random slice, share and whole-card workloads, in any order, on 20
+// cards over 5 nodes, as the admission check does with its inflight workloads: no card ever goes below zero
+// or past its slots, and every placed workload's claims fit where they were put.
+func TestPlaceKeepsEveryCardWhole(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for round := 0; round < 20; round++ {
+		nodes := t4Nodes(4, 4, 4, 4, 4)
+		placed := 0
+		for i := 0; i < 200; i++ {
+			var d Demand
+			switch rng.Intn(3) {
+			case 0:
+				d = Demand{Family: FamilySliced, Units: int64(1+rng.Intn(100)) * M / 100}
+			case 1:
+				d = Demand{Family: FamilyShared, Cards: int64(1 + rng.Intn(2))}
+			default:
+				d = Demand{Family: FamilyExclusive, Cards: int64(1 + rng.Intn(2))}
+			}
+			_, after, err := Place(nodes, []Claim{{Key: "w", Manufacturer: "nvidia", Demand: d}})
+			if err != nil {
+				continue
+			}
+			placed++
+			nodes = after
+			for _, n := range nodes {
+				for _, c := range n.Cards["nvidia"] {
+					if c.Remaining < 0 || c.Remaining > M || c.AllocatedSlices > c.Slots {
+						t.Fatalf("round %d, workload %d: card %s at %d credits, %d of %d slices", round, i, c.ID, c.Remaining, c.AllocatedSlices, c.Slots)
+					}
+					if c.Mode == workerv1.AllocationExclusive && c.Remaining != 0 {
+						t.Fatalf("card %s exclusive with %d credits left", c.ID, c.Remaining)
+					}
+				}
+			}
+		}
+		if placed == 0 || placed == 200 {
+			t.Errorf("round %d placed %d of 200: the test should both fill the cards and be refused", round, placed)
+		}
+	}
+}
