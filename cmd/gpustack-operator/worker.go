@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
@@ -27,6 +28,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/settingstatus"
 	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/internal/settings"
+	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
 
 func runWorker(args []string) error {
@@ -34,6 +36,9 @@ func runWorker(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig; in-cluster configuration when empty")
 	metrics := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 turns it off")
 	health := fs.String("health-probe-bind-address", ":8081", "address of the health probes; 0 turns them off")
+	webhookPort := fs.Int("webhook-port", 0, "port of the admission webhooks (Instance rules, Pod units fold); 0 serves none")
+	webhookHost := fs.String("webhook-host", "", "address the webhooks listen on; all when empty")
+	webhookCertDir := fs.String("webhook-cert-dir", "", "directory with the webhooks' tls.crt and tls.key")
 	agentImage := fs.String("device-manager-image", "", "deploy the device agents with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -43,13 +48,17 @@ func runWorker(args []string) error {
 		return errors.Wrap(err, "cannot load the kubeconfig")
 	}
 	s := scheme.New()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,
 		// The worker reads one Secret, gpustack-settings: cache Secrets of its own namespace only.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{workerv1.SystemNamespace: {}}},
 		}},
-	})
+	}
+	if *webhookPort > 0 {
+		opts.WebhookServer = webhook.NewServer(webhook.Options{Host: *webhookHost, Port: *webhookPort, CertDir: *webhookCertDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return errors.Wrap(err, "cannot create the manager")
 	}
@@ -94,6 +103,15 @@ func runWorker(args []string) error {
 	if err := (&nodedevices.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
 		Log: ctrl.Log.WithName("nodedevices")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node-devices admission check")
+	}
+	if *webhookPort > 0 {
+		if err := webhooks.Setup(mgr); err != nil {
+			return errors.Wrap(err, "cannot set up the webhooks")
+		}
+		// Ready only once the webhooks answer: the API server calls them for every Instance.
+		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return errors.Wrap(err, "cannot add the webhook readiness check")
+		}
 	}
 	return errors.Wrap(mgr.Start(ctx), "manager stopped")
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -456,4 +458,60 @@ func TestStep4(t *testing.T) {
 		"-p", `{"spec":{"type":"gpustack--nvidia-a10g-linux-amd64","stop":false}}`)
 	waitPhase(t, "custom-demo", "Ready")
 	waitTable(t, [][]string{step1Types[0], step1Types[1], a10g("0/0 0/0 0/0 0/0"), step1Types[3]}, "get", "instancetype")
+}
+
+// TestStep6 follows the walkthrough's Step 6: pinned-demo's Pod carries the hostname nodeSelector and the
+// four mounts; a pin to a node that does not exist is refused at creation by the worker's webhook; a pin the
+// scheduler cannot satisfy waits with the scheduler's own reason in phaseMessage.
+func TestStep6(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	kubectl(t, "apply", "-f", testenv.Path("examples", "instances", "pinned-demo.yaml"))
+	t.Cleanup(func() { kubectl(t, "delete", "instance", "pinned-demo", "-n", "default", "--ignore-not-found") })
+	eventually(t, time.Minute, func() (bool, string) {
+		cmd := exec.Command("kubectl", "get", "pod", "pinned-demo", "-n", "default", "-o",
+			"jsonpath={.spec.nodeSelector.kubernetes\\.io/hostname} {.spec.containers[0].volumeMounts[*].mountPath}")
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+		out, _ := cmd.CombinedOutput()
+		return string(out) == "node-t4-b /workspace /mnt/datasets /etc/model/config.json /mnt/host-cache",
+			"pinned-demo's Pod: " + string(out)
+	})
+
+	gone := builders.MakeInstance("default", "pinned-gone", "gpustack--nvidia-tesla-t4-linux-amd64").Accelerators(1).NodeName("node-gone").Obj()
+	err := k.Create(context.Background(), gone)
+	if err == nil || !strings.Contains(err.Error(), `spec.nodeName: Not found: "node-gone"`) {
+		t.Errorf("a pin to a missing node is refused at creation, naming the field: %v", err)
+		_ = k.Delete(context.Background(), gone)
+	}
+
+	// node-cpu has no T4: Kueue admits the T4 pool's quota, the scheduler cannot place the pin.
+	nowhere := builders.MakeInstance("default", "pinned-nowhere", "gpustack--nvidia-tesla-t4-linux-amd64").Accelerators(1).NodeName("node-cpu").Obj()
+	if err := k.Create(context.Background(), nowhere); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), nowhere) })
+	waitPhase(t, "pinned-nowhere", "Starting: unschedulable: 0/4 nodes are available")
+}
+
+// TestPodUnitsFold creates, as a server-side dry run, a raw Pod that asks the T4 pool for a slice of 8192 MiB:
+// the worker's webhook folds it into 800,000 units (half of a 16 GiB card), overwriting what the client set,
+// and defaults the compute budget to 100 %.
+func TestPodUnitsFold(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fold", Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpustack-fnv64-6b371caa2da0b799"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"nvidia.com/gpu.sliced": resource.MustParse("1"),
+				"nvidia.com/gpu.sliced.memory-mib": resource.MustParse("8192"), "nvidia.com/gpu.sliced.units": resource.MustParse("1")},
+		}}}},
+	}
+	if err := k.Create(context.Background(), pod, client.DryRunAll); err != nil {
+		t.Fatal(err)
+	}
+	got := pod.Spec.Containers[0].Resources.Limits
+	units, cores := got["nvidia.com/gpu.sliced.units"], got["nvidia.com/gpu.sliced.cores-percentage"]
+	if units.Value() != 800_000 || cores.Value() != 100 {
+		t.Errorf("the fold gives 800000 units and 100 %% of the cores, got %s and %s", units.String(), cores.String())
+	}
 }

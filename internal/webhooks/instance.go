@@ -1,0 +1,57 @@
+package webhooks
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/instances"
+)
+
+// InstanceValidator refuses an Instance its pool cannot serve, naming the field and the pool.
+type InstanceValidator struct {
+	// Reader reads types and nodes uncached: a node added a moment ago may be pinned.
+	Reader client.Reader
+}
+
+// ValidateCreate checks a new Instance.
+func (v *InstanceValidator) ValidateCreate(ctx context.Context, inst *workerv1.Instance) (admission.Warnings, error) {
+	return nil, v.validate(ctx, inst, nil)
+}
+
+// ValidateUpdate checks an Instance being started or pointed elsewhere.
+func (v *InstanceValidator) ValidateUpdate(ctx context.Context, old, inst *workerv1.Instance) (admission.Warnings, error) {
+	return nil, v.validate(ctx, inst, old)
+}
+
+// ValidateDelete allows every deletion.
+func (v *InstanceValidator) ValidateDelete(context.Context, *workerv1.Instance) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *InstanceValidator) validate(ctx context.Context, inst, old *workerv1.Instance) error {
+	var f instances.Facts
+	it := &workerv1.InstanceType{}
+	switch err := v.Reader.Get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it); {
+	case err == nil && it.DeletionTimestamp == nil:
+		f.Type = it
+	case err != nil && !apierrors.IsNotFound(err):
+		return apierrors.NewInternalError(err)
+	}
+	if inst.Spec.NodeName != "" {
+		switch err := v.Reader.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeName}, &corev1.Node{}); {
+		case err == nil:
+			f.NodeExists = true
+		case !apierrors.IsNotFound(err):
+			return apierrors.NewInternalError(err)
+		}
+	}
+	if errs := instances.Validate(inst, old, f); len(errs) > 0 {
+		return apierrors.NewInvalid(workerv1.GroupVersion.WithKind("Instance").GroupKind(), inst.Name, errs)
+	}
+	return nil
+}

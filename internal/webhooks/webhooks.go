@@ -1,0 +1,63 @@
+// Package webhooks serves the worker's admission webhooks: the Instance rules that need the pool
+// (validating), and the Pod units fold that turns a slice's memory budget into the credits Kueue charges
+// (mutating). The rules a Pod alone decides are policies (policies/), not here.
+package webhooks
+
+import (
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// Paths and configuration names of the webhooks. The mutating configuration's name sorts before Kueue's, so
+// the API server folds the units before Kueue reads the Pod.
+const (
+	InstancePath   = "/validate-instance"
+	PodPath        = "/mutate-pod"
+	ValidatingName = "gpustack-worker-validation"
+	MutatingName   = "gpustack-worker-mutation"
+)
+
+// Setup registers the webhooks with the manager's webhook server.
+func Setup(mgr ctrl.Manager) error {
+	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.Instance{}).WithValidator(&InstanceValidator{Reader: mgr.GetAPIReader()}).
+		WithValidatorCustomPath(InstancePath).Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(&PodFolder{Reader: mgr.GetAPIReader()}).
+		WithDefaulterCustomPath(PodPath).Complete()
+}
+
+// Configurations returns the webhook configurations, each webhook reached through clientConfig(path): a
+// Service in a cluster, a loopback URL on the local cluster.
+func Configurations(clientConfig func(path string) admissionv1.WebhookClientConfig) (*admissionv1.MutatingWebhookConfiguration, *admissionv1.ValidatingWebhookConfiguration) {
+	none := admissionv1.SideEffectClassNone
+	fail := admissionv1.Fail
+	mutating := &admissionv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: MutatingName},
+		Webhooks: []admissionv1.MutatingWebhook{{
+			Name: "pods.worker.gpustack.ai", ClientConfig: clientConfig(PodPath),
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+			// Only Pods that queue: the fold is for Kueue's credits.
+			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "kueue.x-k8s.io/queue-name", Operator: metav1.LabelSelectorOpExists}}},
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
+		}},
+	}
+	validating := &admissionv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: ValidatingName},
+		Webhooks: []admissionv1.ValidatingWebhook{{
+			Name: "instances.worker.gpustack.ai", ClientConfig: clientConfig(InstancePath),
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+				Rule: admissionv1.Rule{APIGroups: []string{workerv1.GroupVersion.Group}, APIVersions: []string{"v1"}, Resources: []string{"instances"}}}},
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	return mutating, validating
+}
