@@ -1,6 +1,6 @@
 // Package webhooks serves the worker's admission webhooks: the Instance rules that need the pool
-// (validating), and the Pod units fold that turns a slice's memory budget into the credits Kueue charges
-// (mutating). The rules a Pod alone decides are policies (policies/), not here.
+// (validating), the Pod units fold that turns a slice's memory budget into the credits Kueue charges, and
+// the enrichment of an authored InstanceType from the catalog (mutating). The rules a Pod alone decides are policies (policies/), not here.
 package webhooks
 
 import (
@@ -16,16 +16,21 @@ import (
 // Paths and configuration names of the webhooks. The mutating configuration's name sorts before Kueue's, so
 // the API server folds the units before Kueue reads the Pod.
 const (
-	InstancePath   = "/validate-instance"
-	PodPath        = "/mutate-pod"
-	ValidatingName = "gpustack-worker-validation"
-	MutatingName   = "gpustack-worker-mutation"
+	InstancePath     = "/validate-instance"
+	InstanceTypePath = "/mutate-instancetype"
+	PodPath          = "/mutate-pod"
+	ValidatingName   = "gpustack-worker-validation"
+	MutatingName     = "gpustack-worker-mutation"
 )
 
 // Setup registers the webhooks with the manager's webhook server.
 func Setup(mgr ctrl.Manager) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.Instance{}).WithValidator(&InstanceValidator{Reader: mgr.GetAPIReader()}).
 		WithValidatorCustomPath(InstancePath).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.InstanceType{}).WithDefaulter(&InstanceTypeDefaulter{Reader: mgr.GetAPIReader()}).
+		WithDefaulterCustomPath(InstanceTypePath).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(&PodFolder{Reader: mgr.GetAPIReader()}).
@@ -48,6 +53,11 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 				{Key: "kueue.x-k8s.io/queue-name", Operator: metav1.LabelSelectorOpExists}}},
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
+		}, {
+			Name: "instancetypes.worker.gpustack.ai", ClientConfig: clientConfig(InstanceTypePath),
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule: admissionv1.Rule{APIGroups: []string{workerv1.GroupVersion.Group}, APIVersions: []string{"v1"}, Resources: []string{"instancetypes"}}}},
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
 	validating := &admissionv1.ValidatingWebhookConfiguration{

@@ -438,6 +438,9 @@ func TestStep4(t *testing.T) {
 		return []string{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", views, "0/0", "Active"}
 	}
 	waitTable(t, [][]string{step1Types[0], custom("1/1 1/10 100/100 0/0"), step1Types[1], step1Types[2], step1Types[3]}, "get", "instancetype")
+	if got := kubectl(t, "get", "instancetype", "a10g-12c128g", "-o", "jsonpath={.spec.product} {.spec.memory} {.spec.feature.logicalSliced.maxSize} {.metadata.labels.schedule\\.gpustack\\.ai/queue-entrance}"); got != "NVIDIA-A10G 24Gi 128 gpustack-fnv64-d4c0e6cd72686015" {
+		t.Errorf("the defaulting webhook enriches the authored type from the catalog and stamps its entrance: %q", got)
+	}
 
 	inst := builders.MakeInstance("default", "custom-demo", "a10g-12c128g").Accelerators(1).Obj()
 	if err := k.Create(ctx, inst); err != nil {
