@@ -178,6 +178,22 @@ func TestStep5(t *testing.T) {
 	if diff := cmp.Diff([][]string{{"CPU"}, {"true"}}, got); diff != "" {
 		t.Errorf("the CPU-aware queue's labels carry the CPU key: -want, +got:\n%s", diff)
 	}
+
+	// Re-purpose a drained Instance as Step 5 does: stopped on a type that is gone, it is pointed at the
+	// CPU-aware A10G pool with stop cleared, and runs.
+	drained := builders.MakeInstance("default", "custom-demo-5", "a10g-12c128g").Accelerators(1).Stopped(true).Obj()
+	if err := k.Create(context.Background(), drained); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), drained) })
+	waitPhase(t, "custom-demo-5", "Stopped")
+	kubectl(t, "patch", "instance", "custom-demo-5", "-n", "default", "--type=merge",
+		"-p", `{"spec":{"type":"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64","stop":false}}`)
+	waitPhase(t, "custom-demo-5", "Ready")
+	eventually(t, time.Minute, func() (bool, string) {
+		got := kubectl(t, "get", "instancetype", "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64", "-o", "jsonpath={.status.summary.accelerator}")
+		return got == "0/0 0/0 0/0 0/0", "the CPU-aware A10G pool gives its card to custom-demo-5: " + got
+	})
 }
 
 // TestUnreadableNode gives a node a label the composer cannot read: the node gets an event naming the label
