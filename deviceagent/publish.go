@@ -1,6 +1,6 @@
 // Package deviceagent is the per-node agent: it runs a device provider and publishes what it found as the
 // node's device-manager NodeFeature (acceleratable.feature.gpustack.ai/* labels, which NFD copies onto the
-// Node) and the node's Devices object (inventory in spec, a fresh ledger in status).
+// Node) and the node's Devices object (the inventory, in spec; the ledger in status is the worker's).
 package deviceagent
 
 import (
@@ -84,20 +84,6 @@ func Spec(devices []providers.Device) workerv1.DevicesSpec {
 	return spec
 }
 
-// FreshLedger returns a ledger with every card of the spec free.
-func FreshLedger(spec workerv1.DevicesSpec) workerv1.DevicesStatus {
-	var st workerv1.DevicesStatus
-	for _, g := range spec.Groups {
-		ga := workerv1.GroupAllocation{ID: g.ID, Manufacturer: g.Manufacturer}
-		for _, a := range g.Accelerators {
-			ga.Accelerators = append(ga.Accelerators, workerv1.AcceleratorAllocation{ID: a.ID, Index: a.Index,
-				Mode: workerv1.AllocationNone, Remaining: workerv1.CreditsPerAccelerator})
-		}
-		st.Groups = append(st.Groups, ga)
-	}
-	return st
-}
-
 type productGroup struct {
 	key   string
 	first providers.Device
@@ -133,7 +119,6 @@ func setIf(l map[string]string, k, v string) {
 
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices/status,verbs=get;update
 
 // Publisher writes a node's NodeFeature and Devices object, and nothing when nothing changed.
 type Publisher struct {
@@ -187,10 +172,7 @@ func (p *Publisher) publishDevices(ctx context.Context, node string, devices []p
 	switch {
 	case apierrors.IsNotFound(err):
 		d = &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: labels}, Spec: spec}
-		if err := p.Client.Create(ctx, d); err != nil {
-			return errors.Wrap(err, "cannot create Devices")
-		}
-		return p.addNewCards(ctx, d)
+		return errors.Wrap(p.Client.Create(ctx, d), "cannot create Devices")
 	case err != nil:
 		return errors.Wrap(err, "cannot get Devices")
 	}
@@ -204,52 +186,9 @@ func (p *Publisher) publishDevices(ctx context.Context, node string, devices []p
 			d.Labels[k] = v
 		}
 	}
-	if changed {
-		d.Spec = spec
-		if err := p.Client.Update(ctx, d); err != nil {
-			return errors.Wrap(err, "cannot update Devices")
-		}
-	}
-	return p.addNewCards(ctx, d)
-}
-
-// addNewCards gives every card of the Devices object's spec that its ledger does not list yet a free entry.
-func (p *Publisher) addNewCards(ctx context.Context, d *workerv1.Devices) error {
-	ledger, added := withNewCards(d.Status, d.Spec)
-	if !added {
+	if !changed {
 		return nil
 	}
-	d.Status = ledger
-	return errors.Wrap(p.Client.Status().Update(ctx, d), "cannot add new cards to the Devices ledger")
-}
-
-// withNewCards returns the ledger with a free entry for every card of the spec it does not list yet, and
-// whether it added any. Entries of known cards are the ledger owner's and stay as they are.
-func withNewCards(status workerv1.DevicesStatus, spec workerv1.DevicesSpec) (workerv1.DevicesStatus, bool) {
-	out := *status.DeepCopy()
-	added := false
-	for _, fresh := range FreshLedger(spec).Groups {
-		gi := -1
-		for i := range out.Groups {
-			if out.Groups[i].ID == fresh.ID {
-				gi = i
-			}
-		}
-		if gi < 0 {
-			out.Groups = append(out.Groups, fresh)
-			added = true
-			continue
-		}
-		for _, a := range fresh.Accelerators {
-			known := false
-			for _, b := range out.Groups[gi].Accelerators {
-				known = known || b.ID == a.ID
-			}
-			if !known {
-				out.Groups[gi].Accelerators = append(out.Groups[gi].Accelerators, a)
-				added = true
-			}
-		}
-	}
-	return out, added
+	d.Spec = spec
+	return errors.Wrap(p.Client.Update(ctx, d), "cannot update Devices")
 }

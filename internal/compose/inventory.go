@@ -34,7 +34,7 @@ func NodesFromInventory(ctx context.Context, inv *inventory.Inventory) ([]pools.
 			return nil, err
 		}
 		spec := deviceagent.Spec(devices)
-		n.AttachLedger(&workerv1.Devices{Spec: spec, Status: deviceagent.FreshLedger(spec)})
+		n.AttachLedger(&workerv1.Devices{Spec: spec}) // no ledger yet: every card is free
 		out = append(out, n)
 	}
 	return out, nil

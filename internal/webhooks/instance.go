@@ -14,8 +14,19 @@ import (
 
 // InstanceValidator refuses an Instance its pool cannot serve, naming the field and the pool.
 type InstanceValidator struct {
-	// Reader reads types and nodes uncached: a node added a moment ago may be pinned.
+	// Reader reads types and nodes from the cache, so a burst of Instances costs the API server nothing.
 	Reader client.Reader
+	// Live reads what the cache does not have yet: a type or node created a moment ago.
+	Live client.Reader
+}
+
+// get reads from the cache, and from the API server when the cache does not have the object.
+func (v *InstanceValidator) get(ctx context.Context, key client.ObjectKey, o client.Object) error {
+	err := v.Reader.Get(ctx, key, o)
+	if apierrors.IsNotFound(err) && v.Live != nil {
+		return v.Live.Get(ctx, key, o)
+	}
+	return err
 }
 
 // ValidateCreate checks a new Instance.
@@ -36,14 +47,14 @@ func (v *InstanceValidator) ValidateDelete(context.Context, *workerv1.Instance) 
 func (v *InstanceValidator) validate(ctx context.Context, inst, old *workerv1.Instance) error {
 	var f instances.Facts
 	it := &workerv1.InstanceType{}
-	switch err := v.Reader.Get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it); {
+	switch err := v.get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it); {
 	case err == nil && it.DeletionTimestamp == nil:
 		f.Type = it
 	case err != nil && !apierrors.IsNotFound(err):
 		return apierrors.NewInternalError(err)
 	}
 	if inst.Spec.NodeName != "" {
-		switch err := v.Reader.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeName}, &corev1.Node{}); {
+		switch err := v.get(ctx, client.ObjectKey{Name: inst.Spec.NodeName}, &corev1.Node{}); {
 		case err == nil:
 			f.NodeExists = true
 		case !apierrors.IsNotFound(err):

@@ -15,7 +15,7 @@ import (
 // accelerated type that names only its acceleratorGroup, copies the descriptors (manufacturer, product,
 // family, memory, cores, slicing) from the catalog flavor of that group.
 type InstanceTypeDefaulter struct {
-	// Reader reads the catalog.
+	// Reader reads the catalog, from the cache.
 	Reader client.Reader
 }
 

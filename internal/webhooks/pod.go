@@ -16,7 +16,7 @@ import (
 // PodFolder folds a queued Pod's slice budget into units: .sliced.units is the memory asked, as a share of
 // the pool's card, in credits. The card comes from the InstanceType whose entrance the Pod queues in.
 type PodFolder struct {
-	// Reader reads InstanceTypes.
+	// Reader reads InstanceTypes, from the cache.
 	Reader client.Reader
 }
 

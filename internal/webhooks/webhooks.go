@@ -25,15 +25,15 @@ const (
 
 // Setup registers the webhooks with the manager's webhook server.
 func Setup(mgr ctrl.Manager) error {
-	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.Instance{}).WithValidator(&InstanceValidator{Reader: mgr.GetAPIReader()}).
+	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.Instance{}).WithValidator(&InstanceValidator{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()}).
 		WithValidatorCustomPath(InstancePath).Complete(); err != nil {
 		return err
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.InstanceType{}).WithDefaulter(&InstanceTypeDefaulter{Reader: mgr.GetAPIReader()}).
+	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.InstanceType{}).WithDefaulter(&InstanceTypeDefaulter{Reader: mgr.GetClient()}).
 		WithDefaulterCustomPath(InstanceTypePath).Complete(); err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(&PodFolder{Reader: mgr.GetAPIReader()}).
+	return ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(&PodFolder{Reader: mgr.GetClient()}).
 		WithDefaulterCustomPath(PodPath).Complete()
 }
 

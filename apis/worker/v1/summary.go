@@ -3,15 +3,27 @@ package v1
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// FormatView renders a view as the printer columns show it: onceMaxRequest/remaining. A missing view is 0/0.
+// FormatView renders a view as the printer columns show it: onceMaxRequest/remaining, whole counts written
+// out (2000, not 2k). A missing view is 0/0.
 func FormatView(v *CapacityView) string {
 	if v == nil {
 		return "0/0"
 	}
-	return v.OnceMaxRequest.String() + "/" + v.Remaining.String()
+	return count(v.OnceMaxRequest) + "/" + count(v.Remaining)
+}
+
+// count writes a whole quantity as a plain number, and anything else as the quantity does.
+func count(q resource.Quantity) string {
+	if q.CmpInt64(q.Value()) == 0 {
+		return strconv.FormatInt(q.Value(), 10)
+	}
+	return q.String()
 }
 
 // FormatUnit renders the UNIT(CPU/RAM)/STORAGE cell of a type: 8/64Gi/100Gi.

@@ -48,6 +48,21 @@ func TestSummarize(t *testing.T) {
 			},
 			want: InstanceTypeSummary{Unit: "1/2Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "48/72"},
 		},
+		"BigPool": {
+			reason: "Twenty cards print their 2000 percent of slices as a number, not as the quantity 2k.",
+			it: InstanceType{
+				Spec: InstanceTypeSpec{
+					UnitResources: UnitResources{CPU: resource.MustParse("8"), RAM: resource.MustParse("64Gi")},
+					LocalStorage:  resource.MustParse("100Gi"),
+				},
+				Status: InstanceTypeStatus{
+					Accelerator:       view(20, 4, 20),
+					AcceleratorShared: view(200, 4, 200),
+					AcceleratorSliced: view(2000, 100, 2000),
+				},
+			},
+			want: InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "4/20 4/200 100/2000 0/0", CPU: "0/0"},
+		},
 		"Partitions": {
 			reason: "Remaining partitions print sorted by profile for -o wide.",
 			it: InstanceType{

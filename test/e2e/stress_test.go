@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/internal/builders"
+	"github.com/gpustack/gpustack-operator/internal/inventory"
+	"github.com/gpustack/gpustack-operator/internal/localcluster"
+	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+)
+
+// TestConcurrentRequests adds five nodes of four L4 cards each (20 cards) and fires 200 slice and whole-card
+// Instances at their pool at once. Throughout, no card's ledger goes below zero or past its slots, and the
+// cards recorded on the running Pods never hold more than a card has: every admitted Pod fits.
+func TestConcurrentRequests(t *testing.T) {
+	skipWithoutCluster(t)
+	ctx := context.Background()
+	var nodes []inventory.Node
+	for i := 0; i < 5; i++ {
+		nodes = append(nodes, inventory.Node{Name: fmt.Sprintf("stress-%d", i), OS: "linux", Arch: "amd64",
+			CPU:    inventory.CPU{Vendor: "AMD", Model: "AMD EPYC 9354", Cores: 32},
+			Memory: resource.MustParse("256Gi"), Storage: resource.MustParse("1Ti"),
+			Accelerators: []inventory.Accelerators{{Vendor: "nvidia", Product: "NVIDIA L4", Count: 4, Memory: resource.MustParse("24Gi"),
+				Cores: 7424, Family: "Ada-Lovelace", ComputeCapability: "8.9", DriverVersion: "580.159.03", RuntimeVersion: "13.0"}}})
+	}
+	pub := &deviceagent.Publisher{Client: k}
+	for _, n := range nodes {
+		if err := k.Create(ctx, localcluster.NodeFor(n)); err != nil {
+			t.Fatal(err)
+		}
+		cards, _ := simulated.New(n).Detect(ctx)
+		if err := pub.Publish(ctx, n.Name, cards); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pool = "gpustack--nvidia-l4-linux-amd64"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = k.DeleteAllOf(ctx, &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": "stress"})
+		for _, n := range nodes {
+			_ = k.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+			_ = k.Delete(ctx, &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+			for _, nf := range []string{deviceagent.NodeFeatureName(n.Name), n.Name + "-gpustack-worker"} {
+				_ = k.Delete(ctx, &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: nf}})
+			}
+		}
+		_ = k.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: pool}})
+		waitTable(t, step1Types, "get", "instancetype")
+	})
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		out := kubectl(t, "get", "instancetype", "-o", "jsonpath={.items[?(@.metadata.name==\""+pool+"\")].status.summary.accelerator}")
+		return out == "4/20 4/200 100/2000 0/0", "the L4 pool of 20 cards: " + out
+	})
+
+	rng := rand.New(rand.NewSource(7))
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := 0; i < 200; i++ {
+		w := builders.MakeInstance("default", fmt.Sprintf("stress-%03d", i), pool)
+		if rng.Intn(3) == 0 {
+			w.Accelerators(int32(1 + rng.Intn(2)))
+		} else {
+			w.Slice(int32(10+10*rng.Intn(6)), 100)
+		}
+		inst := w.Obj()
+		inst.Labels = map[string]string{"e2e": "stress"}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- k.Create(ctx, inst)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Watch until the number of running Instances has not changed for 15 s.
+	last, since := -1, time.Now()
+	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline) && time.Since(since) < 15*time.Second; time.Sleep(time.Second) {
+		running := checkCards(t, ctx, nodes)
+		if running != last {
+			last, since = running, time.Now()
+		}
+	}
+	if last < 10 {
+		t.Errorf("only %d of 200 Instances ran on 20 cards", last)
+	}
+	t.Logf("%d of 200 Instances ran on 20 cards", last)
+}
+
+// checkCards checks the invariants on the stress nodes and returns how many Pods run there.
+func checkCards(t *testing.T, ctx context.Context, nodes []inventory.Node) int {
+	t.Helper()
+	running := 0
+	for _, n := range nodes {
+		d := &workerv1.Devices{}
+		if err := k.Get(ctx, client.ObjectKey{Name: n.Name}, d); err != nil {
+			t.Fatal(err)
+		}
+		slots := map[string]int32{}
+		for _, g := range d.Spec.Groups {
+			for _, a := range g.Accelerators {
+				if ls := a.Status.LogicalSliced; ls != nil {
+					slots[a.ID] = ls.Count
+				}
+			}
+		}
+		for _, g := range d.Status.Groups {
+			for _, a := range g.Accelerators {
+				if a.Remaining < 0 || a.Remaining > pools.M || a.AllocatedSlices > slots[a.ID] {
+					t.Fatalf("node %s card %s: %d credits left, %d of %d slices", n.Name, a.ID, a.Remaining, a.AllocatedSlices, slots[a.ID])
+				}
+			}
+		}
+		var pods corev1.PodList
+		if err := k.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
+			t.Fatal(err)
+		}
+		used := map[string]int64{}
+		exclusive := map[string]int{}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			running++
+			for _, c := range pools.PodClaims(p) {
+				for _, card := range c.Cards {
+					switch c.Demand.Family {
+					case pools.FamilyExclusive:
+						used[card] += pools.M
+						exclusive[card]++
+					case pools.FamilySliced:
+						used[card] += c.Demand.Units
+					}
+				}
+			}
+		}
+		for card, u := range used {
+			if u > pools.M || exclusive[card] > 1 {
+				t.Fatalf("node %s card %s holds %d credits of running Pods (%d exclusive): a Pod does not fit", n.Name, card, u, exclusive[card])
+			}
+		}
+	}
+	return running
+}
