@@ -102,7 +102,7 @@ func (a *Agent) servePlugins(ctx context.Context) {
 				continue
 			}
 			p := &deviceplugin.Plugin{Resource: r, Cards: a.currentCards, Ledger: a.ledger, Runtime: a.Runtime,
-				Budgets: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node}, Reservations: a.reservations[v.Key]}
+				Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node}, Reservations: a.reservations[v.Key]}
 			if _, err := deviceplugin.Serve(ctx, a.PluginDir, p); err != nil {
 				a.Log.Error(err, "cannot serve the device plugin", "resource", r.Name)
 				continue

@@ -56,6 +56,7 @@ func TestPodBudgets(t *testing.T) {
 		time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
 	}
 	second := slicePod("second", "budget-node", map[string]string{"memory-mib": "8192"})
+	second.Annotations = map[string]string{"device.gpustack.ai/accelerator.allocated": `{"main":["GPU-7"]}`}
 	if err := c.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
@@ -75,5 +76,8 @@ func TestPodBudgets(t *testing.T) {
 	got, err = budgets.Budget(ctx, sliced, card)
 	if diff := cmp.Diff(deviceplugin.Budget{MemoryMiB: 8192, CoresPercent: 100}, got); diff != "" || err != nil {
 		t.Errorf("The second Pod's 8192 MiB at full compute: %v, -want, +got:\n%s", err, diff)
+	}
+	if diff := cmp.Diff([]string{"GPU-7"}, budgets.Cards(ctx, sliced)); diff != "" {
+		t.Errorf("The card the ledger recorded for the second Pod: -want, +got:\n%s", diff)
 	}
 }

@@ -2,6 +2,7 @@ package deviceplugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpustack/gpustack-operator/internal/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
@@ -28,42 +30,64 @@ type PodBudgets struct {
 // .sliced.memory-mib or from .sliced.memory-percentage of the card, its compute from .sliced.cores-percentage
 // (100 when not given).
 func (b PodBudgets) Budget(ctx context.Context, r Resource, card providers.Device) (Budget, error) {
+	base := r.Vendor.ResourceName + ".sliced"
+	pod, c, err := b.pending(ctx, base)
+	if err != nil {
+		return Budget{}, err
+	}
+	limits := c.Resources.Limits
+	budget := Budget{CoresPercent: 100}
+	if q, ok := limits[corev1.ResourceName(base+".cores-percentage")]; ok {
+		budget.CoresPercent = q.Value()
+	}
+	switch {
+	case has(limits, base+".memory-percentage"):
+		q := limits[corev1.ResourceName(base+".memory-percentage")]
+		budget.MemoryMiB = card.MemoryMiB * q.Value() / 100
+	case has(limits, base+".memory-mib"):
+		q := limits[corev1.ResourceName(base+".memory-mib")]
+		budget.MemoryMiB = q.Value()
+	default:
+		return Budget{}, fmt.Errorf("pod %s/%s container %s asks for %s without %s.memory-percentage or %s.memory-mib",
+			pod.Namespace, pod.Name, c.Name, base, base, base)
+	}
+	return budget, nil
+}
+
+// Cards returns the cards the ledger recorded for the pending container that asks for the resource, so the
+// kubelet hands out the cards the ledger charged; none when nothing is recorded yet.
+func (b PodBudgets) Cards(ctx context.Context, r Resource) []string {
+	pod, c, err := b.pending(ctx, r.Name)
+	if err != nil {
+		return nil
+	}
+	recorded := map[string][]string{}
+	_ = json.Unmarshal([]byte(pod.Annotations[pools.AnnotationAllocated]), &recorded)
+	return recorded[c.Name]
+}
+
+// pending returns the oldest Pod of the node with a container that asks for the resource and has not started.
+func (b PodBudgets) pending(ctx context.Context, resourceName string) (*corev1.Pod, *corev1.Container, error) {
 	var pods corev1.PodList
 	if err := b.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", b.Node)}); err != nil {
-		return Budget{}, fmt.Errorf("cannot list the Pods of node %s: %w", b.Node, err)
+		return nil, nil, fmt.Errorf("cannot list the Pods of node %s: %w", b.Node, err)
 	}
 	sort.Slice(pods.Items, func(i, j int) bool {
 		return pods.Items[i].CreationTimestamp.Before(&pods.Items[j].CreationTimestamp)
 	})
-	base := r.Vendor.ResourceName + ".sliced"
-	for _, pod := range pods.Items {
+	for i := range pods.Items {
+		pod := &pods.Items[i]
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
 			continue
 		}
-		for _, c := range pod.Spec.Containers {
-			limits := c.Resources.Limits
-			if _, ok := limits[corev1.ResourceName(base)]; !ok || started(pod, c.Name) {
-				continue
+		for j := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[j]
+			if _, ok := c.Resources.Limits[corev1.ResourceName(resourceName)]; ok && !started(*pod, c.Name) {
+				return pod, c, nil
 			}
-			budget := Budget{CoresPercent: 100}
-			if q, ok := limits[corev1.ResourceName(base+".cores-percentage")]; ok {
-				budget.CoresPercent = q.Value()
-			}
-			switch {
-			case has(limits, base+".memory-percentage"):
-				q := limits[corev1.ResourceName(base+".memory-percentage")]
-				budget.MemoryMiB = card.MemoryMiB * q.Value() / 100
-			case has(limits, base+".memory-mib"):
-				q := limits[corev1.ResourceName(base+".memory-mib")]
-				budget.MemoryMiB = q.Value()
-			default:
-				return Budget{}, fmt.Errorf("pod %s/%s container %s asks for %s without %s.memory-percentage or %s.memory-mib",
-					pod.Namespace, pod.Name, c.Name, base, base, base)
-			}
-			return budget, nil
 		}
 	}
-	return Budget{}, fmt.Errorf("no Pod on node %s is waiting for %s", b.Node, base)
+	return nil, nil, fmt.Errorf("no Pod on node %s is waiting for %s", b.Node, resourceName)
 }
 
 func has(l corev1.ResourceList, name string) bool {

@@ -12,10 +12,12 @@ import (
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
-// BudgetSource tells the slice budget of the container a sliced allocation is for. The kubelet's Allocate
-// names only devices, so the budget is read from the Pod the allocation belongs to.
-type BudgetSource interface {
+// PendingSource tells about the container an allocation is for: its slice budget, and the cards the ledger
+// recorded for it. The kubelet's calls name only devices, so both are read from the Pod the allocation
+// belongs to.
+type PendingSource interface {
 	Budget(ctx context.Context, r Resource, card providers.Device) (Budget, error)
+	Cards(ctx context.Context, r Resource) []string
 }
 
 // Plugin serves one resource to the kubelet.
@@ -28,8 +30,8 @@ type Plugin struct {
 	Cards func() []providers.Device
 	// Ledger returns the node's ledger by card ID; nil or an error means every card counts as free.
 	Ledger func(ctx context.Context) (map[string]pools.Card, error)
-	// Budgets tells a slice's budget; required for a sliced resource.
-	Budgets BudgetSource
+	// Pending tells a slice's budget (required for a sliced resource) and the cards the ledger recorded.
+	Pending PendingSource
 	// Runtime says where the soft-slicing libraries are staged.
 	Runtime Runtime
 	// Reservations are the cards recently handed to the vendor's other resources, which the visibility
@@ -102,6 +104,18 @@ func (p *Plugin) prefer(ctx context.Context, available, mustInclude []string, si
 		}
 		return tokensOn(available, ids)
 	}
+	// The ledger placed the container when its Pod was bound: hand out those cards when they are available.
+	if p.Pending != nil {
+		if recorded := p.Pending.Cards(ctx, p.Resource); len(recorded) > 0 {
+			if p.Resource.Kind == Whole {
+				if len(recorded) == size && subset(recorded, available) {
+					return recorded
+				}
+			} else if tokens := tokensOn(available, recorded); len(tokens) == size {
+				return tokens
+			}
+		}
+	}
 	ledger := map[string]pools.Card{}
 	if p.Ledger != nil {
 		if l, err := p.Ledger(ctx); err == nil {
@@ -126,8 +140,8 @@ func (p *Plugin) prefer(ctx context.Context, available, mustInclude []string, si
 		d.Family = pools.FamilyShared
 	case Sliced:
 		d.Family, d.Units = pools.FamilySliced, 1
-		if len(ids) > 0 && p.Budgets != nil {
-			if b, err := p.Budgets.Budget(ctx, p.Resource, byID[ids[0]]); err == nil && byID[ids[0]].MemoryMiB > 0 {
+		if len(ids) > 0 && p.Pending != nil {
+			if b, err := p.Pending.Budget(ctx, p.Resource, byID[ids[0]]); err == nil && byID[ids[0]].MemoryMiB > 0 {
 				d.Units = max(1, b.MemoryMiB*pools.M/byID[ids[0]].MemoryMiB)
 			}
 		}
@@ -174,10 +188,10 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 			if len(creq.DevicesIds) != 1 {
 				return nil, fmt.Errorf("%s: a slice is always one card, got %d", p.Resource.Name, len(creq.DevicesIds))
 			}
-			if p.Budgets == nil {
+			if p.Pending == nil {
 				return nil, fmt.Errorf("%s: no source of slice budgets", p.Resource.Name)
 			}
-			b, err := p.Budgets.Budget(ctx, p.Resource, cards[0])
+			b, err := p.Pending.Budget(ctx, p.Resource, cards[0])
 			if err != nil {
 				return nil, fmt.Errorf("%s: cannot tell the slice's budget: %w", p.Resource.Name, err)
 			}
@@ -226,6 +240,20 @@ func distinctCards(tokens []string) []string {
 		}
 	}
 	return out
+}
+
+// subset reports whether every one of ids is in all.
+func subset(ids, all []string) bool {
+	for _, id := range ids {
+		found := false
+		for _, a := range all {
+			found = found || a == id
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // tokensOn picks one available token on each of the cards; nil when a card has none.

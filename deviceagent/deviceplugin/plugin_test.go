@@ -65,10 +65,27 @@ func dial(t *testing.T, dir, resource string) pluginapi.DevicePluginClient {
 	return pluginapi.NewDevicePluginClient(conn)
 }
 
-type budgets map[string]Budget
+// pending stands for the Pods being allocated: their slice budgets by card, the cards recorded by resource.
+type pending struct {
+	mu      sync.Mutex
+	budgets map[string]Budget
+	cards   map[string][]string
+}
 
-func (b budgets) Budget(_ context.Context, _ Resource, card providers.Device) (Budget, error) {
-	return b[card.UUID], nil
+func (p *pending) Budget(_ context.Context, _ Resource, card providers.Device) (Budget, error) {
+	return p.budgets[card.UUID], nil
+}
+
+func (p *pending) Cards(_ context.Context, r Resource) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cards[r.Name]
+}
+
+func (p *pending) record(cards map[string][]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cards = cards
 }
 
 // a10g is a card of the walkthrough's A10G node.
@@ -98,10 +115,11 @@ func TestPlugin(t *testing.T) {
 	reservations := &Reservations{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	pend := &pending{budgets: map[string]Budget{"GPU-a10g-0": {MemoryMiB: 4915, CoresPercent: 50}, "GPU-a10g-1": {MemoryMiB: 4915, CoresPercent: 50}}}
 	plugins := map[Kind]*Plugin{}
 	for _, r := range Resources(nvidia) {
 		p := &Plugin{Resource: r, Cards: current, Ledger: ledger, Runtime: rt, Reservations: reservations,
-			Budgets: budgets{"GPU-a10g-0": {MemoryMiB: 4915, CoresPercent: 50}, "GPU-a10g-1": {MemoryMiB: 4915, CoresPercent: 50}}}
+			Pending: pend}
 		if _, err := Serve(ctx, dir, p); err != nil {
 			t.Fatal(err)
 		}
@@ -167,6 +185,7 @@ func TestPlugin(t *testing.T) {
 		cases := map[string]struct {
 			reason    string
 			resource  string
+			recorded  map[string][]string
 			available []string
 			size      int32
 			want      []string
@@ -177,12 +196,18 @@ func TestPlugin(t *testing.T) {
 				resource:  "nvidia.com/gpu.sliced",
 				available: []string{"GPU-a10g-1::sliced-0", "GPU-a10g-0::sliced-1", "GPU-a10g-0::sliced-2"}, size: 1,
 				want: []string{"GPU-a10g-0::sliced-1"}},
+			"RecordedCardFirst": {reason: "A slice the ledger recorded on the free card gets that card, not the fullest one.",
+				resource: "nvidia.com/gpu.sliced", recorded: map[string][]string{"nvidia.com/gpu.sliced": {"GPU-a10g-1"}},
+				available: []string{"GPU-a10g-0::sliced-1", "GPU-a10g-1::sliced-0"}, size: 1,
+				want: []string{"GPU-a10g-1::sliced-0"}},
 			"SharesNeedDistinctFreeCards": {reason: "Two shares need two cards that can give one; the sliced card cannot, so nothing is preferred.",
 				resource:  "nvidia.com/gpu.shared",
 				available: []string{"GPU-a10g-0::shared-0", "GPU-a10g-1::shared-0", "GPU-a10g-1::shared-1"}, size: 2},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
+				pend.record(tc.recorded)
+				defer pend.record(nil)
 				resp, err := dial(t, dir, tc.resource).GetPreferredAllocation(ctx, &pluginapi.PreferredAllocationRequest{
 					ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{AvailableDeviceIDs: tc.available, AllocationSize: tc.size}}})
 				if err != nil {
