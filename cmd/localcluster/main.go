@@ -52,6 +52,7 @@ func up(args []string) error {
 	noKueue := fs.Bool("no-kueue", false, "do not start the Kueue controller")
 	noNFD := fs.Bool("no-nfd", false, "do not start nfd-master")
 	operator := fs.String("operator", "", "the gpustack-operator binary to run as the worker and the simulated device agents")
+	policies := fs.String("policies", "policies/cel", "comma-separated directories of admission policies to install with the operator; empty installs none")
 	_ = fs.Parse(args)
 
 	nodes, err := inventory.Load(*inv)
@@ -68,10 +69,14 @@ func up(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := localcluster.Start(ctx, localcluster.Config{
+	cfg := localcluster.Config{
 		BinDir: absBin, Dir: absDir, Inventory: nodes, CRDPaths: strings.Split(*crds, ","),
 		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, Progress: os.Stderr,
-	})
+	}
+	if *operator != "" && *policies != "" {
+		cfg.PolicyPaths = strings.Split(*policies, ",")
+	}
+	c, err := localcluster.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}

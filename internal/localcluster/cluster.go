@@ -48,6 +48,9 @@ type Config struct {
 	Inventory *inventory.Inventory
 	// CRDPaths are files or directories of this project's CRDs, installed before anything else runs.
 	CRDPaths []string
+	// PolicyPaths are directories of ValidatingAdmissionPolicies and bindings (policies/cel), installed
+	// once the operator runs (the gates read its Settings).
+	PolicyPaths []string
 	// Detach lets the components outlive this process (make demo).
 	Detach bool
 	// NoKueue skips the Kueue controller and its webhooks.
@@ -120,6 +123,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		{"starting nfd-master", c.startNFD},
 		{"starting kueue", c.startKueue},
 		{"starting the operator", c.startOperator},
+		{"installing the admission policies", c.installPolicies},
 	}
 	for _, s := range steps {
 		start := time.Now()

@@ -485,7 +485,24 @@ func TestStep4(t *testing.T) {
 func TestStep6(t *testing.T) {
 	skipWithoutCluster(t)
 	waitTable(t, step1Types, "get", "instancetype")
-	kubectl(t, "apply", "-f", testenv.Path("examples", "instances", "pinned-demo.yaml"))
+	setHostPath := func(v string) {
+		kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-host-path-volume-allowed", "--type=merge",
+			"-p", fmt.Sprintf(`{"spec":{"value":%q}}`, v))
+	}
+	// pinned-demo mounts a directory of the node: the gate refuses it until the administrator allows it.
+	cmd := exec.Command("kubectl", "apply", "--dry-run=server", "-f", testenv.Path("examples", "instances", "pinned-demo.yaml"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "instance-host-path-volume-allowed") {
+		t.Errorf("a hostPath volume is refused while instance-host-path-volume-allowed is off: %v\n%s", err, out)
+	}
+	setHostPath("true")
+	t.Cleanup(func() { setHostPath("false") })
+	eventually(t, time.Minute, func() (bool, string) {
+		cmd := exec.Command("kubectl", "apply", "-f", testenv.Path("examples", "instances", "pinned-demo.yaml"))
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		return err == nil, "pinned-demo once hostPath volumes are allowed: " + string(out)
+	})
 	t.Cleanup(func() { kubectl(t, "delete", "instance", "pinned-demo", "-n", "default", "--ignore-not-found") })
 	eventually(t, time.Minute, func() (bool, string) {
 		cmd := exec.Command("kubectl", "get", "pod", "pinned-demo", "-n", "default", "-o",

@@ -67,7 +67,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	cluster, err = localcluster.Start(ctx, localcluster.Config{
 		BinDir: bin, Dir: dir, Inventory: inv, CRDPaths: []string{testenv.Path("package", "crds")}, Progress: os.Stderr,
-		Operator: filepath.Join(bin, "gpustack-operator"),
+		Operator: filepath.Join(bin, "gpustack-operator"), PolicyPaths: []string{testenv.Path("policies", "cel")},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the local cluster:", err)

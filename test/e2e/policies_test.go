@@ -25,15 +25,13 @@ var notInAPIServer = map[string]string{
 	"operator-account":     "impersonating the operator's service account",
 }
 
-// TestPoliciesInAPIServer installs the CEL policies in the cluster's kube-apiserver, checks that they type
-// check cleanly, and runs the shared case table's creations through it (server-side dry run, so nothing is
+// TestPoliciesInAPIServer finds the CEL policies installed in the cluster's kube-apiserver, checks that they
+// type check cleanly, and runs the shared case table's creations through it (server-side dry run, so nothing is
 // queued): denied requests fail with the table's messages, allowed ones pass.
 func TestPoliciesInAPIServer(t *testing.T) {
 	skipWithoutCluster(t)
 	ctx := context.Background()
-	kubectl(t, "apply", "-f", testenv.Path("policies", "cel"))
-	t.Cleanup(func() { kubectl(t, "delete", "-f", testenv.Path("policies", "cel"), "--wait=false") })
-
+	// The local cluster installs policies/cel with the operator, as an install does.
 	// The type checker of kube-controller-manager reports on every policy.
 	files, _ := filepath.Glob(testenv.Path("policies", "cel", "*.yaml"))
 	var names []string
@@ -92,11 +90,9 @@ func TestPoliciesInAPIServer(t *testing.T) {
 // and turning it off again keeps an Instance that already holds the grant editable.
 func TestGatesInAPIServer(t *testing.T) {
 	skipWithoutCluster(t)
-	kubectl(t, "apply", "-f", testenv.Path("policies", "cel", "instance-privileged-gate.yaml"))
 	t.Cleanup(func() {
 		kubectl(t, "delete", "instance", "gate-holder", "--ignore-not-found", "--wait=false")
 		kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"false"}}`)
-		kubectl(t, "delete", "-f", testenv.Path("policies", "cel", "instance-privileged-gate.yaml"), "--wait=false")
 	})
 	instance := func(name string, privileged bool) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
