@@ -172,3 +172,29 @@ func Vendor(it *workerv1.InstanceType) (vendors.Vendor, error) {
 	}
 	return v, nil
 }
+
+// Service renders the NodePort Service that exposes an Instance's ports, nil when it asks for none. It has the
+// Pod's name and selects the Pod of this incarnation of the Instance.
+func Service(inst *workerv1.Instance) *corev1.Service {
+	if len(inst.Spec.Ports) == 0 {
+		return nil
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: inst.Name,
+			Labels: map[string]string{LabelInstance: inst.Name, LabelInstanceUID: string(inst.UID)}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+			Selector: map[string]string{LabelInstance: inst.Name, LabelInstanceUID: string(inst.UID)}},
+	}
+	for i, p := range inst.Spec.Ports {
+		name := p.Name
+		if name == "" {
+			name = fmt.Sprintf("port-%d", i)
+		}
+		protocol := p.Protocol
+		if protocol == "" {
+			protocol = corev1.ProtocolTCP
+		}
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p.Port, Protocol: protocol})
+	}
+	return svc
+}

@@ -169,3 +169,20 @@ func TestPod(t *testing.T) {
 		t.Errorf("A pin without the node's hostname label: error %v, want one naming spec.nodeName", err)
 	}
 }
+
+func TestService(t *testing.T) {
+	inst := instance(workerv1.InstanceResources{})
+	if Service(inst) != nil {
+		t.Error("An Instance without ports has no Service")
+	}
+	inst.Spec.Ports = []workerv1.InstancePort{{Port: 8080, Name: "http"}, {Port: 22}}
+	svc := Service(inst)
+	var ports []string
+	for _, p := range svc.Spec.Ports {
+		ports = append(ports, p.Name+"/"+string(p.Protocol))
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Name != "demo" || svc.Spec.Selector[LabelInstanceUID] != "u1" ||
+		cmp.Diff([]string{"http/TCP", "port-1/TCP"}, ports) != "" {
+		t.Errorf("A NodePort Service named after the Instance selects its Pod, one port per entry: %+v", svc)
+	}
+}

@@ -551,3 +551,21 @@ func TestPodUnitsFold(t *testing.T) {
 		t.Errorf("the fold gives 800000 units and 100 %% of the cores, got %s and %s", units.String(), cores.String())
 	}
 }
+
+// TestInstancePorts runs an Instance that asks for a port on the generic CPU pool: it gets a NodePort Service
+// of its name, and the node port shows in its status.
+func TestInstancePorts(t *testing.T) {
+	skipWithoutCluster(t)
+	inst := builders.MakeInstance("default", "ported", "gpustack--generic-linux-amd64").Port(8080, "http").Obj()
+	if err := k.Create(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), inst) })
+	waitPhase(t, "ported", "Ready")
+	eventually(t, time.Minute, func() (bool, string) {
+		got := kubectl(t, "get", "instance", "ported", "-n", "default", "-o", "jsonpath={.status.ports[0].name} {.status.ports[0].nodePort}")
+		svc := kubectl(t, "get", "service", "ported", "-n", "default", "-o", "jsonpath={.spec.type} {.spec.ports[0].nodePort}")
+		return strings.HasPrefix(got, "http 3") && strings.HasSuffix(svc, strings.TrimPrefix(got, "http ")) && strings.HasPrefix(svc, "NodePort"),
+			fmt.Sprintf("status %q, service %q", got, svc)
+	})
+}

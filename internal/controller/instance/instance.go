@@ -86,6 +86,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		pod = created
 	}
+	ports, err := r.ensureService(ctx, inst)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	phase, msg := Phase(pod)
 	if gated(pod) {
 		wl, err := r.workloadOf(ctx, pod)
@@ -94,7 +98,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		msg = WaitMessage(pod, wl)
 	}
+	if ports != nil {
+		st := inst.Status.DeepCopy()
+		st.Ports = ports
+		return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, phase, msg, pod)
+	}
 	return reconcile.Result{}, r.setStatus(ctx, inst, phase, msg, pod)
+}
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+
+// ensureService creates the Service of an Instance that asks for ports and copies its node ports to the
+// status. The ports are immutable while the Instance runs, so an existing Service is kept as it is.
+func (r *Reconciler) ensureService(ctx context.Context, inst *workerv1.Instance) ([]workerv1.InstanceStatusPort, error) {
+	want := instances.Service(inst)
+	if want == nil {
+		return nil, nil
+	}
+	svc := &corev1.Service{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), svc)
+	if apierrors.IsNotFound(err) {
+		if err := controllerutil.SetControllerReference(inst, want, r.Client.Scheme()); err != nil {
+			return nil, errors.Wrap(err, "cannot own the Service")
+		}
+		// The Service's event brings the node ports back here.
+		return nil, errors.Wrap(client.IgnoreAlreadyExists(r.Client.Create(ctx, want)), "cannot create the Instance's Service")
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot get the Instance's Service")
+	}
+	var ports []workerv1.InstanceStatusPort
+	for i, p := range inst.Spec.Ports {
+		sp := workerv1.InstanceStatusPort{InstancePort: p}
+		if i < len(svc.Spec.Ports) {
+			sp.NodePort = svc.Spec.Ports[i].NodePort
+		}
+		ports = append(ports, sp)
+	}
+	return ports, nil
 }
 
 // drain stops an Instance whose type is being deleted or is gone, so the type's queue can drain and go. The
@@ -166,7 +207,12 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance) (*c
 
 // setStatus writes the phase, message and the Pod's placement when they changed.
 func (r *Reconciler) setStatus(ctx context.Context, inst *workerv1.Instance, phase workerv1.InstancePhase, msg string, pod *corev1.Pod) error {
-	st := inst.Status.DeepCopy()
+	return r.setStatusFrom(ctx, inst, inst.Status.DeepCopy(), phase, msg, pod)
+}
+
+// setStatusFrom writes st, with the phase, message and the Pod's placement, when it differs from the
+// Instance's status.
+func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance, st *workerv1.InstanceStatus, phase workerv1.InstancePhase, msg string, pod *corev1.Pod) error {
 	st.Phase, st.PhaseMessage, st.ObservedGeneration = phase, msg, inst.Generation
 	st.NodeName, st.HostIPs, st.PodIPs = "", nil, nil
 	if pod != nil {
@@ -225,7 +271,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return out
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("instance").For(&workerv1.Instance{}).Owns(&corev1.Pod{}).
+	return ctrl.NewControllerManagedBy(mgr).Named("instance").For(&workerv1.Instance{}).Owns(&corev1.Pod{}).Owns(&corev1.Service{}).
 		Watches(&workerv1.InstanceType{}, byType).
 		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
