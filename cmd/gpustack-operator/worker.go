@@ -24,6 +24,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/ledger"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
+	"github.com/gpustack/gpustack-operator/internal/controller/persistentvolume"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/settingstatus"
 	"github.com/gpustack/gpustack-operator/internal/scheme"
@@ -96,6 +97,9 @@ func runWorker(args []string) error {
 	if err := (&ledger.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
 		ReleaseTerminated: ledger.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the ledger")
+	}
+	if err := (&persistentvolume.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the persistent volume controller")
 	}
 	if err := (&nodecapacity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node capacity controller")

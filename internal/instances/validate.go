@@ -24,6 +24,10 @@ func Validate(inst, old *workerv1.Instance, f Facts) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	starting := old == nil || old.Spec.Stop && !inst.Spec.Stop
+	if old != nil && old.Spec.Stop && !inst.Spec.Stop && old.Status.Phase != "" && old.Status.Phase != workerv1.InstanceStopped {
+		// Its Pod is still going: starting now would race the stop.
+		return field.ErrorList{field.Forbidden(spec.Child("stop"), "can only start stopped instance")}
+	}
 	if inst.Spec.Stop || !starting && old.Spec.Type == inst.Spec.Type && old.Spec.NodeName == inst.Spec.NodeName {
 		return nil
 	}

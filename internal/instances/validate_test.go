@@ -25,6 +25,8 @@ func TestValidate(t *testing.T) {
 	pinned.Spec.NodeName = "node-gone"
 	stopped := instance(workerv1.InstanceResources{})
 	stopped.Spec.Stop = true
+	stopping := instance(workerv1.InstanceResources{})
+	stopping.Spec.Stop, stopping.Status.Phase = true, workerv1.InstanceStopping
 	cases := map[string]struct {
 		reason string
 		inst   *workerv1.Instance
@@ -41,6 +43,15 @@ func TestValidate(t *testing.T) {
 			inst: instance(workerv1.InstanceResources{}), want: []string{`spec.type: Not found: "t"`}},
 		"StoppedIsNotJudged": {reason: "A stopped Instance may name a type that is gone: it is not starting.",
 			inst: stopped},
+		"StartWhileStopping": {reason: "An Instance whose Pod is still going cannot be started yet.",
+			inst: instance(workerv1.InstanceResources{}), old: stopping, facts: Facts{Type: withStatus(a10gType())},
+			want: []string{"spec.stop: Forbidden: can only start stopped instance"}},
+		"StartStopped": {reason: "A stopped Instance starts when its type exists.",
+			inst: instance(workerv1.InstanceResources{}), old: func() *workerv1.Instance {
+				o := stopping.DeepCopy()
+				o.Status.Phase = workerv1.InstanceStopped
+				return o
+			}(), facts: Facts{Type: withStatus(a10gType())}},
 		"TooManyCards": {reason: "More whole cards than the pool has.",
 			inst:  instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromString("2"))}),
 			facts: Facts{Type: withStatus(a10gType())},

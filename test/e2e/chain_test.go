@@ -504,6 +504,29 @@ func TestStep6(t *testing.T) {
 		return err == nil, "pinned-demo once hostPath volumes are allowed: " + string(out)
 	})
 	t.Cleanup(func() { kubectl(t, "delete", "instance", "pinned-demo", "-n", "default", "--ignore-not-found") })
+	// The dataset volume does not exist yet: no Pod, and the status says why.
+	waitPhase(t, "pinned-demo", "Starting: waiting for volume datasets: no InstancePersistentVolume")
+	ctx := context.Background()
+	ipv := &workerv1.InstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "datasets"},
+		Spec: workerv1.InstancePersistentVolumeSpec{Capacity: resource.MustParse("10Gi"), AccessMode: workerv1.ReadWriteMany}}
+	if err := k.Create(ctx, ipv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), ipv) })
+	waitPhase(t, "pinned-demo", "Starting: waiting for volume datasets: its claim is Pending, not bound")
+	// An administrator provides a volume the claim binds to.
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "e2e-datasets"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/e2e-datasets"}}}}
+	if err := k.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), pv) })
+	eventually(t, time.Minute, func() (bool, string) {
+		got := kubectl(t, "get", "instancepersistentvolume", "datasets", "-n", "default", "-o", "jsonpath={.status.phase} {.status.volume}")
+		return got == "Bound e2e-datasets", "the volume's status: " + got
+	})
 	eventually(t, time.Minute, func() (bool, string) {
 		cmd := exec.Command("kubectl", "get", "pod", "pinned-demo", "-n", "default", "-o",
 			"jsonpath={.spec.nodeSelector.kubernetes\\.io/hostname} {.spec.containers[0].volumeMounts[*].mountPath}")
@@ -514,7 +537,7 @@ func TestStep6(t *testing.T) {
 	})
 
 	gone := builders.MakeInstance("default", "pinned-gone", "gpustack--nvidia-tesla-t4-linux-amd64").Accelerators(1).NodeName("node-gone").Obj()
-	err := k.Create(context.Background(), gone)
+	err := k.Create(ctx, gone)
 	if err == nil || !strings.Contains(err.Error(), `spec.nodeName: Not found: "node-gone"`) {
 		t.Errorf("a pin to a missing node is refused at creation, naming the field: %v", err)
 		_ = k.Delete(context.Background(), gone)

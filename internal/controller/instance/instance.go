@@ -5,9 +5,11 @@ package instance
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +79,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStopped, "", nil)
 	}
 	if pod == nil {
+		if msg, err := r.claimsHold(ctx, inst); err != nil || msg != "" {
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			// Claims bind outside this controller's watch: look again in a while.
+			return reconcile.Result{RequeueAfter: claimRecheck}, r.setStatus(ctx, inst, workerv1.InstanceStarting, msg, nil)
+		}
 		created, msg, err := r.createPod(ctx, inst)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -104,6 +113,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, phase, msg, pod)
 	}
 	return reconcile.Result{}, r.setStatus(ctx, inst, phase, msg, pod)
+}
+
+// claimRecheck is how often an Instance held by an unbound claim looks at it again.
+const claimRecheck = 10 * time.Second
+
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+
+// claimsHold returns why the Instance's persistent volumes keep it from starting, "" when they do not: with
+// instance-persistent-volume-placement on, a claim must exist and be bound, unless its StorageClass binds
+// when a Pod first uses it. A bound claim then decides where the Pod can run.
+func (r *Reconciler) claimsHold(ctx context.Context, inst *workerv1.Instance) (string, error) {
+	values, _, err := settings.Load(ctx, r.Client)
+	if err != nil {
+		return "", err
+	}
+	if !values.Bool(workerv1.SettingInstancePersistentVolumePlace) {
+		return "", nil
+	}
+	var names []string
+	if p := inst.Spec.Volume.Persistent; p != nil {
+		names = append(names, p.Name)
+	}
+	for _, a := range inst.Spec.AdditionalVolumes {
+		if a.Persistent != nil {
+			names = append(names, a.Persistent.Name)
+		}
+	}
+	for _, name := range names {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, pvc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Sprintf("waiting for volume %s: no InstancePersistentVolume or claim of that name in namespace %s", name, inst.Namespace), nil
+			}
+			return "", errors.Wrap(err, "cannot get a claim")
+		}
+		if pvc.Status.Phase == corev1.ClaimBound {
+			continue
+		}
+		if pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName != "" {
+			sc := &storagev1.StorageClass{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: *pvc.Spec.StorageClassName}, sc); err == nil &&
+				sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+				continue
+			}
+		}
+		return fmt.Sprintf("waiting for volume %s: its claim is %s, not bound", name, pvc.Status.Phase), nil
+	}
+	return "", nil
 }
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
