@@ -592,3 +592,11 @@ func TestInstancePorts(t *testing.T) {
 			fmt.Sprintf("status %q, service %q", got, svc)
 	})
 }
+
+// TestGitOpsClaimsValidate sends the claims the Argo CD example syncs to the API server as a server-side dry
+// run: every webhook and policy accepts them as Argo CD would apply them.
+func TestGitOpsClaimsValidate(t *testing.T) {
+	skipWithoutCluster(t)
+	waitTable(t, step1Types, "get", "instancetype")
+	kubectl(t, "apply", "--server-side", "--dry-run=server", "-f", testenv.Path("examples", "gitops", "claims"))
+}
