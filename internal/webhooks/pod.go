@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,13 +23,21 @@ type PodFolder struct {
 
 // Default recomputes every slice's units, whatever the client set, preferring the memory percentage over
 // MiB, and defaults the slice's compute budget to 100 %. A slice without a memory budget is left for the
-// Pod rules to refuse.
+// Pod rules to refuse. A request for shares on N >= 2 cards is kept to nodes with at least N cards of the
+// pool's group.
 func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 	queue := pod.Labels["kueue.x-k8s.io/queue-name"]
 	cardMiB := int64(0)
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		for _, v := range vendors.All() {
+			if n := value(c.Resources.Limits, v.ResourceName+".shared"); n >= 2 {
+				it, err := d.typeOf(ctx, pod.Namespace, queue)
+				if err != nil || it.Spec.AcceleratorGroup == "" {
+					return fmt.Errorf("spec.containers[%d].resources.limits[%s.shared]: cannot read the accelerator group of queue %s, so %d shares cannot be kept to one node with %d cards", i, v.ResourceName, queue, n, n)
+				}
+				requireCards(pod, it.Spec.AcceleratorGroup, n)
+			}
 			base := v.ResourceName + ".sliced"
 			limits := c.Resources.Limits
 			if !has(limits, base) {
@@ -60,20 +69,59 @@ func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 
 // cardMemory returns the memory of one card of the pool whose entrance the queue is, in MiB.
 func (d *PodFolder) cardMemory(ctx context.Context, namespace, queue string) (int64, error) {
+	it, err := d.typeOf(ctx, namespace, queue)
+	if err != nil {
+		return 0, err
+	}
+	if it.Spec.Memory == nil || it.Spec.Memory.Value() <= 0 {
+		return 0, fmt.Errorf("the card memory of instance type %s is unknown, so MiB cannot be folded into units; ask for a memory percentage", it.Name)
+	}
+	return it.Spec.Memory.Value() >> 20, nil
+}
+
+// typeOf returns the InstanceType whose entrance the queue is.
+func (d *PodFolder) typeOf(ctx context.Context, namespace, queue string) (*workerv1.InstanceType, error) {
 	var types workerv1.InstanceTypeList
 	if err := d.Reader.List(ctx, &types); err != nil {
-		return 0, fmt.Errorf("cannot list instance types: %w", err)
+		return nil, fmt.Errorf("cannot list instance types: %w", err)
 	}
-	for _, it := range types.Items {
-		if it.Status.Entrance != queue && pools.EntranceName(it.Name) != queue {
-			continue
+	for i := range types.Items {
+		if it := &types.Items[i]; it.Status.Entrance == queue || pools.EntranceName(it.Name) == queue {
+			return it, nil
 		}
-		if it.Spec.Memory == nil || it.Spec.Memory.Value() <= 0 {
-			return 0, fmt.Errorf("the card memory of instance type %s is unknown, so MiB cannot be folded into units; ask for a memory percentage", it.Name)
-		}
-		return it.Spec.Memory.Value() >> 20, nil
 	}
-	return 0, fmt.Errorf("queue %s of namespace %s is the entrance of no instance type", queue, namespace)
+	return nil, fmt.Errorf("queue %s of namespace %s is the entrance of no instance type", queue, namespace)
+}
+
+// requireCards ANDs "the node has at least n cards of the group" into every required node-affinity term.
+func requireCards(pod *corev1.Pod, group string, n int64) {
+	req := corev1.NodeSelectorRequirement{Key: pools.AcceleratablePrefix + group + ".count",
+		Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(n-1, 10)}}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	terms := &na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(*terms) == 0 {
+		*terms = append(*terms, corev1.NodeSelectorTerm{})
+	}
+	// Whatever the client put under the key is replaced, so a second invocation changes nothing.
+	for i := range *terms {
+		t := &(*terms)[i]
+		kept := t.MatchExpressions[:0]
+		for _, e := range t.MatchExpressions {
+			if e.Key != req.Key {
+				kept = append(kept, e)
+			}
+		}
+		t.MatchExpressions = append(kept, req)
+	}
 }
 
 func has(l corev1.ResourceList, name string) bool {

@@ -573,6 +573,27 @@ func TestPodUnitsFold(t *testing.T) {
 	if units.Value() != 800_000 || cores.Value() != 100 {
 		t.Errorf("the fold gives 800000 units and 100 %% of the cores, got %s and %s", units.String(), cores.String())
 	}
+
+	// Shares on two cards must land on a node with at least two T4s: node-t4-a's one card cannot serve them.
+	shared := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shared", Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpustack-fnv64-6b371caa2da0b799"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"nvidia.com/gpu.shared": resource.MustParse("2")}}}}},
+	}
+	if err := k.Create(context.Background(), shared, client.DryRunAll); err != nil {
+		t.Fatal(err)
+	}
+	var got2 []string
+	if a := shared.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, e := range term.MatchExpressions {
+				got2 = append(got2, fmt.Sprintf("%s %s %v", e.Key, e.Operator, e.Values))
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"acceleratable.feature.gpustack.ai/nvidia-tesla-t4.count Gt [1]"}, got2); diff != "" {
+		t.Errorf("two shares require a node with two cards of the group: -want, +got:\n%s", diff)
+	}
 }
 
 // TestInstancePorts runs an Instance that asks for a port on the generic CPU pool: it gets a NodePort Service
