@@ -2,10 +2,7 @@ package ascend
 
 import (
 	"errors"
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
@@ -34,24 +31,19 @@ func TestDetect(t *testing.T) {
 	}
 	memoryFails := answers(t)
 	memoryFails["npu-smi info -t memory -i 1 -c 0"] = smitooltest.Answer{Err: errors.New("npu-smi: exit status 255: device busy")}
-	cases := map[string]struct {
-		reason  string
-		answers smitooltest.Runner
-		want    []providers.Device
-		err     string
-	}{
+	cases := map[string]smitooltest.Case{
 		"Reports": {
-			reason:  "The chip map and each chip's reports describe both NPUs; the management controllers are skipped.",
-			answers: answers(t),
-			want: []providers.Device{
+			Reason:  "The chip map and each chip's reports describe both NPUs; the management controllers are skipped.",
+			Answers: answers(t),
+			Want: []providers.Device{
 				npu(0, "4A4B0A0D-20108004-9E03D9A5-2E5D9D30-0C100000"),
 				npu(1, "4A4B0A0D-20108004-9E03D9A5-2E5D9D31-0C100000"),
 			},
 		},
 		"OneChipUnreadable": {
-			reason:  "A chip whose memory report fails is reported unhealthy; the other stays healthy.",
-			answers: memoryFails,
-			want: []providers.Device{
+			Reason:  "A chip whose memory report fails is reported unhealthy; the other stays healthy.",
+			Answers: memoryFails,
+			Want: []providers.Device{
 				npu(0, "4A4B0A0D-20108004-9E03D9A5-2E5D9D30-0C100000"),
 				func() providers.Device {
 					d := npu(1, "4A4B0A0D-20108004-9E03D9A5-2E5D9D31-0C100000")
@@ -61,26 +53,16 @@ func TestDetect(t *testing.T) {
 			},
 		},
 		"NoDriver": {
-			reason:  "Without npu-smi both NPUs on the bus are reported unhealthy.",
-			answers: smitooltest.Runner{},
-			want: []providers.Device{
+			Reason:  "Without npu-smi both NPUs on the bus are reported unhealthy.",
+			Answers: smitooltest.Runner{},
+			Want: []providers.Device{
 				{Manufacturer: "ascend", Product: "Huawei Ascend d802", UUID: "ascend-pci-0000:01:00.0", Index: 0, Unhealthy: true},
 				{Manufacturer: "ascend", Product: "Huawei Ascend d802", UUID: "ascend-pci-0000:c1:00.0", Index: 1, Unhealthy: true},
 			},
-			err: "not installed",
+			Err: "not installed",
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := smitooltest.Devices(New(pcisysfstest.Tree(t, bus), tc.answers))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nDetect(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if tc.err == "" && err != "" || !strings.Contains(err, tc.err) {
-				t.Errorf("%s\nDetect(...): error %q, want one containing %q", tc.reason, err, tc.err)
-			}
-		})
-	}
+	smitooltest.RunDetect(t, bus, New, cases)
 }
 
 func TestParseChipMapRefusesGarbage(t *testing.T) {

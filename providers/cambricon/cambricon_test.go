@@ -1,10 +1,7 @@
 package cambricon
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
@@ -22,41 +19,26 @@ func TestDetect(t *testing.T) {
 		return providers.Device{Manufacturer: "cambricon", Product: "MLU370-X8", UUID: uuid, Index: index,
 			MemoryMiB: 24576, DriverVersion: "v5.10.29"}
 	}
-	cases := map[string]struct {
-		reason  string
-		answers smitooltest.Runner
-		want    []providers.Device
-		err     string
-	}{
+	cases := map[string]smitooltest.Case{
 		"Report": {
-			reason: "The report cnmon writes into its working directory describes both MLUs.",
-			answers: smitooltest.Runner{command: {Files: map[string]string{
+			Reason: "The report cnmon writes into its working directory describes both MLUs.",
+			Answers: smitooltest.Runner{command: {Files: map[string]string{
 				ReportFile: smitooltest.Fixture(t, "cnmon_info.json")}}},
-			want: []providers.Device{
+			Want: []providers.Device{
 				mlu(0, "MLU-30c4f8a1-2b6d-4e0f-9a3c-5d7e1f2a4b6c"), mlu(1, "MLU-7e1f2a4b-6c30-4f8a-b12b-6d4e0f9a3c5d"),
 			},
 		},
 		"NoReport": {
-			reason:  "cnmon exiting without writing its report leaves the MLUs unhealthy and says so.",
-			answers: smitooltest.Runner{command: {}},
-			want: []providers.Device{
+			Reason:  "cnmon exiting without writing its report leaves the MLUs unhealthy and says so.",
+			Answers: smitooltest.Runner{command: {}},
+			Want: []providers.Device{
 				{Manufacturer: "cambricon", Product: "Cambricon 0370", UUID: "cambricon-pci-0000:3d:00.0", Index: 0, Unhealthy: true},
 				{Manufacturer: "cambricon", Product: "Cambricon 0370", UUID: "cambricon-pci-0000:3e:00.0", Index: 1, Unhealthy: true},
 			},
-			err: "left no report",
+			Err: "left no report",
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := smitooltest.Devices(New(pcisysfstest.Tree(t, bus), tc.answers))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nDetect(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if tc.err == "" && err != "" || !strings.Contains(err, tc.err) {
-				t.Errorf("%s\nDetect(...): error %q, want one containing %q", tc.reason, err, tc.err)
-			}
-		})
-	}
+	smitooltest.RunDetect(t, bus, New, cases)
 }
 
 func FuzzParse(f *testing.F) {

@@ -2,10 +2,7 @@ package iluvatar
 
 import (
 	"context"
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
@@ -18,41 +15,26 @@ const query = Tool + " --query-gpu=index,uuid,name,memory.total,driver_version,p
 
 func TestDetect(t *testing.T) {
 	bus := map[string]map[string]string{"0000:3b:00.0": pcisysfstest.Function("0x1e3e", "0x0002", "0x030200"), "0000:3c:00.0": pcisysfstest.Function("0x1e3e", "0x0002", "0x030200")}
-	cases := map[string]struct {
-		reason  string
-		answers smitooltest.Runner
-		want    []providers.Device
-		err     string
-	}{
+	cases := map[string]smitooltest.Case{
 		"Report": {
-			reason:  "The query's CSV describes every card, matched to the bus by address.",
-			answers: smitooltest.Runner{query: {Stdout: smitooltest.Fixture(t, "ixsmi.csv")}},
-			want: []providers.Device{
+			Reason:  "The query's CSV describes every card, matched to the bus by address.",
+			Answers: smitooltest.Runner{query: {Stdout: smitooltest.Fixture(t, "ixsmi.csv")}},
+			Want: []providers.Device{
 				{Manufacturer: "iluvatar", Product: "Iluvatar BI-V150", UUID: "GPU-7a1c2e0d-6c3f-5b1a-9a0e-3d2b1c0f4e5a", MemoryMiB: 32768, DriverVersion: "4.2.0"},
 				{Manufacturer: "iluvatar", Product: "Iluvatar BI-V150", UUID: "GPU-0e5d4c3b-2a19-4f8e-7d6c-5b4a39281706", Index: 1, MemoryMiB: 32768, DriverVersion: "4.2.0"},
 			},
 		},
 		"Garbage": {
-			reason:  "Output that is not the queried CSV leaves the cards unhealthy and says which line is wrong.",
-			answers: smitooltest.Runner{query: {Stdout: "Failed to initialize: driver/library version mismatch\n"}},
-			want: []providers.Device{
+			Reason:  "Output that is not the queried CSV leaves the cards unhealthy and says which line is wrong.",
+			Answers: smitooltest.Runner{query: {Stdout: "Failed to initialize: driver/library version mismatch\n"}},
+			Want: []providers.Device{
 				{Manufacturer: "iluvatar", Product: "Iluvatar 0002", UUID: "iluvatar-pci-0000:3b:00.0", Unhealthy: true},
 				{Manufacturer: "iluvatar", Product: "Iluvatar 0002", UUID: "iluvatar-pci-0000:3c:00.0", Index: 1, Unhealthy: true},
 			},
-			err: "line 1",
+			Err: "line 1",
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := smitooltest.Devices(New(pcisysfstest.Tree(t, bus), tc.answers))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nDetect(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if tc.err == "" && err != "" || !strings.Contains(err, tc.err) {
-				t.Errorf("%s\nDetect(...): error %q, want one containing %q", tc.reason, err, tc.err)
-			}
-		})
-	}
+	smitooltest.RunDetect(t, bus, New, cases)
 }
 
 func FuzzParse(f *testing.F) {

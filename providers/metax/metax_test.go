@@ -2,10 +2,7 @@ package metax
 
 import (
 	"errors"
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
@@ -21,40 +18,25 @@ func TestDetect(t *testing.T) {
 		return providers.Device{Manufacturer: "metax", Product: "MXC500", UUID: "metax-" + string(rune('0'+index)),
 			Index: index, MemoryMiB: 65536, DriverVersion: driver, RuntimeVersion: maca}
 	}
-	cases := map[string]struct {
-		reason  string
-		answers smitooltest.Runner
-		want    []providers.Device
-		err     string
-	}{
+	cases := map[string]smitooltest.Case{
 		"Reports": {
-			reason: "The memory report names each board and its address; the version report adds the driver and MACA versions.",
-			answers: smitooltest.Runner{
+			Reason: "The memory report names each board and its address; the version report adds the driver and MACA versions.",
+			Answers: smitooltest.Runner{
 				"mx-smi --show-memory":  {Stdout: smitooltest.Fixture(t, "show-memory.txt")},
 				"mx-smi --show-version": {Stdout: smitooltest.Fixture(t, "show-version.txt")},
 			},
-			want: []providers.Device{c500(0, "2.9.8", "2.29.0.19"), c500(1, "2.9.8", "2.29.0.19")},
+			Want: []providers.Device{c500(0, "2.9.8", "2.29.0.19"), c500(1, "2.9.8", "2.29.0.19")},
 		},
 		"VersionsUnreadable": {
-			reason: "A failing version report only leaves the versions out.",
-			answers: smitooltest.Runner{
+			Reason: "A failing version report only leaves the versions out.",
+			Answers: smitooltest.Runner{
 				"mx-smi --show-memory":  {Stdout: smitooltest.Fixture(t, "show-memory.txt")},
 				"mx-smi --show-version": {Err: errors.New("mx-smi: exit status 1")},
 			},
-			want: []providers.Device{c500(0, "", ""), c500(1, "", "")},
+			Want: []providers.Device{c500(0, "", ""), c500(1, "", "")},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := smitooltest.Devices(New(pcisysfstest.Tree(t, bus), tc.answers))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nDetect(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if tc.err == "" && err != "" || !strings.Contains(err, tc.err) {
-				t.Errorf("%s\nDetect(...): error %q, want one containing %q", tc.reason, err, tc.err)
-			}
-		})
-	}
+	smitooltest.RunDetect(t, bus, New, cases)
 }
 
 func FuzzParse(f *testing.F) {

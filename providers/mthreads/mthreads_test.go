@@ -1,10 +1,7 @@
 package mthreads
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
@@ -20,40 +17,25 @@ func TestDetect(t *testing.T) {
 		return providers.Device{Manufacturer: "mthreads", Product: "MTT S4000", UUID: uuid, Index: index,
 			MemoryMiB: 49152, DriverVersion: "2.7.0", RuntimeVersion: "3.1.0"}
 	}
-	cases := map[string]struct {
-		reason  string
-		answers smitooltest.Runner
-		want    []providers.Device
-		err     string
-	}{
+	cases := map[string]smitooltest.Case{
 		"Report": {
-			reason:  "Each GPU section of mthreads-gmi -q describes a card; versions come from the header.",
-			answers: smitooltest.Runner{Command.String(): {Stdout: smitooltest.Fixture(t, "gmi-q.txt")}},
-			want: []providers.Device{
+			Reason:  "Each GPU section of mthreads-gmi -q describes a card; versions come from the header.",
+			Answers: smitooltest.Runner{Command.String(): {Stdout: smitooltest.Fixture(t, "gmi-q.txt")}},
+			Want: []providers.Device{
 				s4000(0, "1f0e6c7d-8b21-4a43-9d5e-0c1b2a3f4e5d"), s4000(1, "2a3f4e5d-0c1b-4d5e-8b21-1f0e6c7d9a43"),
 			},
 		},
 		"Garbage": {
-			reason:  "A report without GPU sections leaves the cards unhealthy.",
-			answers: smitooltest.Runner{Command.String(): {Stdout: "Error: failed to initialize mtml\n"}},
-			want: []providers.Device{
+			Reason:  "A report without GPU sections leaves the cards unhealthy.",
+			Answers: smitooltest.Runner{Command.String(): {Stdout: "Error: failed to initialize mtml\n"}},
+			Want: []providers.Device{
 				{Manufacturer: "mthreads", Product: "Moore Threads 0323", UUID: "mthreads-pci-0000:0f:00.0", Index: 0, Unhealthy: true},
 				{Manufacturer: "mthreads", Product: "Moore Threads 0323", UUID: "mthreads-pci-0000:10:00.0", Index: 1, Unhealthy: true},
 			},
-			err: "no GPU section",
+			Err: "no GPU section",
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := smitooltest.Devices(New(pcisysfstest.Tree(t, bus), tc.answers))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nDetect(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if tc.err == "" && err != "" || !strings.Contains(err, tc.err) {
-				t.Errorf("%s\nDetect(...): error %q, want one containing %q", tc.reason, err, tc.err)
-			}
-		})
-	}
+	smitooltest.RunDetect(t, bus, New, cases)
 }
 
 func FuzzParse(f *testing.F) {

@@ -7,8 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 )
 
@@ -57,4 +62,29 @@ func Devices(b *smitool.Backend) ([]providers.Device, string) {
 		return got, err.Error()
 	}
 	return got, ""
+}
+
+// Case is one Detect case of a vendor backend: the tools' answers, the cards wanted, and a fragment of the
+// error wanted ("" for none).
+type Case struct {
+	Reason  string
+	Answers Runner
+	Want    []providers.Device
+	Err     string
+}
+
+// RunDetect runs each case on the backend newBackend builds over a fake PCI bus of the given functions.
+func RunDetect(t *testing.T, bus map[string]map[string]string, newBackend func(sysfsRoot string, run smitool.Runner) *smitool.Backend, cases map[string]Case) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Devices(newBackend(pcisysfstest.Tree(t, bus), tc.Answers))
+			if diff := cmp.Diff(tc.Want, got); diff != "" {
+				t.Errorf("%s\nDetect(...): -want, +got:\n%s", tc.Reason, diff)
+			}
+			if tc.Err == "" && err != "" || !strings.Contains(err, tc.Err) {
+				t.Errorf("%s\nDetect(...): error %q, want one containing %q", tc.Reason, err, tc.Err)
+			}
+		})
+	}
 }
