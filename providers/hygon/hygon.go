@@ -1,29 +1,17 @@
 // Package hygon is the Hygon backend of the device provider: the cards on the PCI bus, described by hy-smi's JSON
-// report (hy-smi --showproductname --showmeminfo vram --showbus --showuniqueid --showdriverversion --json).
+// report (smitool.ROCmSMICommand).
 package hygon
 
 import (
-	"context"
-
 	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 )
 
 // Command is the tool run that describes the cards.
-var Command = smitool.Command{Name: "hy-smi", Args: []string{"--showproductname", "--showmeminfo", "vram", "--showbus",
-	"--showuniqueid", "--showdriverversion", "--json"}}
+var Command = smitool.ROCmSMICommand("hy-smi")
 
 // New returns the backend, scanning the PCI devices under sysfsRoot (pcisysfs.DefaultRoot when empty).
 func New(sysfsRoot string, run smitool.Runner) *smitool.Backend {
 	v, _ := vendors.Lookup("hygon")
-	return &smitool.Backend{Vendor: v, SysfsRoot: sysfsRoot, Runner: run, Query: Query}
-}
-
-// Query runs hy-smi and reads its report.
-func Query(ctx context.Context, run smitool.Runner) ([]smitool.Card, error) {
-	out, err := run.Run(ctx, Command)
-	if err != nil {
-		return nil, err
-	}
-	return smitool.ParseROCmSMI(out)
+	return &smitool.Backend{Vendor: v, SysfsRoot: sysfsRoot, Runner: run, Query: smitool.QueryROCmSMI("hy-smi")}
 }

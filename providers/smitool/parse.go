@@ -142,6 +142,24 @@ func ParseMemoryMiB(s, defaultUnit string) (int64, error) {
 	return int64(math.Round(mib)), nil
 }
 
+// ROCmSMICommand is the run of rocm-smi, or of a fork of it such as Hygon's hy-smi, that ParseROCmSMI reads.
+func ROCmSMICommand(tool string) Command {
+	return Command{Name: tool, Args: []string{"--showproductname", "--showmeminfo", "vram", "--showbus",
+		"--showuniqueid", "--showdriverversion", "--json"}}
+}
+
+// QueryROCmSMI queries a tool that reports like rocm-smi (AMD's rocm-smi, Hygon's hy-smi).
+func QueryROCmSMI(tool string) Query {
+	cmd := ROCmSMICommand(tool)
+	return func(ctx context.Context, run Runner) ([]Card, error) {
+		out, err := run.Run(ctx, cmd)
+		if err != nil {
+			return nil, err
+		}
+		return ParseROCmSMI(out)
+	}
+}
+
 // ParseROCmSMI parses rocm-smi's JSON report (and that of hy-smi, Hygon's fork of it) run with --showproductname
 // --showmeminfo vram --showbus --showuniqueid --showdriverversion --json: one object per "cardN" plus "system".
 // Key spellings differ between releases, so keys are matched case-insensitively.

@@ -252,3 +252,21 @@ func FuzzParseMemoryMiB(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseNvidiaSMIQuery fuzzes the query CSV that Iluvatar's ixsmi and T-Head's ppu-smi print.
+func FuzzParseNvidiaSMIQuery(f *testing.F) {
+	f.Add("0, GPU-7a1c, Iluvatar BI-V150, 32768, 4.2.0, 00000000:3B:00.0\n")
+	f.Add("0, PPU-9c2e, PPU-ZW810E, 98304, 1.5.1, 00000000:4F:00.0\n")
+	f.Add("0,,,,,\n-1, x, y, 1e309, z, w\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		cards, err := ParseNvidiaSMIQuery([]byte(s))
+		if err != nil {
+			return
+		}
+		for _, c := range cards {
+			if c.MemoryMiB < 0 || c.Index < 0 {
+				t.Fatalf("card %+v", c)
+			}
+		}
+	})
+}

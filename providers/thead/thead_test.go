@@ -1,12 +1,10 @@
 package thead
 
 import (
-	"context"
 	"testing"
 
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
-	"github.com/gpustack/gpustack-operator/providers/smitool"
 	"github.com/gpustack/gpustack-operator/providers/smitool/smitooltest"
 )
 
@@ -33,20 +31,4 @@ func TestDetect(t *testing.T) {
 		},
 	}
 	smitooltest.RunDetect(t, bus, New, cases)
-}
-
-func FuzzParse(f *testing.F) {
-	f.Add(smitooltest.Fixture(f, "ppu-smi.csv"))
-	f.Add("0,,,,,\n-1, x, y, 1e309, z, w\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		cards, err := smitool.QueryLikeNvidiaSMI(Tool)(context.Background(), smitooltest.Runner{query: {Stdout: s}})
-		if err != nil {
-			return
-		}
-		for _, c := range cards {
-			if c.MemoryMiB < 0 || c.Index < 0 {
-				t.Fatalf("card %+v", c)
-			}
-		}
-	})
 }

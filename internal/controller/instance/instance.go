@@ -79,14 +79,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStopped, "", nil)
 	}
 	if pod == nil {
-		if msg, err := r.claimsHold(ctx, inst); err != nil || msg != "" {
+		values, _, err := settings.Load(ctx, r.Client)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if msg, err := r.claimsHold(ctx, inst, values); err != nil || msg != "" {
 			if err != nil {
 				return reconcile.Result{}, err
 			}
 			// Claims bind outside this controller's watch: look again in a while.
 			return reconcile.Result{RequeueAfter: claimRecheck}, r.setStatus(ctx, inst, workerv1.InstanceStarting, msg, nil)
 		}
-		created, msg, err := r.createPod(ctx, inst)
+		created, msg, err := r.createPod(ctx, inst, values)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -124,11 +128,7 @@ const claimRecheck = 10 * time.Second
 // claimsHold returns why the Instance's persistent volumes keep it from starting, "" when they do not: with
 // instance-persistent-volume-placement on, a claim must exist and be bound, unless its StorageClass binds
 // when a Pod first uses it. A bound claim then decides where the Pod can run.
-func (r *Reconciler) claimsHold(ctx context.Context, inst *workerv1.Instance) (string, error) {
-	values, _, err := settings.Load(ctx, r.Client)
-	if err != nil {
-		return "", err
-	}
+func (r *Reconciler) claimsHold(ctx context.Context, inst *workerv1.Instance, values settings.Values) (string, error) {
 	if !values.Bool(workerv1.SettingInstancePersistentVolumePlace) {
 		return "", nil
 	}
@@ -218,17 +218,13 @@ func (r *Reconciler) drain(ctx context.Context, inst *workerv1.Instance) (bool, 
 
 // createPod renders and creates the Pod. When the Instance cannot run yet (no such type, a pin to a node
 // without a hostname label, a field the type cannot serve) it returns no Pod and the reason.
-func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance) (*corev1.Pod, string, error) {
+func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, values settings.Values) (*corev1.Pod, string, error) {
 	it := &workerv1.InstanceType{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Sprintf("instance type %s does not exist", inst.Spec.Type), nil
 		}
 		return nil, "", errors.Wrap(err, "cannot get the instance type")
-	}
-	values, _, err := settings.Load(ctx, r.Client)
-	if err != nil {
-		return nil, "", err
 	}
 	o := instances.Options{Overcommit: values.Bool(workerv1.SettingInstanceGeneralOvercommit),
 		SSHImage: values[workerv1.SettingInstanceSSHServerImage]}
