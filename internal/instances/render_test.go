@@ -106,6 +106,21 @@ func TestResources(t *testing.T) {
 			inst:   instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(1))}), it: genericType(),
 			want: want{err: "spec.resources.accelerator: accelerator request must not be specified for non-acceleratable instance type gpustack--generic-linux-amd64"},
 		},
+		"Partition": {
+			reason: "A partition asks the pool's partition resource and its profile key; the Pod webhook folds the units.",
+			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(1)),
+				AcceleratorPartitionedProfile: "3g.40gb"}), it: a10gType(),
+			want: want{res: PodResources{
+				Main: corev1.ResourceRequirements{
+					Limits: list("cpu", "8", "memory", "64Gi", "ephemeral-storage", "15Gi", "nvidia.com/gpu.partitioned", "1",
+						"nvidia.com/gpu.partitioned.mig-3g.40gb", "1"),
+					Requests: list("cpu", "8", "memory", "64Gi", "ephemeral-storage", "15Gi", "nvidia.com/gpu.partitioned", "1",
+						"nvidia.com/gpu.partitioned.mig-3g.40gb", "1"),
+				},
+				SSH: corev1.ResourceRequirements{Limits: list("device.gpustack.ai/nvidia.visibility", "1"),
+					Requests: list("device.gpustack.ai/nvidia.visibility", "1")},
+			}},
+		},
 		"MultiCardSlice": {
 			reason: "A slice of two accelerators is refused.",
 			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(2)),

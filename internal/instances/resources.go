@@ -28,7 +28,8 @@ var (
 
 // Resources returns the containers' resources: CPU and RAM from the Instance or the type's units (per
 // accelerator on an accelerated type, per core on a CPU type), local storage, and the accelerator request of
-// its family: whole cards, or one slice with its units folded from the memory percentage.
+// its family: whole cards, partitions of a profile, or one slice with its units folded from the memory
+// percentage.
 func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bool) (PodResources, error) {
 	r := inst.Spec.Resources
 	var out PodResources
@@ -52,7 +53,12 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 		base := v.ResourceName
 		switch {
 		case r.AcceleratorPartitionedProfile != "":
-			return out, fmt.Errorf("spec.resources.acceleratorPartitionedProfile: partition profiles are not placed yet")
+			if v.PartitionKind == "" {
+				return out, fmt.Errorf("spec.resources.acceleratorPartitionedProfile: %s accelerators have no hardware partitions", v.Key)
+			}
+			// The Pod webhook folds the profile into .partitioned.units from the pool's inventory.
+			set(limits, base+".partitioned", count)
+			set(limits, base+".partitioned."+v.PartitionKind+"-"+r.AcceleratorPartitionedProfile, count)
 		case r.AcceleratorSlicedMemoryPercentage != nil && *r.AcceleratorSlicedMemoryPercentage > 0:
 			if count != 1 {
 				return out, fmt.Errorf("spec.resources.accelerator: a slice is always 1 accelerator, got %d", count)

@@ -198,7 +198,7 @@ func (n *Node) AttachLedger(d *workerv1.Devices) {
 	for i := range n.Groups {
 		g := &n.Groups[i]
 		for _, dg := range d.Spec.Groups {
-			if dg.Manufacturer != g.Manufacturer || AcceleratorKey(dg.Manufacturer, dg.Name) != g.Key && dg.Manufacturer+"-"+dg.ID != g.Key {
+			if dg.Manufacturer != g.Manufacturer || !IsGroup(dg, g.Key) {
 				continue
 			}
 			g.Cards = g.Cards[:0]
@@ -207,6 +207,12 @@ func (n *Node) AttachLedger(d *workerv1.Devices) {
 			}
 		}
 	}
+}
+
+// IsGroup reports whether an inventory group is the cards of accelerator group aKey: by its product name, or
+// by its ID where the product name is not known.
+func IsGroup(dg workerv1.DeviceGroup, aKey string) bool {
+	return AcceleratorKey(dg.Manufacturer, dg.Name) == aKey || dg.Manufacturer+"-"+dg.ID == aKey
 }
 
 // LedgerCards returns every card of a Devices object with its allocation, keyed by card ID.

@@ -3,7 +3,9 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,14 +16,15 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/vendors"
 )
 
-// PodFolder folds a queued Pod's slice budget into units: .sliced.units is the memory asked, as a share of
-// the pool's card, in credits. The card comes from the InstanceType whose entrance the Pod queues in.
+// PodFolder folds a queued Pod's slice budget and partitions into units: .sliced.units and .partitioned.units
+// are the memory asked, as a share of the pool's card, in credits. The card comes from the InstanceType whose
+// entrance the Pod queues in; a partition profile's memory from the nodes' inventories.
 type PodFolder struct {
 	// Reader reads InstanceTypes, from the cache.
 	Reader client.Reader
 }
 
-// Default recomputes every slice's units, whatever the client set, preferring the memory percentage over
+// Default recomputes every slice's and partition's units, whatever the client set, preferring the memory percentage over
 // MiB, and defaults the slice's compute budget to 100 %. A slice without a memory budget is left for the
 // Pod rules to refuse. A request for shares on N >= 2 cards is kept to nodes with at least N cards of the
 // pool's group.
@@ -37,6 +40,9 @@ func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 					return fmt.Errorf("spec.containers[%d].resources.limits[%s.shared]: cannot read the accelerator group of queue %s, so %d shares cannot be kept to one node with %d cards", i, v.ResourceName, queue, n, n)
 				}
 				requireCards(pod, it.Spec.AcceleratorGroup, n)
+			}
+			if err := d.foldPartitions(ctx, pod, c, v); err != nil {
+				return fmt.Errorf("spec.containers[%d].resources.limits: %w", i, err)
 			}
 			base := v.ResourceName + ".sliced"
 			limits := c.Resources.Limits
@@ -65,6 +71,52 @@ func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// foldPartitions sets the container's .partitioned.units to what its partitions cost: for each profile key
+// (<base>.partitioned.<kind>-<profile>), the count asked times the profile's memory as a share of the pool's
+// card. A container that asks no partition is left alone.
+func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *corev1.Container, v vendors.Vendor) error {
+	if v.PartitionKind == "" {
+		return nil
+	}
+	prefix := v.ResourceName + ".partitioned." + v.PartitionKind + "-"
+	var units int64
+	var asked bool
+	for _, name := range sortedNames(c.Resources.Limits) {
+		profile, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		asked = true
+		it, err := d.typeOf(ctx, pod.Namespace, pod.Labels["kueue.x-k8s.io/queue-name"])
+		if err != nil {
+			return err
+		}
+		var inventories workerv1.DevicesList
+		if err := d.Reader.List(ctx, &inventories); err != nil {
+			return fmt.Errorf("cannot list devices: %w", err)
+		}
+		one, ok := pools.PartitionUnits(inventories.Items, it.Spec.AcceleratorGroup, profile)
+		if !ok {
+			return fmt.Errorf("%s: no card of pool %s offers partition profile %q", name, it.Name, profile)
+		}
+		units += one * value(c.Resources.Limits, name)
+	}
+	if asked {
+		setBoth(c, v.ResourceName+".partitioned.units", units)
+	}
+	return nil
+}
+
+// sortedNames returns the resource names of a list in order, so the first error is always the same one.
+func sortedNames(l corev1.ResourceList) []string {
+	out := make([]string, 0, len(l))
+	for n := range l {
+		out = append(out, string(n))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // cardMemory returns the memory of one card of the pool whose entrance the queue is, in MiB.
