@@ -1,7 +1,7 @@
 # gpustack-operator: build, generate, test and the local demo cluster.
 #
-# Third-party binaries (Kubernetes control plane, etcd, KWOK, Kueue, nfd-master, controller-gen) are built from
-# the Go module proxy through the wrapper modules in hack/tools/ into the git-ignored bin/, once: each one has a
+# Third-party binaries (Kubernetes control plane, etcd, KWOK, Kueue, nfd-master, controller-gen, the Crossplane
+# CLI, helm) are built from the Go module proxy through the wrapper modules in hack/tools/ into the git-ignored bin/, once: each one has a
 # version stamp in bin/.stamp/, and the Go build cache makes a rebuild after a fresh clone a relink.
 
 SHELL := /usr/bin/env bash
@@ -24,6 +24,14 @@ CONTROLLER_GEN_VERSION := v0.20.1
 CROSSPLANE_VERSION := v2.4.0
 OPA_VERSION := v1.22.3
 GATEKEEPER_VERSION := v3.23.1
+# The newest Crossplane whose module still holds the CLI (from v2.3 on it is github.com/crossplane/cli, which
+# the module proxy does not serve here); its xpkg format is the one v2.4 installs.
+CRANK_VERSION := v2.2.1
+HELM_VERSION := v3.22.0
+
+# VERSION tags the images and packages; OUTPUT is where make package writes them.
+VERSION ?= v0.1.0
+OUTPUT := $(ROOT)/_output
 
 K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 K8S_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
@@ -42,6 +50,14 @@ all: build
 build: ## Build the commands in cmd/ into bin/.
 	go build -o $(BIN)/ ./cmd/...
 
+.PHONY: package
+package: $(STAMP)/crank-$(CRANK_VERSION) ## Build the images and the Crossplane packages offline into _output/package.
+	$(call say,building the images and the Crossplane packages $(VERSION))
+	CGO_ENABLED=0 go build -trimpath -ldflags=-s -o $(OUTPUT)/bin/gpustack-function ./cmd/gpustack-function
+	go build -trimpath -ldflags=-s -o $(OUTPUT)/bin/gpustack-operator ./cmd/gpustack-operator
+	go run ./hack/package --out $(OUTPUT)/package --crank $(BIN)/crank --version $(VERSION) \
+		--function-binary $(OUTPUT)/bin/gpustack-function --operator-binary $(OUTPUT)/bin/gpustack-operator
+
 .PHONY: generate
 generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepcopy code and CRDs from apis/.
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
@@ -57,6 +73,7 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 tools: $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) \
 	$(STAMP)/crossplane-$(CROSSPLANE_VERSION) $(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) \
+	$(STAMP)/crank-$(CRANK_VERSION) $(STAMP)/helm-$(HELM_VERSION) \
 	$(STAMP)/assets ## Build every third-party binary the tests and the demo need.
 
 $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
@@ -97,6 +114,16 @@ $(STAMP)/crossplane-$(CROSSPLANE_VERSION): hack/tools/crossplane/go.mod
 	cd hack/tools/crossplane && go build -trimpath -o $(BIN)/crossplane github.com/crossplane/crossplane/v2/cmd/crossplane
 	@mkdir -p $(STAMP) && touch $@
 
+$(STAMP)/crank-$(CRANK_VERSION): hack/tools/crank/go.mod
+	$(call say,building the crossplane CLI $(CRANK_VERSION) (first build takes several minutes))
+	cd hack/tools/crank && go build -trimpath -o $(BIN)/crank github.com/crossplane/crossplane/v2/cmd/crank
+	@mkdir -p $(STAMP) && touch $@
+
+$(STAMP)/helm-$(HELM_VERSION): hack/tools/helm/go.mod
+	$(call say,building helm $(HELM_VERSION) (first build takes several minutes))
+	cd hack/tools/helm && go build -trimpath -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
+	@mkdir -p $(STAMP) && touch $@
+
 $(STAMP)/opa-$(OPA_VERSION): hack/tools/opa/go.mod
 	$(call say,building opa $(OPA_VERSION))
 	cd hack/tools/opa && go build -trimpath -o $(BIN)/opa github.com/open-policy-agent/opa
@@ -127,8 +154,8 @@ $(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/g
 ##@ Test
 
 .PHONY: test
-test: tools build ## Run every test: unit, envtest, end-to-end on the local cluster, and the Crossplane render.
-	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 45m ./...
+test: tools build package ## Run every test: unit, envtest, packages, end-to-end on the local cluster, and the Crossplane render.
+	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) GPUSTACK_PACKAGE_DIR=$(OUTPUT)/package go test -count=1 -timeout 45m ./...
 	cd hack/tools/crossplane && GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 10m ./...
 
 .PHONY: bench

@@ -1,0 +1,143 @@
+// Package ociimage builds the project's container images without a container engine: the binaries, and for a
+// dynamically linked one the shared libraries it loads, are layered onto an empty base with
+// go-containerregistry, and written as an OCI image tarball that `crossplane xpkg build
+// --embed-runtime-image-tarball`, `docker load` and `crane push` all read.
+package ociimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// NonRoot is the user and group the images run as unless a Pod says otherwise: distroless's nonroot.
+const NonRoot = "65532:65532"
+
+// File is one file of an image.
+type File struct {
+	// Path is the absolute path in the image.
+	Path string
+	// Source is the file on this machine whose contents it takes.
+	Source string
+	// Mode is its permission bits.
+	Mode int64
+}
+
+// Spec describes an image.
+type Spec struct {
+	// Files are the image's files, in one layer.
+	Files []File
+	// Entrypoint is the command the image runs.
+	Entrypoint []string
+	// User is the user:group it runs as; NonRoot when empty.
+	User string
+	// Labels are the image config's labels (org.opencontainers.image.*).
+	Labels map[string]string
+	// Platform is the OS and architecture the binaries are built for.
+	Platform v1.Platform
+}
+
+// epoch is the time written into layers and the config, so the same inputs give the same image digest.
+var epoch = time.Unix(0, 0).UTC()
+
+// Build returns the image: one layer holding the files and the directories above them, owned by root and
+// readable by all, and a config with the entrypoint, the user and the labels.
+func Build(s Spec) (v1.Image, error) {
+	if len(s.Entrypoint) == 0 {
+		return nil, fmt.Errorf("an image needs an entrypoint")
+	}
+	layer, err := fileLayer(s.Files)
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, fmt.Errorf("cannot add the layer: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the image config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = s.Platform.OS, s.Platform.Architecture, s.Platform.Variant
+	cf.Created = v1.Time{Time: epoch}
+	cf.Config.Entrypoint = s.Entrypoint
+	cf.Config.User = s.User
+	if cf.Config.User == "" {
+		cf.Config.User = NonRoot
+	}
+	cf.Config.Labels = s.Labels
+	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return nil, fmt.Errorf("cannot set the image config: %w", err)
+	}
+	return img, nil
+}
+
+// WriteTarball writes the image, tagged ref, as a tarball.
+func WriteTarball(img v1.Image, ref, file string) error {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return fmt.Errorf("cannot parse image reference %q: %w", ref, err)
+	}
+	if err := tarball.WriteToFile(file, tag, img); err != nil {
+		return fmt.Errorf("cannot write image %s to %s: %w", ref, file, err)
+	}
+	return nil
+}
+
+// fileLayer returns one layer with the files and every directory above them, in path order.
+func fileLayer(files []File) (v1.Layer, error) {
+	sorted := append([]File(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, f := range sorted {
+		if !path.IsAbs(f.Path) {
+			return nil, fmt.Errorf("image file %q: the path must be absolute", f.Path)
+		}
+		if err := writeDirs(tw, dirs, path.Dir(f.Path)); err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(f.Source)
+		if err != nil {
+			return nil, fmt.Errorf("image file %s: %w", f.Path, err)
+		}
+		hdr := &tar.Header{Name: f.Path[1:], Mode: f.Mode, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: epoch, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+}
+
+// writeDirs writes the directory and its parents, each once.
+func writeDirs(tw *tar.Writer, written map[string]bool, dir string) error {
+	if dir == "/" || written[dir] {
+		return nil
+	}
+	if err := writeDirs(tw, written, path.Dir(dir)); err != nil {
+		return err
+	}
+	written[dir] = true
+	return tw.WriteHeader(&tar.Header{Name: dir[1:] + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: epoch, Format: tar.FormatPAX})
+}
