@@ -1,8 +1,9 @@
 # gpustack-operator: build, generate, test and the local demo cluster.
 #
 # Third-party binaries (Kubernetes control plane, etcd, KWOK, Kueue, nfd-master, controller-gen, the Crossplane
-# CLI, helm) are built from the Go module proxy through the wrapper modules in hack/tools/ into the git-ignored bin/, once: each one has a
-# version stamp in bin/.stamp/, and the Go build cache makes a rebuild after a fresh clone a relink.
+# CLI, helm) are built from the Go module proxy through the wrapper modules in hack/tools/ into the git-ignored
+# bin/, once: each one has a version stamp in bin/.stamp/, and the Go build cache makes a rebuild after a fresh
+# clone a relink.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -62,7 +63,7 @@ package: $(STAMP)/crank-$(CRANK_VERSION) ## Build the images and the Crossplane 
 generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepcopy code and CRDs from apis/.
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=package/crds
-	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./cmd/gpustack-operator/... \
+	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./cmd/gpustack-operator/... \
 		output:rbac:artifacts:config=package/rbac/worker
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./deviceagent/... \
 		output:rbac:artifacts:config=package/rbac/device-manager

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"flag"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +42,11 @@ func runWorker(args []string) error {
 	health := fs.String("health-probe-bind-address", ":8081", "address of the health probes; 0 turns them off")
 	webhookPort := fs.Int("webhook-port", 0, "port of the admission webhooks (Instance rules, Pod units fold); 0 serves none")
 	webhookHost := fs.String("webhook-host", "", "address the webhooks listen on; all when empty")
-	webhookCertDir := fs.String("webhook-cert-dir", "", "directory with the webhooks' tls.crt and tls.key")
+	webhookCertDir := fs.String("webhook-cert-dir", "", "directory with the webhooks' tls.crt and tls.key; written by the worker when it provisions them")
+	webhookService := fs.String("webhook-service", "", "Service in front of the webhooks, in the worker's namespace (POD_NAMESPACE): the worker provisions their certificate and configurations")
+	webhookURL := fs.String("webhook-url", "", "base URL the API server reaches the webhooks at, instead of a Service (https://127.0.0.1:9443)")
+	webhookSecret := fs.String("webhook-secret", "gpustack-worker-webhook-tls", "Secret with the webhooks' tls.crt, tls.key and ca.crt")
+	webhookCertManager := fs.Bool("webhook-cert-manager", false, "cert-manager issues the webhook Secret: wait for it instead of self-signing")
 	agentImage := fs.String("device-manager-image", "", "deploy the device agents with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -55,6 +62,9 @@ func runWorker(args []string) error {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{workerv1.SystemNamespace: {}}},
 		}},
+	}
+	if *webhookCertDir == "" {
+		*webhookCertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
 	}
 	if *webhookPort > 0 {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Host: *webhookHost, Port: *webhookPort, CertDir: *webhookCertDir})
@@ -76,6 +86,13 @@ func runWorker(args []string) error {
 	}
 	if err := bootstrap(ctx, direct); err != nil {
 		return err
+	}
+	if *webhookPort > 0 && (*webhookService != "" || *webhookURL != "") {
+		serving := webhooks.Serving{Namespace: podNamespace(), Service: *webhookService, URL: *webhookURL, Secret: *webhookSecret,
+			CertManager: *webhookCertManager, CertDir: *webhookCertDir}
+		if err := webhooks.Provision(ctx, direct, serving, time.Now(), 5*time.Minute); err != nil {
+			return errors.Wrap(err, "cannot provision the webhooks")
+		}
 	}
 	if *agentImage != "" {
 		if err := deployAgents(ctx, direct, deviceagent.DeploymentFromEnv(*agentImage)); err != nil {
@@ -118,6 +135,14 @@ func runWorker(args []string) error {
 		}
 	}
 	return errors.Wrap(mgr.Start(ctx), "manager stopped")
+}
+
+// podNamespace returns the worker's namespace, which the Pod learns through the downward API.
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return workerv1.SystemNamespace
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=create

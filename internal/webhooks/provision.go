@@ -1,0 +1,154 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldManager is the field manager the worker applies its webhook configurations with.
+const FieldManager = "gpustack-operator"
+
+// Serving says how the API server reaches the worker's webhooks and where their key pair lives.
+type Serving struct {
+	// Namespace is the worker's namespace, where the Service and the Secret are.
+	Namespace string
+	// Service is the Service in front of the webhooks (port 443); empty when URL is set.
+	Service string
+	// URL is the webhooks' base URL (https://127.0.0.1:9443), for an API server that reaches the worker
+	// directly rather than through a Service.
+	URL string
+	// Secret holds tls.crt, tls.key and ca.crt: issued by cert-manager, or self-signed and stored by the worker.
+	Secret string
+	// CertManager says cert-manager issues the Secret: the worker waits for it rather than signing one.
+	CertManager bool
+	// CertDir is where the webhook server reads tls.crt and tls.key.
+	CertDir string
+}
+
+// Hosts returns the names the serving certificate must cover: the Service's DNS names, or the URL's host.
+func (s Serving) Hosts() ([]string, error) {
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+			return nil, fmt.Errorf("webhook URL %q: want https://HOST[:PORT]", s.URL)
+		}
+		return []string{u.Hostname()}, nil
+	}
+	if s.Service == "" || s.Namespace == "" {
+		return nil, fmt.Errorf("the webhooks need a Service and its namespace, or a URL")
+	}
+	return []string{s.Service + "." + s.Namespace + ".svc", s.Service + "." + s.Namespace + ".svc.cluster.local"}, nil
+}
+
+// clientConfig returns how the API server calls the webhook at path.
+func (s Serving) clientConfig(ca []byte) func(path string) admissionv1.WebhookClientConfig {
+	return func(path string) admissionv1.WebhookClientConfig {
+		if s.URL != "" {
+			return admissionv1.WebhookClientConfig{URL: ptr.To(s.URL + path), CABundle: ca}
+		}
+		return admissionv1.WebhookClientConfig{CABundle: ca, Service: &admissionv1.ServiceReference{
+			Namespace: s.Namespace, Name: s.Service, Path: ptr.To(path), Port: ptr.To[int32](443)}}
+	}
+}
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;create;patch
+
+// Provision makes the webhooks reachable before the manager starts: it takes the key pair from the Secret
+// when that covers the hosts, and otherwise self-signs one and stores it there, so that restarts and replicas
+// share it (with cert-manager, it waits up to timeout for the issued Secret instead); it writes the pair into
+// CertDir and applies both webhook configurations with the CA bundle.
+func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, timeout time.Duration) error {
+	hosts, err := s.Hosts()
+	if err != nil {
+		return err
+	}
+	pair, err := keyPair(ctx, c, s, hosts, now, timeout)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.CertDir, 0o700); err != nil {
+		return fmt.Errorf("cannot create the webhook certificate directory: %w", err)
+	}
+	for name, data := range map[string][]byte{"tls.crt": pair.Cert, "tls.key": pair.Key} {
+		if err := os.WriteFile(filepath.Join(s.CertDir, name), data, 0o600); err != nil {
+			return fmt.Errorf("cannot write the webhook's %s: %w", name, err)
+		}
+	}
+	mutating, validating := Configurations(s.clientConfig(pair.CA))
+	mutating.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"}
+	validating.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
+	for _, o := range []client.Object{mutating, validating} {
+		o.SetLabels(map[string]string{"app.kubernetes.io/part-of": "gpustack-operator"})
+		//nolint:staticcheck // client.Apply with typed objects that carry their TypeMeta.
+		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("cannot apply webhook configuration %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// keyPair returns the Secret's key pair when it covers the hosts; otherwise a new self-signed one, stored in
+// the Secret, or, with cert-manager, the pair cert-manager issues within timeout.
+func keyPair(ctx context.Context, c client.Client, s Serving, hosts []string, now time.Time, timeout time.Duration) (KeyPair, error) {
+	key := client.ObjectKey{Namespace: s.Namespace, Name: s.Secret}
+	var pair KeyPair
+	if s.CertManager {
+		err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+			secret := &corev1.Secret{}
+			if err := c.Get(ctx, key, secret); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			pair = KeyPair{CA: secret.Data["ca.crt"], Cert: secret.Data["tls.crt"], Key: secret.Data["tls.key"]}
+			return pair.Covers(hosts, now), nil
+		})
+		if err != nil {
+			return KeyPair{}, fmt.Errorf("secret %s/%s: cert-manager issued no certificate for %v within %s: %w", s.Namespace, s.Secret, hosts, timeout, err)
+		}
+		return pair, nil
+	}
+	secret := &corev1.Secret{}
+	err := c.Get(ctx, key, secret)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return KeyPair{}, fmt.Errorf("cannot get secret %s/%s: %w", s.Namespace, s.Secret, err)
+	}
+	if err == nil {
+		pair = KeyPair{CA: secret.Data["ca.crt"], Cert: secret.Data["tls.crt"], Key: secret.Data["tls.key"]}
+		if pair.Covers(hosts, now) {
+			return pair, nil
+		}
+	}
+	if pair, err = SelfSigned(hosts, now); err != nil {
+		return KeyPair{}, err
+	}
+	data := map[string][]byte{"ca.crt": pair.CA, "tls.crt": pair.Cert, "tls.key": pair.Key}
+	if apierrors.IsNotFound(c.Get(ctx, key, &corev1.Secret{})) {
+		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Secret,
+			Labels: map[string]string{"app.kubernetes.io/part-of": "gpustack-operator"}}, Type: corev1.SecretTypeTLS, Data: data}
+		// Another replica may have stored its pair first: use that one, so every replica serves the same CA.
+		err := c.Create(ctx, secret)
+		if apierrors.IsAlreadyExists(err) {
+			return keyPair(ctx, c, s, hosts, now, timeout)
+		}
+		if err != nil {
+			return KeyPair{}, fmt.Errorf("cannot create secret %s/%s: %w", s.Namespace, s.Secret, err)
+		}
+		return pair, nil
+	}
+	secret.Data = data
+	if err := c.Update(ctx, secret); err != nil {
+		return KeyPair{}, fmt.Errorf("cannot update secret %s/%s: %w", s.Namespace, s.Secret, err)
+	}
+	return pair, nil
+}

@@ -1,0 +1,106 @@
+package webhooks
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestProvision provisions the webhooks against a real API server, in turn: self-signed behind a Service,
+// again (the stored pair is kept), behind a loopback URL (the pair no longer covers the host, so a new one
+// replaces it), and with cert-manager (the issued Secret is used as it is; none issued is an error naming the
+// Secret). Each time the files in the certificate directory, the Secret and both configurations' CA bundles
+// must agree, and the certificate must verify for the hosts.
+func TestProvision(t *testing.T) {
+	if skipped != "" {
+		t.Skip(skipped)
+	}
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "provision"}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	service := Serving{Namespace: "provision", Service: "gpustack-worker-webhook", Secret: "gpustack-worker-webhook-tls", CertDir: t.TempDir()}
+
+	provision := func(s Serving) KeyPair {
+		t.Helper()
+		if err := Provision(ctx, c, s, now, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		secret := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Secret}, secret); err != nil {
+			t.Fatal(err)
+		}
+		pair := KeyPair{CA: secret.Data["ca.crt"], Cert: secret.Data["tls.crt"], Key: secret.Data["tls.key"]}
+		hosts, _ := s.Hosts()
+		if !pair.Covers(hosts, now) {
+			t.Errorf("the stored certificate does not verify for %v", hosts)
+		}
+		for name, want := range map[string][]byte{"tls.crt": pair.Cert, "tls.key": pair.Key} {
+			got, err := os.ReadFile(filepath.Join(s.CertDir, name))
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s in the certificate directory differs from the Secret's (%v)", name, err)
+			}
+		}
+		mutating := &admissionv1.MutatingWebhookConfiguration{}
+		validating := &admissionv1.ValidatingWebhookConfiguration{}
+		if err := c.Get(ctx, client.ObjectKey{Name: MutatingName}, mutating); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Name: ValidatingName}, validating); err != nil {
+			t.Fatal(err)
+		}
+		configs := []admissionv1.WebhookClientConfig{validating.Webhooks[0].ClientConfig}
+		for _, w := range mutating.Webhooks {
+			configs = append(configs, w.ClientConfig)
+		}
+		for _, cc := range configs {
+			if string(cc.CABundle) != string(pair.CA) {
+				t.Errorf("a webhook's CA bundle is not the Secret's CA")
+			}
+			if got, want := cc.URL != nil, s.URL != ""; got != want {
+				t.Errorf("webhook reached by URL: %v, want %v", got, want)
+			}
+		}
+		return pair
+	}
+
+	first := provision(service)
+	if again := provision(service); again.CA == nil || string(again.CA) != string(first.CA) {
+		t.Error("provisioning again replaced a key pair that still covers the Service")
+	}
+	loopback := service
+	loopback.URL, loopback.Service = "https://127.0.0.1:9443", ""
+	if moved := provision(loopback); string(moved.CA) == string(first.CA) {
+		t.Error("a pair that does not cover 127.0.0.1 was kept")
+	}
+
+	issued, err := SelfSigned([]string{"gpustack-worker-webhook.provision.svc", "gpustack-worker-webhook.provision.svc.cluster.local"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	managed := service
+	managed.CertManager, managed.Secret = true, "issued-by-cert-manager"
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "provision", Name: managed.Secret}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"ca.crt": issued.CA, "tls.crt": issued.Cert, "tls.key": issued.Key}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := provision(managed); cmp.Diff(issued, got) != "" {
+		t.Error("with cert-manager, the issued pair is not used as it is")
+	}
+	managed.Secret = "never-issued"
+	err = Provision(ctx, c, managed, now, 2*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "secret provision/never-issued: cert-manager issued no certificate") {
+		t.Errorf("with no issued Secret, want an error naming it, got %v", err)
+	}
+}
