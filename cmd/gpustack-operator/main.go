@@ -4,6 +4,7 @@
 //	gpustack-operator device-manager  the per-node device agent
 //	gpustack-operator plan            a dry run of the chain for an inventory file
 //	gpustack-operator function NAME   serves a composition function over gRPC for Crossplane
+//	gpustack-operator cleanup         removes what the operator created at run time (helm uninstall's hook)
 package main
 
 import (
@@ -18,6 +19,7 @@ var commands = map[string]func(args []string) error{
 	"worker":         runWorker,
 	"device-manager": runDeviceManager,
 	"function":       runFunction,
+	"cleanup":        runCleanup,
 }
 
 func main() {

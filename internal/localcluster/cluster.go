@@ -59,6 +59,9 @@ type Config struct {
 	NoNFD bool
 	// Operator is the gpustack-operator binary; when set, its worker and simulated device agents run too.
 	Operator string
+	// NoWorker leaves the worker out, for a test that installs it another way (the Helm chart); the
+	// simulated device agents still run.
+	NoWorker bool
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }

@@ -26,6 +26,16 @@ func (c *Cluster) startOperator(ctx context.Context) error {
 	if c.cfg.Operator == "" {
 		return nil
 	}
+	if !c.cfg.NoWorker {
+		if err := c.startWorker(ctx); err != nil {
+			return err
+		}
+	}
+	return c.startAgents(ctx)
+}
+
+// startWorker runs the worker as its service account, with webhooks on loopback, and registers them.
+func (c *Cluster) startWorker(ctx context.Context) error {
 	worker, err := c.serviceAccount(ctx, "worker", workerv1.SystemNamespace)
 	if err != nil {
 		return err
@@ -53,9 +63,11 @@ func (c *Cluster) startOperator(ctx context.Context) error {
 	if err := c.waitFor(ctx, "the operator's worker", time.Minute, func(ctx context.Context) error { return httpOK(ctx, ready) }); err != nil {
 		return err
 	}
-	if err := c.installWorkerWebhooks(ctx); err != nil {
-		return err
-	}
+	return c.installWorkerWebhooks(ctx)
+}
+
+// startAgents runs one simulated device agent for every inventory node, as the device-manager service account.
+func (c *Cluster) startAgents(ctx context.Context) error {
 	if c.cfg.Inventory == nil {
 		return nil
 	}

@@ -1,8 +1,9 @@
-// Package scheme holds every kind the operator reads or writes: Kubernetes' own, this project's, Kueue's and
+// Package scheme holds every kind the operator reads or writes: Kubernetes' own (CRDs too), this project's, Kueue's and
 // NFD's. The binaries and the tests that talk to a real API server share it.
 package scheme
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -19,5 +20,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(workerv1.AddToScheme(s))
 	utilruntime.Must(kueuev1beta2.AddToScheme(s))
 	utilruntime.Must(nfdv1alpha1.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }

@@ -26,16 +26,12 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/test/walkthrough"
 )
 
 // The seed's Step 1 tables, SH once-max as card counts (DESIGN.md).
 var (
-	step1Types = [][]string{
-		{"NAME", "ENTRANCE", "UNIT(CPU/RAM)/STORAGE", "ACCELERATOR(EX/SH/SL/PT)", "CPU", "PHASE"},
-		{"gpustack--generic-linux-amd64", "gpustack-fnv64-3b93966fd73eb9ec", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "48/72", "Active"},
-		{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", "1/1 1/10 100/100 0/0", "0/0", "Active"},
-		{"gpustack--nvidia-tesla-t4-linux-amd64", "gpustack-fnv64-6b371caa2da0b799", "8/32Gi/100Gi", "4/5 4/50 100/500 0/0", "0/0", "Active"},
-	}
+	step1Types   = walkthrough.Step1Types
 	step1Flavors = []string{
 		"gpustack--amd-epyc-7r13-linux-amd64-16c", "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
 		"gpustack--amd-epyc-7r32-linux-amd64-4c", "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",

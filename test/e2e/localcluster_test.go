@@ -28,6 +28,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/localcluster"
 	"github.com/gpustack/gpustack-operator/internal/scheme"
 	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/test/walkthrough"
 )
 
 var (
@@ -262,37 +263,10 @@ func TestNFDPropagatesLabels(t *testing.T) {
 	}
 }
 
-// kubectlTable runs kubectl against the cluster and splits its table on runs of two or more spaces, keeping
-// empty cells by their column positions.
+// kubectlTable runs kubectl against the cluster and splits its table into cells.
 func kubectlTable(t *testing.T, args ...string) [][]string {
 	t.Helper()
-	out := kubectl(t, args...)
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	header := lines[0]
-	var starts []int
-	for i := range header {
-		// A column starts after two or more spaces: a header such as PENDING WORKLOADS holds one.
-		if header[i] != ' ' && (i == 0 || i >= 2 && header[i-1] == ' ' && header[i-2] == ' ') {
-			starts = append(starts, i)
-		}
-	}
-	var table [][]string
-	for _, l := range lines {
-		var row []string
-		for j, s := range starts {
-			end := len(l)
-			if j+1 < len(starts) && starts[j+1] < end {
-				end = starts[j+1]
-			}
-			cell := ""
-			if s < len(l) {
-				cell = strings.TrimSpace(l[s:end])
-			}
-			row = append(row, cell)
-		}
-		table = append(table, row)
-	}
-	return table
+	return walkthrough.ParseTable(kubectl(t, args...))
 }
 
 // kubectl runs kubectl against the cluster and fails the test when it fails.

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpustack/gpustack-operator/internal/controller/composer"
+	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
+	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
+	"github.com/gpustack/gpustack-operator/internal/scheme"
+	"github.com/gpustack/gpustack-operator/internal/uninstall"
+)
+
+// runCleanup removes what the operator created at run time; the chart's post-delete hook runs it.
+func runCleanup(args []string) error {
+	fs := flag.NewFlagSet("cleanup", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig; in-cluster configuration when empty")
+	secret := fs.String("webhook-secret", "gpustack-worker-webhook-tls", "the worker's webhook Secret, in its namespace (POD_NAMESPACE)")
+	self := fs.String("self", "", "name of the hook's own ServiceAccount, ClusterRole and ClusterRoleBinding, removed last")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the CRDs to go")
+	_ = fs.Parse(args)
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot load the kubeconfig")
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return errors.Wrap(err, "cannot create a client")
+	}
+	return uninstall.Cleanup(context.Background(), c, uninstall.Options{
+		Namespace: podNamespace(), WebhookSecret: *secret, Self: *self, Timeout: *timeout, Log: os.Stdout,
+		ComposedAnnotation: composer.AnnotationComposedHash, CapacityFieldManager: nodecapacity.FieldManager, AdmissionCheck: nodedevices.Name,
+	})
+}

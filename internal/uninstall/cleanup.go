@@ -1,0 +1,239 @@
+// Package uninstall removes what the operator created at run time, which `helm uninstall` does not know of:
+// the device agents, the webhook configurations, the Kueue chain, the NodeFeatures, the counting keys in
+// Node status, the finalizers that would pin objects once the worker is gone, and the operator's CRDs with
+// every object of theirs. The chart runs it as a post-delete hook when cleanupOnUninstall is true.
+package uninstall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/internal/instances"
+	"github.com/gpustack/gpustack-operator/internal/webhooks"
+	"github.com/gpustack/gpustack-operator/package/rbac"
+)
+
+// Options say what to remove beyond what the operator always creates.
+type Options struct {
+	// Namespace is the worker's namespace, where its webhook Secret is.
+	Namespace string
+	// WebhookSecret is the worker's webhook key pair.
+	WebhookSecret string
+	// Self are the hook's own ServiceAccount, ClusterRole and ClusterRoleBinding (one name), removed last.
+	Self string
+	// Timeout bounds the wait for the CRDs to go.
+	Timeout time.Duration
+	// Log receives one line per object removed.
+	Log io.Writer
+
+	// What the controllers name (passed in, as nothing but the binary's main imports a controller):
+	// ComposedAnnotation marks the Kueue objects the composer made; CapacityFieldManager owns the counting
+	// keys in Node status; AdmissionCheck is the per-card check.
+	ComposedAnnotation, CapacityFieldManager, AdmissionCheck string
+}
+
+// +kubebuilder:rbac:groups="",resources=namespaces;serviceaccounts;secrets,verbs=delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings;roles;rolebindings,verbs=delete
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=*,verbs=list;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=localqueues;clusterqueues;resourceflavors;admissionchecks,verbs=list;delete;patch
+// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeatures,verbs=list;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list;delete
+
+// Cleanup removes everything the operator created at run time. It goes on past a step that fails and
+// returns every failure, so one stuck object does not leave the rest behind; kinds whose CRD is not
+// installed are skipped.
+func Cleanup(ctx context.Context, c client.Client, o Options) error {
+	r := &remover{c: c, log: o.Log, opts: o}
+	if r.log == nil {
+		r.log = io.Discard
+	}
+	// The device agents first: once their namespace and roles are gone they stop writing inventories.
+	r.delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}})
+	agentObjects, err := rbac.For("device-manager", deviceagent.Namespace)
+	r.fail(err)
+	for _, obj := range agentObjects {
+		if _, ok := obj.(*corev1.ServiceAccount); !ok {
+			r.delete(ctx, obj)
+		}
+	}
+	r.delete(ctx, &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.MutatingName}})
+	r.delete(ctx, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.ValidatingName}})
+	r.delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.WebhookSecret}})
+	r.kueueChain(ctx)
+	r.nodeFeatures(ctx)
+	r.nodeCapacity(ctx)
+	r.instancePods(ctx)
+	r.crds(ctx, o.Timeout)
+	if o.Self != "" {
+		r.delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: o.Self}})
+		r.delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: o.Self}})
+		r.delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Self}})
+	}
+	return errors.Join(r.errs...)
+}
+
+// remover deletes objects, logging each and collecting failures.
+type remover struct {
+	c    client.Client
+	opts Options
+	log  io.Writer
+	errs []error
+}
+
+func (r *remover) fail(err error) {
+	if err != nil && !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
+		r.errs = append(r.errs, err)
+	}
+}
+
+// delete deletes an object, leaving what it owns to the garbage collector; a missing one is not an error.
+func (r *remover) delete(ctx context.Context, obj client.Object) {
+	err := r.c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err == nil {
+		fmt.Fprintf(r.log, "deleted %T %s\n", obj, client.ObjectKeyFromObject(obj))
+	}
+	r.fail(err)
+}
+
+// unpin removes an object's finalizers, which nothing will remove once the operator (or Kueue) is gone.
+func (r *remover) unpin(ctx context.Context, obj client.Object) {
+	if len(obj.GetFinalizers()) == 0 {
+		return
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	obj.SetFinalizers(nil)
+	r.fail(client.IgnoreNotFound(r.c.Patch(ctx, obj, patch)))
+}
+
+// kueueChain deletes the queues and flavors the composer made (they carry its hash) and the admission check.
+func (r *remover) kueueChain(ctx context.Context) {
+	lists := []client.ObjectList{&kueue.LocalQueueList{}, &kueue.ClusterQueueList{}, &kueue.ResourceFlavorList{}}
+	for _, list := range lists {
+		if err := r.c.List(ctx, list); err != nil {
+			r.fail(err)
+			continue
+		}
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			if _, ours := obj.GetAnnotations()[r.opts.ComposedAnnotation]; ours {
+				r.delete(ctx, obj)
+				r.unpin(ctx, obj)
+			}
+			return nil
+		})
+	}
+	ac := &kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: r.opts.AdmissionCheck}}
+	r.delete(ctx, ac)
+}
+
+// nodeFeatures deletes the worker's and the device agents' NodeFeatures, in every namespace.
+func (r *remover) nodeFeatures(ctx context.Context) {
+	list := &nfdv1alpha1.NodeFeatureList{}
+	if err := r.c.List(ctx, list); err != nil {
+		r.fail(err)
+		return
+	}
+	for i := range list.Items {
+		switch list.Items[i].Labels["app.kubernetes.io/part-of"] {
+		case "gpustack-operator", "gpustack-operator-device-manager":
+			r.delete(ctx, &list.Items[i])
+		}
+	}
+}
+
+// nodeCapacity gives up the counting keys in every Node's status: applying nothing as their field manager
+// removes the fields it owned.
+func (r *remover) nodeCapacity(ctx context.Context) {
+	list := &corev1.NodeList{}
+	if err := r.c.List(ctx, list); err != nil {
+		r.fail(err)
+		return
+	}
+	for _, n := range list.Items {
+		empty := &unstructured.Unstructured{}
+		empty.SetAPIVersion("v1")
+		empty.SetKind("Node")
+		empty.SetName(n.Name)
+		//nolint:staticcheck // client.Apply with an unstructured object that carries its TypeMeta.
+		r.fail(r.c.Status().Patch(ctx, empty, client.Apply, client.FieldOwner(r.opts.CapacityFieldManager), client.ForceOwnership))
+	}
+}
+
+// instancePods unpins the Instances' Pods, which Kueue's finalizer would hold once Kueue is gone; the Pods
+// themselves go with their Instances.
+func (r *remover) instancePods(ctx context.Context) {
+	list := &corev1.PodList{}
+	if err := r.c.List(ctx, list, client.HasLabels{instances.LabelInstance}); err != nil {
+		r.fail(err)
+		return
+	}
+	for i := range list.Items {
+		r.unpin(ctx, &list.Items[i])
+	}
+}
+
+// crds unpins every object of the operator's kinds, deletes the CRDs (which deletes the objects) and waits
+// until they are gone.
+func (r *remover) crds(ctx context.Context, timeout time.Duration) {
+	list := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := r.c.List(ctx, list); err != nil {
+		r.fail(err)
+		return
+	}
+	var ours []apiextensionsv1.CustomResourceDefinition
+	for _, crd := range list.Items {
+		if crd.Spec.Group == workerv1.GroupVersion.Group {
+			ours = append(ours, crd)
+		}
+	}
+	for _, crd := range ours {
+		objs := &unstructured.UnstructuredList{}
+		objs.SetAPIVersion(workerv1.GroupVersion.String())
+		objs.SetKind(crd.Spec.Names.ListKind)
+		if err := r.c.List(ctx, objs); err != nil {
+			r.fail(err)
+			continue
+		}
+		for i := range objs.Items {
+			r.unpin(ctx, &objs.Items[i])
+		}
+		r.delete(ctx, &crd)
+	}
+	if timeout <= 0 {
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, crd := range ours {
+			if err := r.c.Get(ctx, client.ObjectKeyFromObject(&crd), &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("the operator's CRDs are not gone after %s: %w", timeout, err))
+	}
+}

@@ -1,0 +1,47 @@
+{{/* image is the operator's image reference. */}}
+{{- define "gpustack-operator.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/* labels are the labels of every object of the release. */}}
+{{- define "gpustack-operator.labels" -}}
+app.kubernetes.io/name: gpustack-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gpustack-operator
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/* selector selects the worker's Pods. */}}
+{{- define "gpustack-operator.selector" -}}
+app.kubernetes.io/name: gpustack-operator
+app.kubernetes.io/component: worker
+{{- end }}
+
+{{/* certManager is "true" when cert-manager issues the webhook certificate. */}}
+{{- define "gpustack-operator.certManager" -}}
+{{- $mode := toString .Values.worker.certmanager.enabled -}}
+{{- if or (eq $mode "true") (and (eq $mode "auto") (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/* restricted is the container security context the restricted Pod Security profile asks for. */}}
+{{- define "gpustack-operator.restricted" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+{{- end }}
+
+{{/* rules returns the rules of the generated role of one kind (ClusterRole or Role) in a component's role.yaml. */}}
+{{- define "gpustack-operator.rules" -}}
+{{- $file := printf "files/rbac/%s/role.yaml" .component -}}
+{{- range $doc := regexSplit "(?m)^---\\s*$" ($.root.Files.Get $file) -1 -}}
+{{- $role := fromYaml $doc -}}
+{{- if eq (get $role "kind") $.kind }}
+{{ toYaml (get $role "rules") }}
+{{- end -}}
+{{- end -}}
+{{- end }}

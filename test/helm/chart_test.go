@@ -1,0 +1,252 @@
+// Package helm tests the Helm chart with the real Helm CLI: lint, the rendered objects for each option, and
+// an install and uninstall on the local cluster.
+package helm
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/gpustack-operator/internal/testenv"
+)
+
+const release, namespace = "gpustack-operator", "gpustack-system"
+
+// chart is the chart's directory.
+var chart = testenv.Path("package", "helm", "gpustack-operator")
+
+// helm runs the Helm CLI from bin/ and returns its output; helmBin skips the test when it is not built.
+func helm(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	bin, skip, err := testenv.BinDir("helm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip != "" {
+		t.Skip(skip)
+	}
+	cmd := exec.Command(filepath.Join(bin, "helm"), args...)
+	cmd.Env = append(os.Environ(), append([]string{"HELM_CACHE_HOME=" + t.TempDir(), "HELM_CONFIG_HOME=" + t.TempDir(),
+		"HELM_DATA_HOME=" + t.TempDir()}, env...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if err != nil {
+		return stdout.String() + stderr.String(), err
+	}
+	return stdout.String(), nil
+}
+
+// render runs helm template with the values and returns the objects, by kind and name.
+func render(t *testing.T, set ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", release, chart, "--namespace", namespace, "--kube-version", "1.35.4"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := helm(t, nil, args...)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	objs := map[string]*unstructured.Unstructured{}
+	d := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := d.Decode(&u.Object); err == io.EOF {
+			return objs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs[u.GetKind()+"/"+u.GetName()] = u
+		}
+	}
+}
+
+func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	if u == nil {
+		t.Fatal("object not rendered")
+	}
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestLint lints the chart with its default values and with every option on.
+func TestLint(t *testing.T) {
+	for name, set := range map[string][]string{
+		"Defaults": nil,
+		"Options":  {"cleanupOnUninstall=true", "worker.certmanager.enabled=true", "worker.webhook.url=https://127.0.0.1:9443"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"lint", chart, "--namespace", namespace, "--kube-version", "1.35.4"}
+			for _, s := range set {
+				args = append(args, "--set", s)
+			}
+			if out, err := helm(t, nil, args...); err != nil || !strings.Contains(out, "0 chart(s) failed") {
+				t.Errorf("helm lint: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestTemplateWorker renders the worker: a restricted Pod running the worker behind its webhook Service, the
+// device agents deployed with the same image, and exactly the rules generated from the code's RBAC markers.
+func TestTemplateWorker(t *testing.T) {
+	objs := render(t)
+	d := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"])
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	wantArgs := []string{"worker", "--health-probe-bind-address=:8081", "--webhook-port=9443", "--webhook-service=gpustack-operator-worker-webhook",
+		"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--device-manager-image=docker.io/gpustack/gpustack-operator:v0.1.0"}
+	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
+		t.Errorf("worker args: -want, +got:\n%s", diff)
+	}
+	if c.Image != "docker.io/gpustack/gpustack-operator:v0.1.0" || pod.ServiceAccountName != "gpustack-operator-worker" {
+		t.Errorf("image %s, service account %s", c.Image, pod.ServiceAccountName)
+	}
+	checkRestricted(t, pod)
+	if _, ok := objs["Service/gpustack-operator-worker-webhook"]; !ok {
+		t.Error("no webhook Service")
+	}
+	for kind, component := range map[string]string{"ClusterRole": "worker", "Role": "worker"} {
+		got := convert[rbacv1.ClusterRole](t, objs[kind+"/gpustack-operator-"+component])
+		if diff := cmp.Diff(generatedRules(t, component, kind), got.Rules); diff != "" {
+			t.Errorf("%s rules differ from package/rbac/%s: -want, +got:\n%s", kind, component, diff)
+		}
+	}
+	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 9 {
+		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel", n)
+	}
+	for name := range objs {
+		if strings.HasPrefix(name, "Job/") || strings.HasPrefix(name, "Certificate/") {
+			t.Errorf("%s is rendered by default", name)
+		}
+	}
+}
+
+// TestTemplateOptions renders each option: the cleanup hook, cert-manager, a webhook URL, and an install into
+// another namespace, which fails with a message saying which namespace to use.
+func TestTemplateOptions(t *testing.T) {
+	objs := render(t, "cleanupOnUninstall=true")
+	job := convert[unstructuredJob](t, objs["Job/gpustack-operator-cleanup"])
+	if job.Metadata.Annotations["helm.sh/hook"] != "post-delete" || job.Spec.Template.Spec.Containers[0].Args[0] != "cleanup" {
+		t.Errorf("the cleanup Job is not a post-delete hook running cleanup: %+v", job)
+	}
+	checkRestricted(t, job.Spec.Template.Spec)
+	got := convert[rbacv1.ClusterRole](t, objs["ClusterRole/gpustack-operator-cleanup"])
+	if diff := cmp.Diff(generatedRules(t, "cleanup", "ClusterRole"), got.Rules); diff != "" {
+		t.Errorf("cleanup rules differ from package/rbac/cleanup: -want, +got:\n%s", diff)
+	}
+
+	objs = render(t, "worker.certmanager.enabled=true")
+	for _, name := range []string{"Issuer/gpustack-operator-selfsigned", "Certificate/gpustack-operator-webhook-ca", "Issuer/gpustack-operator-ca", "Certificate/gpustack-operator-webhook"} {
+		if objs[name] == nil {
+			t.Errorf("with cert-manager, %s is not rendered", name)
+		}
+	}
+	args := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"]).Spec.Template.Spec.Containers[0].Args
+	if !contains(args, "--webhook-cert-manager") {
+		t.Errorf("with cert-manager the worker waits for the issued Secret: %v", args)
+	}
+	if objs := render(t, "worker.certmanager.enabled=auto"); objs["Certificate/gpustack-operator-webhook"] != nil {
+		t.Error("auto issues with cert-manager although its API is not there")
+	}
+
+	objs = render(t, "worker.webhook.url=https://127.0.0.1:9443", "worker.deviceManager.enabled=false")
+	args = convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"]).Spec.Template.Spec.Containers[0].Args
+	if !contains(args, "--webhook-url=https://127.0.0.1:9443") || contains(args, "--webhook-service=gpustack-operator-worker-webhook") {
+		t.Errorf("a webhook URL replaces the Service: %v", args)
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--device-manager-image") {
+			t.Errorf("device agents are deployed although turned off: %v", args)
+		}
+	}
+
+	out, err := helm(t, nil, "template", release, chart, "--namespace", "elsewhere", "--kube-version", "1.35.4")
+	if err == nil || !strings.Contains(out, "install gpustack-operator into the namespace gpustack-system") {
+		t.Errorf("another namespace: want a refusal naming gpustack-system, got %v\n%s", err, out)
+	}
+}
+
+// unstructuredJob is the part of a Job the test reads, with its annotations.
+type unstructuredJob struct {
+	Metadata struct {
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		Template struct {
+			Spec corev1.PodSpec `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
+}
+
+// checkRestricted checks what the restricted Pod Security profile asks of a Pod; the install test then has
+// the API server enforce it.
+func checkRestricted(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	sc := pod.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("the Pod must run as non-root with the RuntimeDefault seccomp profile: %+v", sc)
+	}
+	for _, c := range pod.Containers {
+		csc := c.SecurityContext
+		if csc == nil || csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation || csc.Capabilities == nil ||
+			!cmp.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) || csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem {
+			t.Errorf("container %s must drop every capability, refuse privilege escalation and keep its root read-only: %+v", c.Name, csc)
+		}
+	}
+}
+
+// generatedRules reads the rules of one role of a component from package/rbac.
+func generatedRules(t *testing.T, component, kind string) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(testenv.Path("package", "rbac", component, "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.Unmarshal([]byte(doc), role); err == nil && role.Kind == kind {
+			return role.Rules
+		}
+	}
+	t.Fatalf("no %s in package/rbac/%s", kind, component)
+	return nil
+}
+
+func countKind(objs map[string]*unstructured.Unstructured, kind string) int {
+	n := 0
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
