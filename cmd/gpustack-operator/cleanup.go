@@ -22,19 +22,21 @@ func runCleanup(args []string) error {
 	fs := flag.NewFlagSet("cleanup", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig; in-cluster configuration when empty")
 	secret := fs.String("webhook-secret", "gpustack-worker-webhook-tls", "the worker's webhook Secret, in its namespace (POD_NAMESPACE)")
-	self := fs.String("self", "", "name of the hook's own ServiceAccount, ClusterRole and ClusterRoleBinding, removed last")
-	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the CRDs to go")
+	workerPods := fs.String("worker-pods", "", "label selector of the worker's Pods: wait until they are gone before removing anything")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the worker's Pods, and for the CRDs, to go")
 	_ = fs.Parse(args)
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return errors.Wrap(err, "cannot load the kubeconfig")
 	}
+	// Removing a cluster's worth of objects one by one: the default 5 requests a second would take minutes.
+	cfg.QPS, cfg.Burst = 50, 100
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return errors.Wrap(err, "cannot create a client")
 	}
 	return uninstall.Cleanup(context.Background(), c, uninstall.Options{
-		Namespace: podNamespace(), WebhookSecret: *secret, Self: *self, Timeout: *timeout, Log: os.Stdout,
+		Namespace: podNamespace(), WebhookSecret: *secret, WorkerPods: *workerPods, Timeout: *timeout, Log: os.Stdout,
 		ComposedAnnotation: composer.AnnotationComposedHash, CapacityFieldManager: nodecapacity.FieldManager, AdmissionCheck: nodedevices.Name,
 	})
 }

@@ -62,6 +62,9 @@ type Config struct {
 	// NoWorker leaves the worker out, for a test that installs it another way (the Helm chart); the
 	// simulated device agents still run.
 	NoWorker bool
+	// KeepJobsRunning leaves out KWOK's stage that completes a Job's Pods at once, for a test that runs them
+	// itself and reports when they end.
+	KeepJobsRunning bool
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }

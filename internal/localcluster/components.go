@@ -128,6 +128,9 @@ options:
 		return "", errors.New("no KWOK stages in bin/assets/kwok-stages: run `make tools`")
 	}
 	for _, s := range stages {
+		if c.cfg.KeepJobsRunning && filepath.Base(s) == "pod-complete.yaml" {
+			continue
+		}
 		data, err := os.ReadFile(s)
 		if err != nil {
 			return "", errors.Wrap(err, "cannot read KWOK stage")

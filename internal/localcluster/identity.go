@@ -44,7 +44,10 @@ func (c *Cluster) serviceAccount(ctx context.Context, component, namespace strin
 		case *rbacv1.ClusterRoleBinding:
 			_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.Role:
-			_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			// A role may live in the system namespace, which the worker creates when it runs first.
+			if err = ensureNamespace(ctx, cs, o.Namespace); err == nil {
+				_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			}
 		case *rbacv1.RoleBinding:
 			_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}

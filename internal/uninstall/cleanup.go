@@ -9,16 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,9 +39,10 @@ type Options struct {
 	Namespace string
 	// WebhookSecret is the worker's webhook key pair.
 	WebhookSecret string
-	// Self are the hook's own ServiceAccount, ClusterRole and ClusterRoleBinding (one name), removed last.
-	Self string
-	// Timeout bounds the wait for the CRDs to go.
+	// WorkerPods selects the worker's Pods in Namespace: the cleanup waits until they are gone, or the worker
+	// would put back what it removes. Empty waits for nothing.
+	WorkerPods string
+	// Timeout bounds each wait: for the worker's Pods and for the CRDs to go.
 	Timeout time.Duration
 	// Log receives one line per object removed.
 	Log io.Writer
@@ -60,7 +62,7 @@ type Options struct {
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=*,verbs=list;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=localqueues;clusterqueues;resourceflavors;admissionchecks,verbs=list;delete;patch
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeatures,verbs=list;delete
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;delete
 
 // Cleanup removes everything the operator created at run time. It goes on past a step that fails and
 // returns every failure, so one stuck object does not leave the rest behind; kinds whose CRD is not
@@ -69,6 +71,9 @@ func Cleanup(ctx context.Context, c client.Client, o Options) error {
 	r := &remover{c: c, log: o.Log, opts: o}
 	if r.log == nil {
 		r.log = io.Discard
+	}
+	if err := r.workerGone(ctx); err != nil {
+		return err
 	}
 	// The device agents first: once their namespace and roles are gone they stop writing inventories.
 	r.delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}})
@@ -87,12 +92,30 @@ func Cleanup(ctx context.Context, c client.Client, o Options) error {
 	r.nodeCapacity(ctx)
 	r.instancePods(ctx)
 	r.crds(ctx, o.Timeout)
-	if o.Self != "" {
-		r.delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: o.Self}})
-		r.delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: o.Self}})
-		r.delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Self}})
-	}
 	return errors.Join(r.errs...)
+}
+
+// workerGone waits until the worker's Pods are gone.
+func (r *remover) workerGone(ctx context.Context) error {
+	if r.opts.WorkerPods == "" {
+		return nil
+	}
+	selector, err := labels.Parse(r.opts.WorkerPods)
+	if err != nil {
+		return fmt.Errorf("worker pod selector %q: %w", r.opts.WorkerPods, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, r.opts.Timeout, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := r.c.List(ctx, pods, client.InNamespace(r.opts.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the worker's pods (%s) are not gone after %s: %w", r.opts.WorkerPods, r.opts.Timeout, err)
+	}
+	fmt.Fprintln(r.log, "the worker is gone")
+	return nil
 }
 
 // remover deletes objects, logging each and collecting failures.
@@ -157,8 +180,8 @@ func (r *remover) nodeFeatures(ctx context.Context) {
 		return
 	}
 	for i := range list.Items {
-		switch list.Items[i].Labels["app.kubernetes.io/part-of"] {
-		case "gpustack-operator", "gpustack-operator-device-manager":
+		// The worker's (gpustack-operator-worker) and the device agents' (gpustack-operator-device-manager).
+		if strings.HasPrefix(list.Items[i].Labels["app.kubernetes.io/part-of"], "gpustack-operator") {
 			r.delete(ctx, &list.Items[i])
 		}
 	}
@@ -195,6 +218,20 @@ func (r *remover) instancePods(ctx context.Context) {
 	}
 }
 
+// unpinAll removes the finalizers of every object of a CRD.
+func (r *remover) unpinAll(ctx context.Context, crd apiextensionsv1.CustomResourceDefinition) {
+	objs := &unstructured.UnstructuredList{}
+	objs.SetAPIVersion(crd.Spec.Group + "/" + crd.Spec.Versions[0].Name)
+	objs.SetKind(crd.Spec.Names.ListKind)
+	if err := r.c.List(ctx, objs); err != nil {
+		r.fail(err)
+		return
+	}
+	for i := range objs.Items {
+		r.unpin(ctx, &objs.Items[i])
+	}
+}
+
 // crds unpins every object of the operator's kinds, deletes the CRDs (which deletes the objects) and waits
 // until they are gone.
 func (r *remover) crds(ctx context.Context, timeout time.Duration) {
@@ -210,30 +247,40 @@ func (r *remover) crds(ctx context.Context, timeout time.Duration) {
 		}
 	}
 	for _, crd := range ours {
-		objs := &unstructured.UnstructuredList{}
-		objs.SetAPIVersion(workerv1.GroupVersion.String())
-		objs.SetKind(crd.Spec.Names.ListKind)
-		if err := r.c.List(ctx, objs); err != nil {
-			r.fail(err)
-			continue
-		}
-		for i := range objs.Items {
-			r.unpin(ctx, &objs.Items[i])
-		}
+		r.unpinAll(ctx, crd)
 		r.delete(ctx, &crd)
 	}
 	if timeout <= 0 {
 		return
 	}
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	var waiting []string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		waiting = nil
 		for _, crd := range ours {
-			if err := r.c.Get(ctx, client.ObjectKeyFromObject(&crd), &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
-				return false, nil
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			err := r.c.Get(ctx, client.ObjectKeyFromObject(&crd), got)
+			if apierrors.IsNotFound(err) {
+				continue
 			}
+			if err != nil {
+				waiting = append(waiting, crd.Name+" ("+err.Error()+")")
+				continue
+			}
+			// Whatever put a finalizer back since (a worker replica still stopping) is unpinned again.
+			r.unpinAll(ctx, crd)
+			why := "still there"
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Terminating {
+					why = c.Reason + ": " + c.Message
+				}
+			}
+			waiting = append(waiting, crd.Name+" ("+why+")")
 		}
-		return true, nil
+		return len(waiting) == 0, nil
 	})
 	if err != nil {
-		r.errs = append(r.errs, fmt.Errorf("the operator's CRDs are not gone after %s: %w", timeout, err))
+		r.errs = append(r.errs, fmt.Errorf("the operator's CRDs are not gone after %s: %s", timeout, strings.Join(waiting, "; ")))
+		return
 	}
+	fmt.Fprintln(r.log, "the operator's CRDs are gone")
 }
