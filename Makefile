@@ -159,7 +159,7 @@ $(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/g
 # The Helm test starts its own local cluster, so it runs after the end-to-end suite's, not beside it.
 .PHONY: test
 test: tools build package ## Run every test: unit, envtest, packages, end-to-end and Helm on local clusters, and the Crossplane render.
-	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) GPUSTACK_PACKAGE_DIR=$(OUTPUT)/package go test -count=1 -timeout 45m \
+	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) PACKAGE_DIR=$(OUTPUT)/package go test -count=1 -timeout 45m \
 		$$(go list ./... | grep -v /test/helm)
 	GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 20m ./test/helm/
 	cd hack/tools/crossplane && GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 10m ./...

@@ -208,14 +208,7 @@ func (r *remover) nodeCapacity(ctx context.Context) {
 // instancePods unpins the Instances' Pods, which Kueue's finalizer would hold once Kueue is gone; the Pods
 // themselves go with their Instances.
 func (r *remover) instancePods(ctx context.Context) {
-	list := &corev1.PodList{}
-	if err := r.c.List(ctx, list, client.HasLabels{instances.LabelInstance}); err != nil {
-		r.fail(err)
-		return
-	}
-	for i := range list.Items {
-		r.unpin(ctx, &list.Items[i])
-	}
+	r.unpinList(ctx, &corev1.PodList{}, client.HasLabels{instances.LabelInstance})
 }
 
 // unpinAll removes the finalizers of every object of a CRD.
@@ -223,13 +216,19 @@ func (r *remover) unpinAll(ctx context.Context, crd apiextensionsv1.CustomResour
 	objs := &unstructured.UnstructuredList{}
 	objs.SetAPIVersion(crd.Spec.Group + "/" + crd.Spec.Versions[0].Name)
 	objs.SetKind(crd.Spec.Names.ListKind)
-	if err := r.c.List(ctx, objs); err != nil {
+	r.unpinList(ctx, objs)
+}
+
+// unpinList removes the finalizers of every object the list finds.
+func (r *remover) unpinList(ctx context.Context, list client.ObjectList, opts ...client.ListOption) {
+	if err := r.c.List(ctx, list, opts...); err != nil {
 		r.fail(err)
 		return
 	}
-	for i := range objs.Items {
-		r.unpin(ctx, &objs.Items[i])
-	}
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		r.unpin(ctx, o.(client.Object))
+		return nil
+	})
 }
 
 // crds unpins every object of the operator's kinds, deletes the CRDs (which deletes the objects) and waits

@@ -75,7 +75,7 @@ func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 
 // foldPartitions sets the container's .partitioned.units to what its partitions cost: for each profile key
 // (<base>.partitioned.<kind>-<profile>), the count asked times the profile's memory as a share of the pool's
-// card. A container that asks no partition is left alone.
+// card. A container that asks no partition, or one of a profile no card offers, is left alone.
 func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *corev1.Container, v vendors.Vendor) error {
 	if v.PartitionKind == "" {
 		return nil
@@ -99,7 +99,9 @@ func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *core
 		}
 		one, ok := pools.PartitionUnits(inventories.Items, it.Spec.AcceleratorGroup, profile)
 		if !ok {
-			return fmt.Errorf("%s: no card of pool %s offers partition profile %q", name, it.Name, profile)
+			// No card offers it, so no node can place it: the Pod waits unschedulable, and the Pod rules, not
+			// the fold, say what is wrong with the request.
+			return nil
 		}
 		units += one * value(c.Resources.Limits, name)
 	}

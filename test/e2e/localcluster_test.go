@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -272,29 +271,17 @@ func kubectlTable(t *testing.T, args ...string) [][]string {
 // kubectl runs kubectl against the cluster and fails the test when it fails.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("kubectl", args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
-	out, err := cmd.CombinedOutput()
+	out, err := testenv.Kubectl(cluster.Kubeconfig, args...)
 	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatal(err)
 	}
-	return string(out)
+	return out
 }
 
 // eventually polls cond until it holds, failing the test with cond's last message after timeout.
 func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not after %s: %s", timeout, msg)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, cond)
 }
 
 // waitTable waits until kubectl prints the table.

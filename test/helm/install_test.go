@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -136,9 +135,11 @@ func TestInstallUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
-	kubectl(t, "-n", namespace, "rollout", "status", "deployment/gpustack-operator-worker", "--timeout=2m")
-	eventually(t, 3*time.Minute, func() (bool, string) {
-		got, err := kubectlOut("get", "instancetype")
+	if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "rollout", "status", "deployment/gpustack-operator-worker", "--timeout=2m"); err != nil {
+		t.Fatal(err, out)
+	}
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		got, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -153,7 +154,7 @@ func TestInstallUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the cleanup hook failed: %v\n%s", err, logs)
 	}
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
 		left := leftovers(ctx, t, c)
 		return len(left) == 0, fmt.Sprintf("left behind after helm uninstall: %v\ncleanup said:\n%s", left, logs)
 	})
@@ -222,39 +223,4 @@ func leftovers(ctx context.Context, t *testing.T, c client.Client) []string {
 		}
 	}
 	return left
-}
-
-func kubectlOut(args ...string) (string, error) {
-	cmd := exec.Command("kubectl", args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
-
-func kubectl(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := kubectlOut(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// eventually polls cond until it holds, failing the test with cond's last message after timeout.
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not after %s: %s", timeout, msg)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }

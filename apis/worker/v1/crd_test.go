@@ -61,8 +61,9 @@ func TestRBACUpToDate(t *testing.T) {
 	}
 	// The same invocations as `make generate`.
 	for component, paths := range map[string][]string{
-		"worker":         {"paths=./internal/controller/...", "paths=./cmd/gpustack-operator/..."},
+		"worker":         {"paths=./internal/controller/...", "paths=./internal/webhooks/...", "paths=./cmd/gpustack-operator/..."},
 		"device-manager": {"paths=./deviceagent/..."},
+		"cleanup":        {"paths=./internal/uninstall/..."},
 	} {
 		out := t.TempDir()
 		args := append([]string{"rbac:roleName=gpustack-operator-" + component}, paths...)
