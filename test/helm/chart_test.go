@@ -250,3 +250,51 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestArgoCDApplication reads the Argo CD Application that installs the operator: it points at this chart and
+// at gpustack-system, creates the namespace, and the chart renders with the Application's values as Argo CD
+// would render it.
+func TestArgoCDApplication(t *testing.T) {
+	data, err := os.ReadFile(testenv.Path("examples", "gitops", "operator-application.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var app struct {
+		Spec struct {
+			Source struct {
+				Path string `json:"path"`
+				Helm struct {
+					ReleaseName  string         `json:"releaseName"`
+					ValuesObject map[string]any `json:"valuesObject"`
+				} `json:"helm"`
+			} `json:"source"`
+			Destination struct {
+				Namespace string `json:"namespace"`
+			} `json:"destination"`
+			SyncPolicy struct {
+				SyncOptions []string `json:"syncOptions"`
+			} `json:"syncPolicy"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &app); err != nil {
+		t.Fatal(err)
+	}
+	src := app.Spec.Source
+	if testenv.Path(src.Path) != chart || app.Spec.Destination.Namespace != namespace || !contains(app.Spec.SyncPolicy.SyncOptions, "CreateNamespace=true") {
+		t.Errorf("the Application installs %s into %s with %v; want the chart into %s, creating it", src.Path,
+			app.Spec.Destination.Namespace, app.Spec.SyncPolicy.SyncOptions, namespace)
+	}
+	values, err := yaml.Marshal(src.Helm.ValuesObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, values, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := helm(t, nil, "template", src.Helm.ReleaseName, chart, "--namespace", app.Spec.Destination.Namespace,
+		"--kube-version", "1.35.4", "--values", file)
+	if err != nil || !strings.Contains(out, "name: gpustack-operator-worker") {
+		t.Errorf("the chart does not render with the Application's values: %v\n%s", err, out)
+	}
+}
