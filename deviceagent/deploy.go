@@ -86,8 +86,9 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 					PriorityClassName: "system-node-critical",
 					Containers: []corev1.Container{{
 						Name: "device-manager", Image: d.Image, Args: []string{"device-manager"}, Env: env,
-						// Reading every card and its driver, and the kubelet's plugin socket, needs the host's devices.
-						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+						// Reading every card and its driver, and the kubelet's plugin socket, needs the host's devices,
+						// as root: the image's own user is the unprivileged one the worker runs as.
+						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "device-plugins", MountPath: "/var/lib/kubelet/device-plugins"},
 							{Name: "sys", MountPath: "/sys", ReadOnly: true},

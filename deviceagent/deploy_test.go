@@ -42,8 +42,8 @@ func TestDeployment(t *testing.T) {
 			if diff := cmp.Diff([]string{"NODE_NAME", "GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS", "GPUSTACK_NVIDIA_PCI_VENDOR_ID"}, env); diff != "" {
 				t.Errorf("%s carries the node name and the worker's GPUSTACK_* variables only: -want, +got:\n%s", o.Name, diff)
 			}
-			if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
-				t.Errorf("%s runs privileged", o.Name)
+			if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
+				t.Errorf("%s runs privileged, as root (the image's user is not): %+v", o.Name, sc)
 			}
 		}
 	}

@@ -20,13 +20,13 @@ import (
 // are the memory asked, as a share of the pool's card, in credits. The card comes from the InstanceType whose
 // entrance the Pod queues in; a partition profile's memory from the nodes' inventories.
 type PodFolder struct {
-	// Reader reads InstanceTypes, from the cache.
+	// Reader reads InstanceTypes and Devices, from the cache.
 	Reader client.Reader
 }
 
-// Default recomputes every slice's and partition's units, whatever the client set, preferring the memory percentage over
-// MiB, and defaults the slice's compute budget to 100 %. A slice without a memory budget is left for the
-// Pod rules to refuse. A request for shares on N >= 2 cards is kept to nodes with at least N cards of the
+// Default recomputes every slice's and partition's units, whatever the client set, preferring a slice's
+// memory percentage over MiB, and defaults the slice's compute budget to 100 %. A slice without a memory
+// budget is left for the Pod rules to refuse. A request for shares on N >= 2 cards is kept to nodes with at least N cards of the
 // pool's group.
 func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 	queue := pod.Labels["kueue.x-k8s.io/queue-name"]

@@ -1,0 +1,168 @@
+package uninstall
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/internal/builders"
+	"github.com/gpustack/gpustack-operator/internal/scheme"
+	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/internal/webhooks"
+	"github.com/gpustack/gpustack-operator/package/rbac"
+)
+
+var (
+	c       client.Client
+	skipped string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if skip != "" {
+		skipped = skip
+		return m.Run()
+	}
+	cfg, stop, err := testenv.StartEnvtest(bin, testenv.Path("package", "crds"), filepath.Join(bin, "assets", "kueue-crds"),
+		filepath.Join(bin, "assets", "nfd-crds.yaml"))
+	defer stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if c, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		fmt.Fprintln(os.Stderr, "cannot create client:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+const capacityManager = "test-node-capacity"
+
+// TestCleanup fills a real API server with what a worker leaves behind, beside look-alikes that are not the
+// operator's, runs the cleanup, and checks that exactly the operator's objects and fields are gone.
+func TestCleanup(t *testing.T) {
+	if skipped != "" {
+		t.Skip(skipped)
+	}
+	ctx := context.Background()
+	create := func(objs ...client.Object) {
+		t.Helper()
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}})
+	agents, err := rbac.For("device-manager", deviceagent.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(agents...)
+	mutating, validating := webhooks.Configurations(func(path string) admissionv1.WebhookClientConfig {
+		url := "https://127.0.0.1:9443" + path
+		return admissionv1.WebhookClientConfig{URL: &url}
+	})
+	composed := map[string]string{"gpustack.ai/composed-hash": "h"}
+	it := builders.MakeInstanceType("gpustack--generic-linux-amd64").Obj()
+	it.Spec.OS, it.Spec.Arch, it.Spec.GeneralGroup = "linux", "amd64", "generic"
+	it.Finalizers = []string{"gpustack.ai/controlled"}
+	// The InstanceType goes in before the webhook configurations, whose server this test does not run.
+	create(it)
+	create(mutating, validating,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-settings"}},
+		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed", Annotations: composed}},
+		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}},
+		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "gpustack-node-devices"}, Spec: kueue.AdmissionCheckSpec{ControllerName: "gpustack.ai/node-devices"}},
+		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-gpustack-worker",
+			Labels: map[string]string{"app.kubernetes.io/part-of": "gpustack-operator-worker"}}},
+		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-nfd-worker"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}})
+	// The counting key, applied to Node status by its field manager, beside capacity the kubelet owns.
+	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu.sliced.units": resource.MustParse("1600000")}}}
+	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
+	if err := c.Status().Patch(ctx, node, client.Apply, client.FieldOwner(capacityManager)); err != nil {
+		t.Fatal(err)
+	}
+	kubelet := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
+	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
+	if err := c.Status().Patch(ctx, kubelet, client.Apply, client.FieldOwner("kubelet")); err != nil {
+		t.Fatal(err)
+	}
+
+	var log bytes.Buffer
+	err = Cleanup(ctx, c, Options{Namespace: workerv1.SystemNamespace, WebhookSecret: "gpustack-worker-webhook-tls", Timeout: time.Minute,
+		Log: &log, ComposedAnnotation: "gpustack.ai/composed-hash", CapacityFieldManager: capacityManager, AdmissionCheck: "gpustack-node-devices"})
+	if err != nil {
+		t.Fatalf("Cleanup: %v\n%s", err, log.String())
+	}
+
+	gone := func(o client.Object) bool {
+		err := c.Get(ctx, client.ObjectKeyFromObject(o), o)
+		// envtest runs no namespace controller: a namespace being deleted counts as gone.
+		return apierrors.IsNotFound(err) || err == nil && o.GetDeletionTimestamp() != nil
+	}
+	ours := append([]client.Object{mutating, validating,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
+		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed"}},
+		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "gpustack-node-devices"}},
+		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-gpustack-worker"}},
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "instancetypes.worker.gpustack.ai"}},
+	}, agents[1:]...)
+	for _, o := range ours {
+		if !gone(o) {
+			t.Errorf("%T %s is left after the cleanup", o, o.GetName())
+		}
+	}
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-settings"}},
+		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}},
+		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-nfd-worker"}},
+	} {
+		if gone(o) {
+			t.Errorf("%T %s is not the operator's, but the cleanup removed it", o, o.GetName())
+		}
+	}
+	got := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "node-a"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Status.Capacity["nvidia.com/gpu.sliced.units"]; ok {
+		t.Error("the counting key is left in the Node's status")
+	}
+	if _, ok := got.Status.Capacity[corev1.ResourceCPU]; !ok {
+		t.Error("the kubelet's capacity was removed with the counting key")
+	}
+	if !strings.Contains(log.String(), "the operator's CRDs are gone") {
+		t.Errorf("the cleanup does not say the CRDs are gone:\n%s", log.String())
+	}
+}
