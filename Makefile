@@ -114,7 +114,9 @@ $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION): hack/tools/controller-gen/go.
 
 $(STAMP)/crossplane-$(CROSSPLANE_VERSION): hack/tools/crossplane/go.mod
 	$(call say,building crossplane $(CROSSPLANE_VERSION) (first build takes several minutes))
-	cd hack/tools/crossplane && go build -trimpath -o $(BIN)/crossplane github.com/crossplane/crossplane/v2/cmd/crossplane
+	cd hack/tools/crossplane && go build -trimpath -o $(BIN)/crossplane \
+		-ldflags "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" \
+		github.com/crossplane/crossplane/v2/cmd/crossplane
 	@mkdir -p $(STAMP) && touch $@
 
 $(STAMP)/crank-$(CRANK_VERSION): hack/tools/crank/go.mod
@@ -137,15 +139,17 @@ $(STAMP)/gator-$(GATEKEEPER_VERSION): hack/tools/gator/go.mod
 	cd hack/tools/gator && go build -trimpath -o $(BIN)/gator github.com/open-policy-agent/gatekeeper/v3/cmd/gator
 	@mkdir -p $(STAMP) && touch $@
 
-# Assets copied out of the pinned modules: Kueue's CRDs and webhook manifests, NFD's CRDs and KWOK's stages.
+# Assets copied out of the pinned modules: Kueue's CRDs and webhook manifests, NFD's CRDs, Crossplane's CRDs
+# and KWOK's stages.
 # They are read from the module cache rather than committed, so they always match the binaries.
 moddir = $$(cd hack/tools/$(1) && go list -m -f '{{.Dir}}' $(2))
-$(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/go.mod
+$(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/go.mod hack/tools/crossplane/go.mod
 	$(call say,collecting CRDs and KWOK stages from the module cache)
-	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/kueue-crds $(ASSETS)/kwok-stages
+	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/kueue-crds $(ASSETS)/kwok-stages $(ASSETS)/crossplane-crds
 	kueue=$(call moddir,kueue,sigs.k8s.io/kueue); nfd=$(call moddir,nfd,sigs.k8s.io/node-feature-discovery); \
-	kwok=$(call moddir,kwok,sigs.k8s.io/kwok); \
+	kwok=$(call moddir,kwok,sigs.k8s.io/kwok); crossplane=$(call moddir,crossplane,github.com/crossplane/crossplane/v2); \
 	cp $$kueue/config/components/crd/bases/*.yaml $(ASSETS)/kueue-crds/; \
+	cp $$crossplane/cluster/crds/*.yaml $(ASSETS)/crossplane-crds/; \
 	cp $$kueue/config/components/webhook/manifests.yaml $(ASSETS)/kueue-webhooks.yaml; \
 	cp $$nfd/deployment/base/nfd-crds/nfd-api-crds.yaml $(ASSETS)/nfd-crds.yaml; \
 	for s in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
@@ -156,12 +160,13 @@ $(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/g
 
 ##@ Test
 
-# The Helm test starts its own local cluster, so it runs after the end-to-end suite's, not beside it.
+# The Helm and package tests start local clusters of their own, so they run after the end-to-end suite's and
+# one after the other, not beside it on two cores.
 .PHONY: test
 test: tools build package ## Run every test: unit, envtest, packages, end-to-end and Helm on local clusters, and the Crossplane render.
-	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) PACKAGE_DIR=$(OUTPUT)/package go test -count=1 -timeout 45m \
-		$$(go list ./... | grep -v /test/helm)
-	GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 20m ./test/helm/
+	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 45m \
+		$$(go list ./... | grep -v -e /test/helm -e /test/packages)
+	GPUSTACK_BIN=$(BIN) PACKAGE_DIR=$(OUTPUT)/package go test -p 1 -count=1 -timeout 20m ./test/helm/ ./test/packages/
 	cd hack/tools/crossplane && GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 10m ./...
 
 .PHONY: bench

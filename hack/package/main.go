@@ -75,11 +75,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	stage, err := stageDir(*out, "gpustack-operator", append([]string{filepath.Join("package", "crossplane.yaml")}, compositions...)...)
+	stage, err := stageDir(*out, "gpustack-operator-configuration", append([]string{filepath.Join("package", "crossplane.yaml")}, compositions...)...)
 	if err != nil {
 		return err
 	}
-	if err := xpkgBuild(*crank, stage, filepath.Join(*out, "gpustack-operator-"+*version+".xpkg")); err != nil {
+	if err := xpkgBuild(*crank, stage, filepath.Join(*out, "gpustack-operator-configuration-"+*version+".xpkg")); err != nil {
 		return err
 	}
 

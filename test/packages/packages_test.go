@@ -220,7 +220,7 @@ func callFunction(t *testing.T, path, fn string) {
 // TestConfigurationPackage opens the Configuration: it depends on both Function packages and holds the two
 // XRDs and the two Compositions, each Composition calling a function it depends on.
 func TestConfigurationPackage(t *testing.T) {
-	_, objs := xpkg(t, filepath.Join(dir(t), "gpustack-operator-"+version+".xpkg"))
+	_, objs := xpkg(t, filepath.Join(dir(t), "gpustack-operator-configuration-"+version+".xpkg"))
 	meta := objs[0]
 	if got := meta.GetKind() + " " + meta.GetName(); got != "Configuration gpustack-operator" {
 		t.Errorf("package metadata: got %s", got)
