@@ -2,7 +2,6 @@ package deviceagent_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
@@ -26,33 +26,15 @@ var (
 	skipped string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if skip != "" {
-		skipped = skip
-		return m.Run()
-	}
-	cfg, stop, err := testenv.StartEnvtest(bin, testenv.Path("package", "crds"), filepath.Join(bin, "assets", "nfd-crds.yaml"))
-	defer stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, "cannot create client:", err)
-		return 1
-	}
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}}); err != nil {
-		fmt.Fprintln(os.Stderr, "cannot create namespace:", err)
-		return 1
-	}
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testenv.EnvtestMain(m, &skipped, func(bin string) []string {
+		return []string{testenv.Path("package", "crds"), filepath.Join(bin, "assets", "nfd-crds.yaml")}
+	}, func(cfg *rest.Config) (err error) {
+		if c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+			return err
+		}
+		return c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}})
+	}))
 }
 
 func a10g(uuid string, index int32) providers.Device {

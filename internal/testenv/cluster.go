@@ -2,8 +2,10 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,4 +36,24 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// LastLines returns the last n lines of a log, for a failure message.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -3,7 +3,6 @@ package uninstall
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
@@ -34,30 +34,13 @@ var (
 	skipped string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if skip != "" {
-		skipped = skip
-		return m.Run()
-	}
-	cfg, stop, err := testenv.StartEnvtest(bin, testenv.Path("package", "crds"), filepath.Join(bin, "assets", "kueue-crds"),
-		filepath.Join(bin, "assets", "nfd-crds.yaml"))
-	defer stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if c, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, "cannot create client:", err)
-		return 1
-	}
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testenv.EnvtestMain(m, &skipped, func(bin string) []string {
+		return []string{testenv.Path("package", "crds"), filepath.Join(bin, "assets", "kueue-crds"), filepath.Join(bin, "assets", "nfd-crds.yaml")}
+	}, func(cfg *rest.Config) (err error) {
+		c, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+		return err
+	}))
 }
 
 const capacityManager = "test-node-capacity"

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -25,29 +25,12 @@ var (
 	skipped string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if skip != "" {
-		skipped = skip
-		return m.Run()
-	}
-	cfg, stop, err := testenv.StartEnvtest(bin, testenv.Path("package", "crds"))
-	defer stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if c, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, "cannot create client:", err)
-		return 1
-	}
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testenv.EnvtestMain(m, &skipped, func(string) []string { return []string{testenv.Path("package", "crds")} },
+		func(cfg *rest.Config) (err error) {
+			c, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+			return err
+		}))
 }
 
 // h100Pool creates the H100 pool's InstanceType, entrance "h100-entrance", and one node's inventory whose card

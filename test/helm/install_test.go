@@ -3,10 +3,8 @@ package helm
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,16 +73,6 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
 // TestInstallUninstall installs the chart as the seed does, into gpustack-system, which enforces the restricted
 // Pod Security profile. The chart's CRDs, roles and Deployment go in; KWOK makes the Deployment ready and a
 // stand-in kubelet runs its worker, as the chart's service account with the chart's arguments, until the
@@ -128,7 +116,7 @@ func TestInstallUninstall(t *testing.T) {
 	}()
 
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig}
-	webhook, health := freePort(t), freePort(t)
+	webhook, health := testenv.FreePort(t), testenv.FreePort(t)
 	out, err := helm(t, env, "install", release, chart, "--namespace", namespace, "--wait", "--timeout", "3m",
 		"--set", "worker.webhook.url=https://127.0.0.1:"+webhook, "--set", "worker.webhook.port="+webhook,
 		"--set", "worker.healthPort="+health, "--set", "cleanupOnUninstall=true")

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gpustack/gpustack-operator/internal/testenv"
 )
 
 // kubelet runs the chart's Pods that KWOK only pretends to run: for every scheduled Pod of the operator's
@@ -246,17 +248,9 @@ func (k *kubelet) logs() string {
 	var b strings.Builder
 	for _, c := range k.running {
 		data, _ := os.ReadFile(c.log)
-		fmt.Fprintf(&b, "=== %s\n%s\n", c.pod, lastLines(string(data), 40))
+		fmt.Fprintf(&b, "=== %s\n%s\n", c.pod, testenv.LastLines(string(data), 40))
 	}
 	return b.String()
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func ptrInt64(v int64) *int64 { return &v }

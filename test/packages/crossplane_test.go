@@ -99,7 +99,7 @@ func TestCrossplaneInstall(t *testing.T) {
 		// The first run may apply the lock before its freshly created CRD is served; init is idempotent.
 		out, err := crossplane(append([]string{"core", "init", "--cr-ds-path=" + filepath.Join(bin, "assets", "crossplane-crds"),
 			"--webhook-configurations-path=" + webhooks}, secrets...)...).CombinedOutput()
-		return err == nil, fmt.Sprintf("crossplane core init: %v\n%s", err, lastLine(string(out)))
+		return err == nil, fmt.Sprintf("crossplane core init: %v\n%s", err, testenv.LastLines(string(out), 1))
 	})
 	// What the Pod mounts: the key pairs, from their Secrets.
 	certs := filepath.Join(run, "tls")
@@ -125,7 +125,7 @@ func TestCrossplaneInstall(t *testing.T) {
 	}
 	core := crossplane("core", "start", "--xpkg-cache-dir="+filepath.Join(run, "xpkg-cache"), "--tls-server-secret-name=crossplane-tls-server",
 		"--tls-client-secret-name=crossplane-tls-client", "--tls-server-certs-dir="+filepath.Join(certs, "server"),
-		"--tls-client-certs-dir="+filepath.Join(certs, "client"), "--health-probe-port="+freePort(t), "--metrics-port="+freePort(t))
+		"--tls-client-certs-dir="+filepath.Join(certs, "client"), "--health-probe-port="+testenv.FreePort(t), "--metrics-port="+testenv.FreePort(t))
 	coreLog, err := os.Create(filepath.Join(run, "crossplane.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestCrossplaneInstall(t *testing.T) {
 	defer func() {
 		if t.Failed() {
 			data, _ := os.ReadFile(coreLog.Name())
-			t.Logf("crossplane core:\n%s", lastLines(string(data), 30))
+			t.Logf("crossplane core:\n%s", testenv.LastLines(string(data), 30))
 		}
 	}()
 
@@ -202,24 +202,4 @@ func serveRegistry(t *testing.T) string {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return l.Addr().String()
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
-}
-
-func lastLine(s string) string { return lastLines(s, 1) }
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

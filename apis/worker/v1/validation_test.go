@@ -2,7 +2,6 @@ package v1_test
 
 import (
 	"context"
-	"fmt"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"os"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -27,30 +27,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
-	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if skip != "" {
-		skipped = skip
-		return m.Run()
-	}
-	cfg, stop, err := testenv.StartEnvtest(bin, testenv.Path("package", "crds"))
-	defer stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if k, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, "cannot create client:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testenv.EnvtestMain(m, &skipped, func(string) []string { return []string{testenv.Path("package", "crds")} },
+		func(cfg *rest.Config) (err error) {
+			k, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+			return err
+		}))
 }
 
 // mutation changes an object that has been created; nil means the case only creates.
