@@ -5,7 +5,7 @@
 //   - the Configuration package: package/crossplane.yaml with the XRDs and Compositions of compositions/;
 //   - the operator's image (worker, device-manager), with the C library its NVML binding loads through.
 //
-// Everything lands in --out: images/*.tar (OCI image tarballs, `docker load`/`crane push` ready) and *.xpkg.
+// Everything lands in --out: images/*.tar (image tarballs in `docker save` format, ready for `docker load` or `crane push`) and *.xpkg.
 package main
 
 import (

@@ -1,6 +1,6 @@
 // Package ociimage builds the project's container images without a container engine: the binaries, and for a
 // dynamically linked one the shared libraries it loads, are layered onto an empty base with
-// go-containerregistry, and written as an OCI image tarball that `crossplane xpkg build
+// go-containerregistry, and written as an image tarball (`docker save` format) that `crossplane xpkg build
 // --embed-runtime-image-tarball`, `docker load` and `crane push` all read.
 package ociimage
 
