@@ -1,8 +1,6 @@
 package ociimage
 
 import (
-	"archive/tar"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -48,36 +45,6 @@ func main() { C.hello() }
 		t.Fatalf("cannot build the test program: %v\n%s", err, b)
 	}
 	return out
-}
-
-// unpack writes the image's filesystem into a directory and returns the paths of its regular files with
-// their permission bits.
-func unpack(t *testing.T, img v1.Image, dir string) map[string]int64 {
-	t.Helper()
-	files := map[string]int64{}
-	tr := tar.NewReader(mutate.Extract(img))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, h.Name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			files["/"+h.Name] = h.Mode
-			data, _ := io.ReadAll(tr)
-			if err := os.WriteFile(p, data, os.FileMode(h.Mode)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 }
 
 // TestBuild builds an image of a static and of a dynamically linked program, writes and reads it back as a
@@ -130,7 +97,10 @@ func TestBuild(t *testing.T) {
 				t.Errorf("%s\nconfig: -want, +got:\n%s", tc.reason, diff)
 			}
 			root := t.TempDir()
-			got := unpack(t, read, root)
+			got, err := Extract(read, root)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var wantPaths, gotPaths []string
 			for _, f := range files {
 				wantPaths = append(wantPaths, f.Path)

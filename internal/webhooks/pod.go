@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -81,22 +80,25 @@ func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *core
 		return nil
 	}
 	prefix := v.ResourceName + ".partitioned." + v.PartitionKind + "-"
+	profiles := map[string]string{}
+	for name := range c.Resources.Limits {
+		if profile, ok := strings.CutPrefix(string(name), prefix); ok {
+			profiles[string(name)] = profile
+		}
+	}
+	if len(profiles) == 0 {
+		return nil
+	}
+	it, err := d.typeOf(ctx, pod.Namespace, pod.Labels["kueue.x-k8s.io/queue-name"])
+	if err != nil {
+		return err
+	}
+	var inventories workerv1.DevicesList
+	if err := d.Reader.List(ctx, &inventories); err != nil {
+		return fmt.Errorf("cannot list devices: %w", err)
+	}
 	var units int64
-	var asked bool
-	for _, name := range sortedNames(c.Resources.Limits) {
-		profile, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			continue
-		}
-		asked = true
-		it, err := d.typeOf(ctx, pod.Namespace, pod.Labels["kueue.x-k8s.io/queue-name"])
-		if err != nil {
-			return err
-		}
-		var inventories workerv1.DevicesList
-		if err := d.Reader.List(ctx, &inventories); err != nil {
-			return fmt.Errorf("cannot list devices: %w", err)
-		}
+	for name, profile := range profiles {
 		one, ok := pools.PartitionUnits(inventories.Items, it.Spec.AcceleratorGroup, profile)
 		if !ok {
 			// No card offers it, so no node can place it: the Pod waits unschedulable, and the Pod rules, not
@@ -105,20 +107,8 @@ func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *core
 		}
 		units += one * value(c.Resources.Limits, name)
 	}
-	if asked {
-		setBoth(c, v.ResourceName+".partitioned.units", units)
-	}
+	setBoth(c, v.ResourceName+".partitioned.units", units)
 	return nil
-}
-
-// sortedNames returns the resource names of a list in order, so the first error is always the same one.
-func sortedNames(l corev1.ResourceList) []string {
-	out := make([]string, 0, len(l))
-	for n := range l {
-		out = append(out, string(n))
-	}
-	sort.Strings(out)
-	return out
 }
 
 // cardMemory returns the memory of one card of the pool whose entrance the queue is, in MiB.

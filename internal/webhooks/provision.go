@@ -110,7 +110,7 @@ func keyPair(ctx context.Context, c client.Client, s Serving, hosts []string, no
 			if err := c.Get(ctx, key, secret); err != nil {
 				return false, client.IgnoreNotFound(err)
 			}
-			pair = KeyPair{CA: secret.Data["ca.crt"], Cert: secret.Data["tls.crt"], Key: secret.Data["tls.key"]}
+			pair = pairOf(secret)
 			return pair.Covers(hosts, now), nil
 		})
 		if err != nil {
@@ -123,17 +123,15 @@ func keyPair(ctx context.Context, c client.Client, s Serving, hosts []string, no
 	if err != nil && !apierrors.IsNotFound(err) {
 		return KeyPair{}, fmt.Errorf("cannot get secret %s/%s: %w", s.Namespace, s.Secret, err)
 	}
-	if err == nil {
-		pair = KeyPair{CA: secret.Data["ca.crt"], Cert: secret.Data["tls.crt"], Key: secret.Data["tls.key"]}
-		if pair.Covers(hosts, now) {
-			return pair, nil
-		}
+	stored := err == nil
+	if stored && pairOf(secret).Covers(hosts, now) {
+		return pairOf(secret), nil
 	}
 	if pair, err = SelfSigned(hosts, now); err != nil {
 		return KeyPair{}, err
 	}
 	data := map[string][]byte{"ca.crt": pair.CA, "tls.crt": pair.Cert, "tls.key": pair.Key}
-	if apierrors.IsNotFound(c.Get(ctx, key, &corev1.Secret{})) {
+	if !stored {
 		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Secret,
 			Labels: map[string]string{"app.kubernetes.io/part-of": "gpustack-operator"}}, Type: corev1.SecretTypeTLS, Data: data}
 		// Another replica may have stored its pair first: use that one, so every replica serves the same CA.
@@ -151,4 +149,9 @@ func keyPair(ctx context.Context, c client.Client, s Serving, hosts []string, no
 		return KeyPair{}, fmt.Errorf("cannot update secret %s/%s: %w", s.Namespace, s.Secret, err)
 	}
 	return pair, nil
+}
+
+// pairOf reads a key pair from a Secret in the layout cert-manager writes.
+func pairOf(secret *corev1.Secret) KeyPair {
+	return KeyPair{CA: secret.Data["ca.crt"], Cert: secret.Data["tls.crt"], Key: secret.Data["tls.key"]}
 }

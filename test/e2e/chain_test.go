@@ -323,18 +323,23 @@ func TestSettingsSecretSeeds(t *testing.T) {
 	})
 }
 
+// createAuthoredType creates Step 4's administrator-authored A10G type, deleted when the test ends.
+func createAuthoredType(t *testing.T) {
+	t.Helper()
+	it := builders.MakeInstanceType("a10g-12c128g").Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi").Obj()
+	if err := k.Create(context.Background(), it); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), it) })
+}
+
 // TestAuthoredType follows Step 4's first half: an administrator's InstanceType becomes a sibling pool on the
 // same card, with its own unit and entrance (FNV-1a of its name, not the walkthrough's stale hash), and
 // deleting it removes its queue before the type goes.
 func TestAuthoredType(t *testing.T) {
 	skipWithoutCluster(t)
 	waitTable(t, step1Types, "get", "instancetype")
-	ctx := context.Background()
-	it := builders.MakeInstanceType("a10g-12c128g").Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi").Obj()
-	if err := k.Create(ctx, it); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.Delete(context.Background(), it) })
+	createAuthoredType(t)
 	waitTable(t, [][]string{
 		step1Types[0],
 		{"a10g-12c128g", "gpustack-fnv64-d4c0e6cd72686015", "12/128Gi/200Gi", "1/1 1/10 100/100 0/0", "0/0", "Active"},
@@ -440,11 +445,7 @@ func TestStep4(t *testing.T) {
 	skipWithoutCluster(t)
 	waitTable(t, step1Types, "get", "instancetype")
 	ctx := context.Background()
-	it := builders.MakeInstanceType("a10g-12c128g").Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi").Obj()
-	if err := k.Create(ctx, it); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.Delete(context.Background(), it) })
+	createAuthoredType(t)
 	custom := func(views string) []string {
 		return []string{"a10g-12c128g", "gpustack-fnv64-d4c0e6cd72686015", "12/128Gi/200Gi", views, "0/0", "Active"}
 	}

@@ -70,23 +70,17 @@ func TestCrossplaneInstall(t *testing.T) {
 		}
 	}
 
-	kubectl := func(stdin string, args ...string) (string, error) {
-		cmd := exec.Command("kubectl", args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	kubectl := func(args ...string) (string, error) { return testenv.Kubectl(cluster.Kubeconfig, args...) }
 	crossplane := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(filepath.Join(bin, "crossplane"), args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "POD_NAMESPACE=crossplane-system")
 		return cmd
 	}
-	if out, err := kubectl("", "create", "namespace", "crossplane-system"); err != nil {
-		t.Fatal(err, out)
+	if _, err := kubectl("create", "namespace", "crossplane-system"); err != nil {
+		t.Fatal(err)
 	}
-	if out, err := kubectl("", "-n", "crossplane-system", "create", "serviceaccount", "crossplane"); err != nil {
-		t.Fatal(err, out)
+	if _, err := kubectl("-n", "crossplane-system", "create", "serviceaccount", "crossplane"); err != nil {
+		t.Fatal(err)
 	}
 	// What the chart's init container does: CRDs, the lock, and the CA, server and client key pairs.
 	secrets := []string{"--tlsca-secret-name=crossplane-root-ca", "--tls-server-secret-name=crossplane-tls-server",
@@ -105,9 +99,9 @@ func TestCrossplaneInstall(t *testing.T) {
 	certs := filepath.Join(run, "tls")
 	for _, kind := range []string{"server", "client"} {
 		for _, key := range []string{"tls.crt", "tls.key", "ca.crt"} {
-			out, err := kubectl("", "-n", "crossplane-system", "get", "secret", "crossplane-tls-"+kind, "-o", "jsonpath={.data."+strings.ReplaceAll(key, ".", `\.`)+"}")
+			out, err := kubectl("-n", "crossplane-system", "get", "secret", "crossplane-tls-"+kind, "-o", "jsonpath={.data."+strings.ReplaceAll(key, ".", `\.`)+"}")
 			if err != nil {
-				t.Fatal(err, out)
+				t.Fatal(err)
 			}
 			data, err := base64.StdEncoding.DecodeString(out)
 			if err != nil {
@@ -159,9 +153,13 @@ metadata:
 spec:
   package: docker.io/gpustack/gpustack-operator-configuration:%s
 `, registryHost, version)
+	installFile := filepath.Join(run, "install.yaml")
+	if err := os.WriteFile(installFile, []byte(install), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
-		out, err := kubectl(install, "apply", "-f", "-")
-		return err == nil, out
+		_, err := kubectl("apply", "-f", installFile)
+		return err == nil, fmt.Sprint(err)
 	})
 	want := "configuration/gpustack-operator True True\n" +
 		"function/gpustack-gpustack-function-flavors True True\n" +
@@ -175,16 +173,16 @@ spec:
 			{"function.pkg.crossplane.io", `{range .items[*]}function/{.metadata.name} {.status.conditions[?(@.type=="Installed")].status} {.status.conditions[?(@.type=="Healthy")].status}{"\n"}{end}`},
 			{"compositeresourcedefinition", `{range .items[*]}xrd/{.metadata.name} {.status.conditions[?(@.type=="Established")].status}{"\n"}{end}`},
 		} {
-			out, err := kubectl("", "get", q.kind, "-o", "jsonpath="+q.columns)
+			out, err := kubectl("get", q.kind, "-o", "jsonpath="+q.columns)
 			if err != nil {
-				return false, out
+				return false, err.Error()
 			}
 			got.WriteString(out)
 		}
 		if got.String() == want {
 			return true, ""
 		}
-		conditions, _ := kubectl("", "get", "configuration.pkg,configurationrevision.pkg,function.pkg,functionrevision.pkg", "-o",
+		conditions, _ := kubectl("get", "configuration.pkg,configurationrevision.pkg,function.pkg,functionrevision.pkg", "-o",
 			`jsonpath={range .items[*]}{.kind}/{.metadata.name}: {range .status.conditions[*]}{.type}={.status} {.message}; {end}{"\n"}{end}`)
 		return false, "want:\n" + want + "got:\n" + got.String() + "conditions:\n" + conditions
 	})

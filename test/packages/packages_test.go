@@ -21,12 +21,13 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/gpustack/gpustack-operator/internal/ociimage"
 )
 
 const version = "v0.1.0"
@@ -99,23 +100,16 @@ func decode(t *testing.T, r io.Reader) []*unstructured.Unstructured {
 	}
 }
 
-// file returns the contents of a file in the image's filesystem.
-func file(t *testing.T, img v1.Image, path string) ([]byte, int64) {
+// extract unpacks an image's filesystem into a fresh directory and returns it with the image's files and
+// their permission bits.
+func extract(t *testing.T, img v1.Image) (string, map[string]int64) {
 	t.Helper()
-	tr := tar.NewReader(mutate.Extract(img))
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("%s is not in the image: %v", path, err)
-		}
-		if "/"+h.Name == path {
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return data, h.Mode
-		}
+	root := t.TempDir()
+	files, err := ociimage.Extract(img, root)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return root, files
 }
 
 type config struct {
@@ -153,14 +147,11 @@ func TestFunctionPackages(t *testing.T) {
 			if diff := cmp.Diff(want, configOf(t, img)); diff != "" {
 				t.Errorf("the embedded runtime's config: -want, +got:\n%s", diff)
 			}
-			bin, mode := file(t, img, "/usr/local/bin/gpustack-function")
-			if mode != 0o755 {
-				t.Errorf("the binary has mode %o, want 755", mode)
+			root, files := extract(t, img)
+			if mode, ok := files["/usr/local/bin/gpustack-function"]; !ok || mode != 0o755 {
+				t.Fatalf("the image holds /usr/local/bin/gpustack-function with mode 755; its files: %v", files)
 			}
-			path := filepath.Join(t.TempDir(), "gpustack-function")
-			if err := os.WriteFile(path, bin, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			path := filepath.Join(root, "usr", "local", "bin", "gpustack-function")
 			if f, err := elf.Open(path); err != nil {
 				t.Fatal(err)
 			} else {
@@ -264,25 +255,9 @@ func TestOperatorImage(t *testing.T) {
 	if diff := cmp.Diff(want, configOf(t, img)); diff != "" {
 		t.Errorf("the image's config: -want, +got:\n%s", diff)
 	}
-	root := t.TempDir()
-	tr := tar.NewReader(mutate.Extract(img))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(root, h.Name)
-		if h.Typeflag == tar.TypeDir {
-			_ = os.MkdirAll(p, 0o755)
-			continue
-		}
-		data, _ := io.ReadAll(tr)
-		if err := os.WriteFile(p, data, os.FileMode(h.Mode)); err != nil {
-			t.Fatal(err)
-		}
+	root, files := extract(t, img)
+	if _, ok := files["/usr/local/bin/gpustack-operator"]; !ok {
+		t.Fatalf("the image does not hold its entrypoint; its files: %v", files)
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the image's binary is not run in the unpacked image")
