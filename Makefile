@@ -171,7 +171,7 @@ test: tools build package ## Run every test: unit, envtest, packages, end-to-end
 
 .PHONY: bench
 bench: ## Run the benchmarks (numbers in the README).
-	go test -run '^$$' -bench . -benchtime 20x ./internal/compose/
+	go test -run '^$$' -bench . -benchtime 20x ./internal/embedded/
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane.
@@ -189,7 +189,7 @@ demo: tools build ## Start the local cluster with the walkthrough's nodes (or IN
 .PHONY: demo-down
 demo-down: ## Stop the local cluster started by make demo; leaves no process behind.
 	@if [ -x $(BIN)/localcluster ]; then $(BIN)/localcluster down --dir $(DEMO_DIR); \
-	else go run ./cmd/localcluster down --dir $(DEMO_DIR); fi
+	else go run ./hack/localcluster down --dir $(DEMO_DIR); fi
 
 .PHONY: help
 help: ## Show the targets.

@@ -11,9 +11,9 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
-	"github.com/gpustack/gpustack-operator/internal/pools"
-	"github.com/gpustack/gpustack-operator/internal/vendors"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Agent is one node's device agent: it detects the cards on start and every Interval, publishes them, and,

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // slicePod is a Pod bound to node that asks for one NVIDIA slice with the given budget keys.

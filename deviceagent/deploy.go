@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/package/rbac"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Namespace is where the device agents run. It is the operator's one privileged part, so it has a namespace

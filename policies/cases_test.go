@@ -18,7 +18,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gpustack/gpustack-operator/internal/policycases"
+	"github.com/gpustack/gpustack-operator/test/framework/policycases"
 )
 
 // policyCase is one row of the shared table.

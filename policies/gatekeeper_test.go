@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // update rewrites the generated Gatekeeper files instead of checking them:

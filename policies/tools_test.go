@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // TestOPA runs the Rego rules' own tests with the real OPA CLI, and checks they are formatted as `opa fmt`

@@ -13,7 +13,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
-	"github.com/gpustack/gpustack-operator/internal/scheme"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/internal/uninstall"
 )
 

@@ -18,8 +18,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
-	"github.com/gpustack/gpustack-operator/internal/inventory"
-	"github.com/gpustack/gpustack-operator/internal/scheme"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/hardware"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
@@ -91,7 +90,7 @@ func deviceAgents(inventoryFile, node string) (map[string]providers.Provider, er
 		}
 		return map[string]providers.Provider{node: hardware.New(hardware.Options{})}, nil
 	}
-	inv, err := inventory.Load(inventoryFile)
+	inv, err := simulated.Load(inventoryFile)
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +129,8 @@ func printDetected(node string) error {
 		fmt.Fprintln(os.Stderr, "warning:", err)
 	}
 	out, err := yaml.Marshal(map[string]any{
-		"nodeFeature": map[string]any{"name": deviceagent.NodeFeatureName(node), "labels": deviceagent.Labels(devices)},
-		"devices":     map[string]any{"name": node, "spec": deviceagent.Spec(devices)},
+		"nodeFeature": map[string]any{"name": deviceagent.NodeFeatureName(node), "labels": providers.NodeLabels(devices)},
+		"devices":     map[string]any{"name": node, "spec": providers.DevicesSpec(devices)},
 	})
 	if err != nil {
 		return err

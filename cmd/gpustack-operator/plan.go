@@ -7,9 +7,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gpustack/gpustack-operator/internal/inventory"
 	"github.com/gpustack/gpustack-operator/internal/plan"
 	"github.com/gpustack/gpustack-operator/internal/settings"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
 )
 
 // setFlags collects repeated --set NAME=VALUE flags.
@@ -39,7 +39,7 @@ func runPlan(args []string) error {
 	if *file == "" {
 		return fmt.Errorf("--inventory is required")
 	}
-	inv, err := inventory.Load(*file)
+	inv, err := simulated.Load(*file)
 	if err != nil {
 		return err
 	}

@@ -24,13 +24,13 @@ import (
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
-	"github.com/gpustack/gpustack-operator/internal/controller/ledger"
+	"github.com/gpustack/gpustack-operator/internal/controller/podcards"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
 	"github.com/gpustack/gpustack-operator/internal/controller/persistentvolume"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
-	"github.com/gpustack/gpustack-operator/internal/controller/settingstatus"
-	"github.com/gpustack/gpustack-operator/internal/scheme"
+	"github.com/gpustack/gpustack-operator/internal/controller/setting"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
@@ -105,14 +105,14 @@ func runWorker(args []string) error {
 	if err := (&composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the composer")
 	}
-	if err := (&settingstatus.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&setting.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the settings controller")
 	}
 	if err := (&instance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-instance")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the Instance controller")
 	}
-	if err := (&ledger.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
-		ReleaseTerminated: ledger.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
+	if err := (&podcards.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
+		ReleaseTerminated: podcards.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the ledger")
 	}
 	if err := (&persistentvolume.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

@@ -17,9 +17,9 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/pools"
-	"github.com/gpustack/gpustack-operator/internal/vendors"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // kubelet is the kubelet's side of registration, served over the real gRPC API on kubelet.sock.

@@ -10,9 +10,9 @@ import (
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"github.com/gpustack/gpustack-operator/internal/pools"
-	"github.com/gpustack/gpustack-operator/internal/vendors"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Kind is the way a resource hands out cards.

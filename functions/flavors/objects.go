@@ -8,7 +8,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
-	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // ResourceFlavor returns the Kueue ResourceFlavor of a flavor: its labels describe it, its nodeLabels pin the

@@ -15,7 +15,7 @@ import (
 	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/gpustack/gpustack-operator/functions/xrs"
-	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // Function is the instancetype composition function.

@@ -9,7 +9,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
-	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // NodeDevicesCheck is the AdmissionCheck that guards every accelerated pool against fragmentation.

@@ -9,7 +9,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // The composite resources' API group and version.
@@ -31,8 +31,8 @@ const AnnotationComposePolicy = "gpustack.ai/compose-policy"
 // ComposePolicyCreateOnly is the value of AnnotationComposePolicy for create-only objects.
 const ComposePolicyCreateOnly = "create-only"
 
-// Settings are the settings the functions read.
-type Settings struct {
+// FunctionSettings are the settings the functions read.
+type FunctionSettings struct {
 	// MixedOnNode is instance-type-mixed-on-node.
 	MixedOnNode bool `json:"mixedOnNode"`
 	// AwareCPUManufacturer is instance-type-aware-cpu-manufacturer.
@@ -43,9 +43,9 @@ type Settings struct {
 	NodeDevicesCheckActive bool `json:"nodeDevicesCheckActive,omitempty"`
 }
 
-// DefaultSettings are the settings' built-in defaults.
-func DefaultSettings() Settings {
-	return Settings{MixedOnNode: true, DerivedFromNode: true}
+// DefaultFunctionSettings are the settings' built-in defaults.
+func DefaultFunctionSettings() FunctionSettings {
+	return FunctionSettings{MixedOnNode: true, DerivedFromNode: true}
 }
 
 // NodeInventorySpec is the flavors function's input.
@@ -53,12 +53,12 @@ type NodeInventorySpec struct {
 	// Classes are the cluster's nodes, managed or not, grouped by identity (no ledgers).
 	Classes []pools.NodeClass `json:"classes"`
 	// Settings are the settings in effect.
-	Settings Settings `json:"settings"`
+	Settings FunctionSettings `json:"settings"`
 }
 
 // Inventory returns the flavors function's input for the nodes: their identities (no ledgers), grouped into
 // classes.
-func Inventory(nodes []pools.Node, s Settings) NodeInventorySpec {
+func Inventory(nodes []pools.Node, s FunctionSettings) NodeInventorySpec {
 	ids := make([]pools.Node, len(nodes))
 	for i, n := range nodes {
 		ids[i] = n.Identity()
@@ -94,7 +94,7 @@ type InstanceTypePoolSpec struct {
 	// Namespaces are the namespaces that get an entrance LocalQueue.
 	Namespaces []string `json:"namespaces"`
 	// Settings are the settings in effect.
-	Settings Settings `json:"settings"`
+	Settings FunctionSettings `json:"settings"`
 }
 
 // The functions convert typed objects with composed.From, which needs their kinds in composed.Scheme.

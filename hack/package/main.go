@@ -20,7 +20,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/gpustack/gpustack-operator/functions/server"
-	"github.com/gpustack/gpustack-operator/internal/ociimage"
+	"github.com/gpustack/gpustack-operator/hack/ociimage"
 )
 
 func main() {

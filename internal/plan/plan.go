@@ -18,8 +18,8 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
-	"github.com/gpustack/gpustack-operator/internal/compose"
-	"github.com/gpustack/gpustack-operator/internal/inventory"
+	"github.com/gpustack/gpustack-operator/internal/embedded"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
 )
 
 // Result is the chain an inventory composes.
@@ -34,18 +34,18 @@ type Result struct {
 }
 
 // Plan composes the chain of an inventory under the given settings, with entrance queues in the namespaces.
-func Plan(ctx context.Context, inv *inventory.Inventory, settings xrs.Settings, namespaces []string) (*Result, error) {
-	nodes, err := compose.NodesFromInventory(ctx, inv)
+func Plan(ctx context.Context, inv *simulated.Inventory, settings xrs.FunctionSettings, namespaces []string) (*Result, error) {
+	nodes, err := simulated.Nodes(ctx, inv)
 	if err != nil {
 		return nil, err
 	}
 	inventorySpec := xrs.Inventory(nodes, settings)
-	out, status, err := compose.Flavors(ctx, inventorySpec)
+	out, status, err := embedded.Flavors(ctx, inventorySpec)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot compose flavors")
 	}
 	r := &Result{Warnings: out.Warnings}
-	req, err := compose.FlavorsRequest(inventorySpec)
+	req, err := embedded.FlavorsRequest(inventorySpec)
 	if err != nil {
 		return nil, err
 	}
@@ -60,15 +60,15 @@ func Plan(ctx context.Context, inv *inventory.Inventory, settings xrs.Settings, 
 			return nil, errors.Wrapf(err, "cannot decode InstanceType %s", o.GetName())
 		}
 		poolSpec := xrs.InstanceTypePoolSpec{
-			Name: it.Name, Labels: it.Labels, Type: it.Spec, Flavors: compose.PoolFlavors(it.Spec, status.Flavors),
-			Nodes:      compose.PoolNodes(it.Spec, status.Flavors, nodes),
+			Name: it.Name, Labels: it.Labels, Type: it.Spec, Flavors: embedded.PoolFlavors(it.Spec, status.Flavors),
+			Nodes:      embedded.PoolNodes(it.Spec, status.Flavors, nodes),
 			Namespaces: namespaces, Settings: settings,
 		}
-		pool, st, err := compose.InstanceType(ctx, poolSpec)
+		pool, st, err := embedded.InstanceType(ctx, poolSpec)
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot compose InstanceType %s", it.Name)
 		}
-		req, err := compose.InstanceTypeRequest(poolSpec)
+		req, err := embedded.InstanceTypeRequest(poolSpec)
 		if err != nil {
 			return nil, err
 		}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpustack/gpustack-operator/internal/inventory"
 	"github.com/gpustack/gpustack-operator/internal/settings"
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // step1 is the seed walkthrough's Step 1, with SH once-max as the card-count reading (DESIGN.md) and the
@@ -55,7 +55,7 @@ gpustack--intel-xeon-platinum-8259cl-linux-amd64                    gpustack-fnv
 `
 
 func TestPlanWalkthrough(t *testing.T) {
-	inv, err := inventory.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
+	inv, err := simulated.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,8 +71,8 @@ func (v Values) set(name, value string) error {
 func (v Values) Bool(name string) bool { return v[name] == "true" }
 
 // Functions returns the settings the composition functions read.
-func (v Values) Functions() xrs.Settings {
-	return xrs.Settings{
+func (v Values) Functions() xrs.FunctionSettings {
+	return xrs.FunctionSettings{
 		MixedOnNode:          v.Bool(workerv1.SettingInstanceTypeMixedOnNode),
 		AwareCPUManufacturer: v.Bool(workerv1.SettingInstanceTypeAwareCPUManufacturer),
 		DerivedFromNode:      v.Bool(workerv1.SettingInstanceTypeDerivedFromNode),

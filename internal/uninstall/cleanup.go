@@ -28,7 +28,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
-	"github.com/gpustack/gpustack-operator/internal/instances"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 )
@@ -208,7 +208,7 @@ func (r *remover) nodeCapacity(ctx context.Context) {
 // instancePods unpins the Instances' Pods, which Kueue's finalizer would hold once Kueue is gone; the Pods
 // themselves go with their Instances.
 func (r *remover) instancePods(ctx context.Context) {
-	r.unpinList(ctx, &corev1.PodList{}, client.HasLabels{instances.LabelInstance})
+	r.unpinList(ctx, &corev1.PodList{}, client.HasLabels{instancepod.LabelInstance})
 }
 
 // unpinAll removes the finalizers of every object of a CRD.

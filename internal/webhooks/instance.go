@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/instances"
+	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // InstanceValidator refuses an Instance its pool cannot serve, naming the field and the pool.
@@ -45,7 +45,7 @@ func (v *InstanceValidator) ValidateDelete(context.Context, *workerv1.Instance) 
 }
 
 func (v *InstanceValidator) validate(ctx context.Context, inst, old *workerv1.Instance) error {
-	var f instances.Facts
+	var f instancepod.Facts
 	it := &workerv1.InstanceType{}
 	switch err := v.get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it); {
 	case err == nil && it.DeletionTimestamp == nil:
@@ -61,7 +61,7 @@ func (v *InstanceValidator) validate(ctx context.Context, inst, old *workerv1.In
 			return apierrors.NewInternalError(err)
 		}
 	}
-	if errs := instances.Validate(inst, old, f); len(errs) > 0 {
+	if errs := instancepod.Validate(inst, old, f); len(errs) > 0 {
 		return apierrors.NewInvalid(workerv1.GroupVersion.WithKind("Instance").GroupKind(), inst.Name, errs)
 	}
 	return nil

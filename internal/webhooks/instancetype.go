@@ -7,8 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/pools"
-	"github.com/gpustack/gpustack-operator/internal/vendors"
+	"github.com/gpustack/gpustack-operator/pools"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // InstanceTypeDefaulter enriches a new InstanceType: it stamps its entrance label and, for an authored

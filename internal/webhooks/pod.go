@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/pools"
-	"github.com/gpustack/gpustack-operator/internal/vendors"
+	"github.com/gpustack/gpustack-operator/pools"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // PodFolder folds a queued Pod's slice budget and partitions into units: .sliced.units and .partitioned.units

@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/builders"
-	"github.com/gpustack/gpustack-operator/internal/pools"
-	"github.com/gpustack/gpustack-operator/internal/scheme"
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	"github.com/gpustack/gpustack-operator/pools"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 var (

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Tool is the management tool that describes the NPUs.

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Tool is the management tool that describes the MLUs.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/amd"
 	"github.com/gpustack/gpustack-operator/providers/ascend"
@@ -24,6 +23,7 @@ import (
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 	"github.com/gpustack/gpustack-operator/providers/thead"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Options say where the node's hardware is read from.

@@ -3,8 +3,8 @@
 package hygon
 
 import (
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Command is the tool run that describes the cards.

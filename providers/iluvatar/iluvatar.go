@@ -3,8 +3,8 @@
 package iluvatar
 
 import (
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Tool is the management tool that describes the cards.

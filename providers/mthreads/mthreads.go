@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Command is the tool run that describes the cards.

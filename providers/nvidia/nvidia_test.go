@@ -13,7 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/providers"
 )
 
 // a10gServer is the walkthrough's A10G node as NVML would report it: driver 580.159.03, CUDA 13.0.
@@ -51,7 +51,7 @@ func TestSeedNodeLabels(t *testing.T) {
 		"acceleratable.feature.gpustack.ai/nvidia.driver-version":  "580.159.03",
 		"acceleratable.feature.gpustack.ai/nvidia.runtime-version": "13.0",
 	}
-	if diff := cmp.Diff(want, deviceagent.Labels(devices)); diff != "" {
+	if diff := cmp.Diff(want, providers.NodeLabels(devices)); diff != "" {
 		t.Errorf("the seed's node-a10g labels\nLabels(Detect(...)): -want, +got:\n%s", diff)
 	}
 }

@@ -7,17 +7,16 @@ import (
 	"crypto/sha256"
 	"fmt"
 
-	"github.com/gpustack/gpustack-operator/internal/inventory"
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
 // Provider reports one inventory node's accelerators.
 type Provider struct {
-	node inventory.Node
+	node Node
 }
 
 // New returns the backend of one inventory node.
-func New(node inventory.Node) *Provider { return &Provider{node: node} }
+func New(node Node) *Provider { return &Provider{node: node} }
 
 // Name names the backend.
 func (p *Provider) Name() string { return "simulated" }

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Card is one card as a tool described it.

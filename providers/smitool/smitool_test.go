@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpustack/gpustack-operator/internal/vendors"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 func card(index int32, bus, product string) Card {

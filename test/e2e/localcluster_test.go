@@ -23,17 +23,17 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/inventory"
-	"github.com/gpustack/gpustack-operator/internal/localcluster"
-	"github.com/gpustack/gpustack-operator/internal/scheme"
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/test/walkthrough"
 )
 
 var (
 	cluster *localcluster.Cluster
 	k       client.Client
-	inv     *inventory.Inventory
+	inv     *simulated.Inventory
 	skipped string
 )
 
@@ -53,7 +53,7 @@ func run(m *testing.M) int {
 		skipped = skip
 		return m.Run()
 	}
-	if inv, err = inventory.Load(testenv.Path("examples", "clusters", "walkthrough.yaml")); err != nil {
+	if inv, err = simulated.Load(testenv.Path("examples", "clusters", "walkthrough.yaml")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpustack/gpustack-operator/internal/policycases"
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/test/framework/policycases"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // notInAPIServer are cases the API server answers before the policies: core validation refuses a fractional

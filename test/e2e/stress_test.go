@@ -16,11 +16,10 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
-	"github.com/gpustack/gpustack-operator/internal/builders"
-	"github.com/gpustack/gpustack-operator/internal/inventory"
-	"github.com/gpustack/gpustack-operator/internal/localcluster"
-	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
 
 // TestConcurrentRequests adds five nodes of four L4 cards each (20 cards) and fires 200 slice and whole-card
@@ -29,12 +28,12 @@ import (
 func TestConcurrentRequests(t *testing.T) {
 	skipWithoutCluster(t)
 	ctx := context.Background()
-	var nodes []inventory.Node
+	var nodes []simulated.Node
 	for i := 0; i < 5; i++ {
-		nodes = append(nodes, inventory.Node{Name: fmt.Sprintf("stress-%d", i), OS: "linux", Arch: "amd64",
-			CPU:    inventory.CPU{Vendor: "AMD", Model: "AMD EPYC 9354", Cores: 32},
+		nodes = append(nodes, simulated.Node{Name: fmt.Sprintf("stress-%d", i), OS: "linux", Arch: "amd64",
+			CPU:    simulated.CPU{Vendor: "AMD", Model: "AMD EPYC 9354", Cores: 32},
 			Memory: resource.MustParse("256Gi"), Storage: resource.MustParse("1Ti"),
-			Accelerators: []inventory.Accelerators{{Vendor: "nvidia", Product: "NVIDIA L4", Count: 4, Memory: resource.MustParse("24Gi"),
+			Accelerators: []simulated.Accelerators{{Vendor: "nvidia", Product: "NVIDIA L4", Count: 4, Memory: resource.MustParse("24Gi"),
 				Cores: 7424, Family: "Ada-Lovelace", ComputeCapability: "8.9", DriverVersion: "580.159.03", RuntimeVersion: "13.0"}}})
 	}
 	pub := &deviceagent.Publisher{Client: k}
@@ -107,7 +106,7 @@ func TestConcurrentRequests(t *testing.T) {
 }
 
 // checkCards checks the invariants on the stress nodes and returns how many Pods run there.
-func checkCards(t *testing.T, ctx context.Context, nodes []inventory.Node) int {
+func checkCards(t *testing.T, ctx context.Context, nodes []simulated.Node) int {
 	t.Helper()
 	running := 0
 	for _, n := range nodes {

@@ -11,7 +11,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite examples/gitops/argocd-cm.yaml from the Lua files")

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gpustack/gpustack-operator/internal/inventory"
-	"github.com/gpustack/gpustack-operator/internal/localcluster"
-	"github.com/gpustack/gpustack-operator/internal/scheme"
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/test/walkthrough"
 )
 
@@ -50,7 +50,7 @@ func run(m *testing.M) int {
 		return m.Run()
 	}
 	binDir = bin
-	inv, err := inventory.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
+	inv, err := simulated.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

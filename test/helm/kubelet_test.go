@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // kubelet runs the chart's Pods that KWOK only pretends to run: for every scheduled Pod of the operator's

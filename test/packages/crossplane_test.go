@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gpustack/gpustack-operator/internal/inventory"
-	"github.com/gpustack/gpustack-operator/internal/localcluster"
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // TestCrossplaneInstall installs the packages with a real Crossplane core (v2.4.0, built from the module
@@ -42,7 +42,7 @@ func TestCrossplaneInstall(t *testing.T) {
 		t.Skip(skip)
 	}
 	ctrllog.SetLogger(logr.Discard())
-	inv, err := inventory.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
+	inv, err := simulated.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/gpustack/gpustack-operator/internal/ociimage"
+	"github.com/gpustack/gpustack-operator/hack/ociimage"
 )
 
 const version = "v0.1.0"

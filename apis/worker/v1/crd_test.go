@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // TestCRDsUpToDate regenerates the CRDs from the Go types and fails when package/crds differs, so the

@@ -2,10 +2,11 @@ package v1_test
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"os"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/builders"
-	"github.com/gpustack/gpustack-operator/internal/scheme"
-	"github.com/gpustack/gpustack-operator/internal/testenv"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // k is a client of a real kube-apiserver with this project's CRDs installed, or nil when the suite is

@@ -25,9 +25,9 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/functions/instancetype"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
-	"github.com/gpustack/gpustack-operator/internal/compose"
-	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/internal/embedded"
 	"github.com/gpustack/gpustack-operator/internal/settings"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // FinalizerControlled holds an InstanceType until its queue is gone.
@@ -75,7 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 
-	out, inventory, err := compose.Flavors(ctx, xrs.Inventory(nodes, fnSettings))
+	out, inventory, err := embedded.Flavors(ctx, xrs.Inventory(nodes, fnSettings))
 	if err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot compose flavors")
 	}
@@ -114,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 
 // composeTypes runs the instancetype function for every InstanceType. It returns the InstanceTypes that
 // exist, and the LocalQueues wanted, by namespace/name.
-func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, s xrs.Settings) (liveTypes, wantQueues map[string]bool, err error) {
+func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, s xrs.FunctionSettings) (liveTypes, wantQueues map[string]bool, err error) {
 	namespaces, err := r.userNamespaces(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -139,9 +139,9 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 				return nil, nil, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name)
 			}
 		}
-		out, status, err := compose.InstanceType(ctx, xrs.InstanceTypePoolSpec{
+		out, status, err := embedded.InstanceType(ctx, xrs.InstanceTypePoolSpec{
 			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec,
-			Flavors: compose.PoolFlavors(it.Spec, flavors), Nodes: compose.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
+			Flavors: embedded.PoolFlavors(it.Spec, flavors), Nodes: embedded.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
 		})
 		if err != nil {
 			r.Recorder.Eventf(it, corev1.EventTypeWarning, "ComposeFailed", "cannot compose the pool: %v", err)

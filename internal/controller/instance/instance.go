@@ -23,7 +23,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/instances"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 )
 
@@ -169,7 +169,7 @@ func (r *Reconciler) claimsHold(ctx context.Context, inst *workerv1.Instance, va
 // ensureService creates the Service of an Instance that asks for ports and copies its node ports to the
 // status. The ports are immutable while the Instance runs, so an existing Service is kept as it is.
 func (r *Reconciler) ensureService(ctx context.Context, inst *workerv1.Instance) ([]workerv1.InstanceStatusPort, error) {
-	want := instances.Service(inst)
+	want := instancepod.Service(inst)
 	if want == nil {
 		return nil, nil
 	}
@@ -226,7 +226,7 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		}
 		return nil, "", errors.Wrap(err, "cannot get the instance type")
 	}
-	o := instances.Options{Overcommit: values.Bool(workerv1.SettingInstanceGeneralOvercommit),
+	o := instancepod.Options{Overcommit: values.Bool(workerv1.SettingInstanceGeneralOvercommit),
 		SSHImage: values[workerv1.SettingInstanceSSHServerImage]}
 	if inst.Spec.NodeName != "" {
 		node := &corev1.Node{}
@@ -238,7 +238,7 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		}
 		o.NodeHostname = node.Labels[corev1.LabelHostname]
 	}
-	pod, err := instances.Pod(inst, it, o)
+	pod, err := instancepod.Pod(inst, it, o)
 	if err != nil {
 		r.Recorder.Event(inst, corev1.EventTypeWarning, "CannotRender", err.Error())
 		return nil, err.Error(), nil
@@ -255,7 +255,7 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		r.Recorder.Event(inst, corev1.EventTypeWarning, "PodRejected", err.Error())
 		return nil, "the Pod was rejected: " + err.Error(), nil
 	}
-	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[instances.LabelQueueName])
+	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[instancepod.LabelQueueName])
 	return pod, "", nil
 }
 

@@ -9,7 +9,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/instances"
+	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // kueueGate is the scheduling gate Kueue holds a Pod with until its Workload is admitted.
@@ -80,7 +80,7 @@ func gated(pod *corev1.Pod) bool {
 // WaitMessage says what a Pod Kueue holds waits for: quota in its queue (with Kueue's reason), or a card
 // with room (with the node-devices check's reason).
 func WaitMessage(pod *corev1.Pod, wl *kueue.Workload) string {
-	queue := pod.Labels[instances.LabelQueueName]
+	queue := pod.Labels[instancepod.LabelQueueName]
 	if wl != nil {
 		// After a Retry Kueue gives the quota back and sets the check Pending again, keeping its message, so
 		// the reason stays readable while the Workload waits for its next turn.

@@ -25,7 +25,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // Name is the AdmissionCheck's name; ControllerName is the controller Kueue hands its Workloads to.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/gpustack/gpustack-operator/internal/pools"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // checkState returns the Workload's state of this check, nil when its queue does not use it.

@@ -19,8 +19,8 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/pools"
 	"github.com/gpustack/gpustack-operator/internal/settings"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // NodeFeatureName is the name of a node's worker NodeFeature.

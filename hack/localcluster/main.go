@@ -1,0 +1,101 @@
+// Command localcluster starts and stops the local Kubernetes cluster that the demo and the end-to-end tests
+// run on: a real control plane, KWOK nodes from an inventory file, nfd-master and Kueue, all on loopback.
+//
+//	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml
+//	localcluster down --dir .demo
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "up":
+		err = up(os.Args[2:])
+	case "down":
+		err = down(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "localcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: localcluster up --bin DIR --dir DIR --inventory FILE | localcluster down --dir DIR")
+	os.Exit(2)
+}
+
+func up(args []string) error {
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	bin := fs.String("bin", "bin", "directory of the binaries and assets built by `make tools`")
+	dir := fs.String("dir", ".demo", "run directory: certificates, data, logs and the kubeconfig")
+	inv := fs.String("inventory", "examples/clusters/walkthrough.yaml", "inventory file of the nodes to create")
+	crds := fs.String("crds", "package/crds", "comma-separated files or directories of this project's CRDs")
+	noKueue := fs.Bool("no-kueue", false, "do not start the Kueue controller")
+	noNFD := fs.Bool("no-nfd", false, "do not start nfd-master")
+	operator := fs.String("operator", "", "the gpustack-operator binary to run as the worker and the simulated device agents")
+	policies := fs.String("policies", "policies/cel", "comma-separated directories of admission policies to install with the operator; empty installs none")
+	_ = fs.Parse(args)
+
+	nodes, err := simulated.Load(*inv)
+	if err != nil {
+		return err
+	}
+	absDir, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	absBin, err := filepath.Abs(*bin)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := localcluster.Config{
+		BinDir: absBin, Dir: absDir, Inventory: nodes, CRDPaths: strings.Split(*crds, ","),
+		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, Progress: os.Stderr,
+	}
+	if *operator != "" && *policies != "" {
+		cfg.PolicyPaths = strings.Split(*policies, ",")
+	}
+	c, err := localcluster.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("The local cluster runs with %d nodes from %s; logs are in %s/logs.\n", len(nodes.Nodes), *inv, absDir)
+	fmt.Println("Stop it with: make demo-down")
+	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
+	return nil
+}
+
+func down(args []string) error {
+	fs := flag.NewFlagSet("down", flag.ExitOnError)
+	dir := fs.String("dir", ".demo", "run directory of the cluster to stop")
+	_ = fs.Parse(args)
+	stopped, err := localcluster.Stop(*dir)
+	for _, s := range stopped {
+		fmt.Println("stopped", s)
+	}
+	if len(stopped) == 0 && err == nil {
+		fmt.Println("nothing was running in", *dir)
+	}
+	return err
+}

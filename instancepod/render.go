@@ -1,0 +1,200 @@
+// Package instances turns an Instance into the Pod that runs it: plain functions over the Instance, its
+// InstanceType and the settings that shape it, with no client inside, so the Instance controller, the dry
+// run and the tests render the same Pod.
+package instancepod
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/pools"
+	"github.com/gpustack/gpustack-operator/vendors"
+)
+
+// Labels an Instance's Pod carries.
+const (
+	// LabelQueueName puts the Pod in its type's entrance LocalQueue.
+	LabelQueueName = "kueue.x-k8s.io/queue-name"
+	// LabelInstance names the Instance a Pod runs.
+	LabelInstance = "instance.gpustack.ai/name"
+	// LabelInstanceUID ties the Pod to one incarnation of the Instance.
+	LabelInstanceUID = "instance.gpustack.ai/uid"
+)
+
+// Container names of an Instance's Pod.
+const (
+	MainContainer = "main"
+	SSHContainer  = "sshd"
+)
+
+// DefaultLocalStorage is an Instance's local storage when it asks for none, capped at what its type offers.
+var DefaultLocalStorage = resource.MustParse("15Gi")
+
+// Options are the settings and facts outside the Instance and its type that shape the Pod.
+type Options struct {
+	// Overcommit is instance-general-resources-overcommit: the type's units become limits, and the requests
+	// are scaled down.
+	Overcommit bool
+	// SSHImage is instance-ssh-server-image.
+	SSHImage string
+	// NodeHostname is the kubernetes.io/hostname label of the node the Instance pins, read from the Node.
+	NodeHostname string
+}
+
+// Pod renders the Instance's Pod, or says which field of the Instance the type cannot serve.
+func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1.Pod, error) {
+	res, err := Resources(inst, it, o.Overcommit)
+	if err != nil {
+		return nil, err
+	}
+	mount := inst.Spec.VolumeMount
+	if mount == "" {
+		mount = workerv1.DefaultVolumeMount
+	}
+	volumes, mounts := volumes(inst, mount)
+	env := []corev1.EnvVar{}
+	for _, e := range inst.Spec.Env {
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	var ports []corev1.ContainerPort
+	for _, p := range inst.Spec.Ports {
+		ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: p.Protocol})
+	}
+	pullPolicy := inst.Spec.ImagePullPolicy
+	if pullPolicy == "" {
+		pullPolicy = corev1.PullIfNotPresent
+	}
+	main := corev1.Container{
+		Name: MainContainer, Image: inst.Spec.Image, ImagePullPolicy: pullPolicy, Command: inst.Spec.Command,
+		Env: env, Ports: ports, Resources: res.Main, VolumeMounts: mounts,
+		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), Privileged: ptr.To(inst.Spec.Privileged)},
+	}
+	sshd := corev1.Container{
+		Name: SSHContainer, Image: o.SSHImage, ImagePullPolicy: corev1.PullIfNotPresent, Stdin: true, TTY: true,
+		Env:       []corev1.EnvVar{{Name: "VOLUME_MOUNT_PATH", Value: mount}},
+		Resources: res.SSH,
+		SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
+			Add: []corev1.Capability{"SYS_ADMIN", "SYS_PTRACE"}}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "workspace", MountPath: mount}},
+	}
+	if inst.Spec.SSHPublicKey != "" {
+		volumes = append(volumes, corev1.Volume{Name: "ssh-authorized-keys", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: inst.Spec.SSHPublicKey, DefaultMode: ptr.To[int32](0o600)}}})
+		sshd.VolumeMounts = append(sshd.VolumeMounts, corev1.VolumeMount{Name: "ssh-authorized-keys",
+			MountPath: "/var/run/sshd-authorized-keys", ReadOnly: true})
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: inst.Namespace, Name: inst.Name,
+			Labels: map[string]string{
+				LabelQueueName: entrance(it), LabelInstance: inst.Name, LabelInstanceUID: string(inst.UID),
+			},
+		},
+		Spec: corev1.PodSpec{
+			Containers:                   []corev1.Container{main, sshd},
+			Volumes:                      volumes,
+			ShareProcessNamespace:        ptr.To(true),
+			HostIPC:                      true,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			RestartPolicy:                corev1.RestartPolicyAlways,
+		},
+	}
+	if inst.Spec.ImagePullSecret != "" {
+		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: inst.Spec.ImagePullSecret}}
+	}
+	if inst.Spec.NodeName != "" {
+		if o.NodeHostname == "" {
+			return nil, fmt.Errorf("spec.nodeName: node %q has no kubernetes.io/hostname label to pin to", inst.Spec.NodeName)
+		}
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: o.NodeHostname}
+	}
+	return pod, nil
+}
+
+// entrance is the type's entrance LocalQueue.
+func entrance(it *workerv1.InstanceType) string {
+	if it.Status.Entrance != "" {
+		return it.Status.Entrance
+	}
+	return pools.EntranceName(it.Name)
+}
+
+// volumes returns the Pod's volumes and main's mounts: the workspace and the additional volumes.
+func volumes(inst *workerv1.Instance, mount string) ([]corev1.Volume, []corev1.VolumeMount) {
+	workspace := corev1.Volume{Name: "workspace"}
+	switch v := inst.Spec.Volume; {
+	case v.Persistent != nil:
+		workspace.VolumeSource = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.Persistent.Name}}
+	case v.Ephemeral != nil:
+		workspace.VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(v.Ephemeral.Capacity)}}
+	default:
+		workspace.VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	}
+	vols := []corev1.Volume{workspace}
+	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: mount}}
+	for i, a := range inst.Spec.AdditionalVolumes {
+		name := "volume-" + strconv.Itoa(i)
+		v := corev1.Volume{Name: name}
+		switch {
+		case a.Persistent != nil:
+			v.VolumeSource = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: a.Persistent.Name, ReadOnly: a.ReadOnly}}
+		case a.ConfigMap != nil:
+			v.VolumeSource = corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: a.ConfigMap.Name}}}
+		case a.Secret != nil:
+			v.VolumeSource = corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: a.Secret.Name}}
+		case a.HostPath != nil:
+			v.VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: a.HostPath.Path, Type: a.HostPath.Type}}
+		}
+		vols = append(vols, v)
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: a.MountPath, ReadOnly: a.ReadOnly, SubPath: a.SubPath})
+	}
+	return vols, mounts
+}
+
+// Vendor returns the manufacturer of an accelerated type: its descriptor, else its accelerator group's
+// manufacturer prefix (nvidia-a10g).
+func Vendor(it *workerv1.InstanceType) (vendors.Vendor, error) {
+	name := it.Spec.Manufacturer
+	if name == "" {
+		name, _, _ = strings.Cut(it.Spec.AcceleratorGroup, "-")
+	}
+	v, ok := vendors.Lookup(name)
+	if !ok {
+		return vendors.Vendor{}, fmt.Errorf("instance type %s: no known manufacturer for accelerator group %q", it.Name, it.Spec.AcceleratorGroup)
+	}
+	return v, nil
+}
+
+// Service renders the NodePort Service that exposes an Instance's ports, nil when it asks for none. It has the
+// Pod's name and selects the Pod of this incarnation of the Instance.
+func Service(inst *workerv1.Instance) *corev1.Service {
+	if len(inst.Spec.Ports) == 0 {
+		return nil
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: inst.Name,
+			Labels: map[string]string{LabelInstance: inst.Name, LabelInstanceUID: string(inst.UID)}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+			Selector: map[string]string{LabelInstance: inst.Name, LabelInstanceUID: string(inst.UID)}},
+	}
+	for i, p := range inst.Spec.Ports {
+		name := p.Name
+		if name == "" {
+			name = fmt.Sprintf("port-%d", i)
+		}
+		protocol := p.Protocol
+		if protocol == "" {
+			protocol = corev1.ProtocolTCP
+		}
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p.Port, Protocol: protocol})
+	}
+	return svc
+}

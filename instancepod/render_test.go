@@ -1,0 +1,203 @@
+package instancepod
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// a10gType is the walkthrough's derived A10G type: 8 CPU / 64Gi per accelerator, 100Gi of storage.
+func a10gType() *workerv1.InstanceType {
+	return &workerv1.InstanceType{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpustack--nvidia-a10g-linux-amd64"},
+		Spec: workerv1.InstanceTypeSpec{Acceleratable: true, AcceleratorGroup: "nvidia-a10g", OS: "linux", Arch: "amd64",
+			InstanceTypeDescriptors: workerv1.InstanceTypeDescriptors{Manufacturer: "nvidia"},
+			UnitResources:           workerv1.UnitResources{CPU: resource.MustParse("8"), RAM: resource.MustParse("64Gi")},
+			LocalStorage:            resource.MustParse("100Gi")},
+		Status: workerv1.InstanceTypeStatus{Entrance: "gpustack-fnv64-c4680bb149644f1c"},
+	}
+}
+
+func genericType() *workerv1.InstanceType {
+	return &workerv1.InstanceType{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpustack--generic-linux-amd64"},
+		Spec: workerv1.InstanceTypeSpec{OS: "linux", Arch: "amd64", GeneralGroup: "generic",
+			UnitResources: workerv1.UnitResources{CPU: resource.MustParse("1"), RAM: resource.MustParse("2Gi")},
+			LocalStorage:  resource.MustParse("100Gi")},
+	}
+}
+
+func instance(r workerv1.InstanceResources) *workerv1.Instance {
+	return &workerv1.Instance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo", UID: "u1"},
+		Spec: workerv1.InstanceSpec{Type: "t", Image: "ubuntu:24.04", Command: []string{"sleep", "86400"}, Resources: r,
+			Volume: workerv1.InstanceVolume{Ephemeral: &workerv1.EphemeralVolume{Capacity: resource.MustParse("1Gi")}}},
+	}
+}
+
+func list(kv ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return l
+}
+
+func TestResources(t *testing.T) {
+	type want struct {
+		res PodResources
+		err string
+	}
+	cases := map[string]struct {
+		reason     string
+		inst       *workerv1.Instance
+		it         *workerv1.InstanceType
+		overcommit bool
+		want       want
+	}{
+		"SlicedDemo": {
+			reason: "Step 3's 20 % slice folds to 320,000 units; with overcommit the unit is the limit and one accelerator asks 100m and 128Mi.",
+			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(1)),
+				AcceleratorSlicedMemoryPercentage: ptr.To[int32](20), AcceleratorSlicedCoresPercentage: ptr.To[int32](100)}),
+			it: a10gType(), overcommit: true,
+			want: want{res: PodResources{
+				Main: corev1.ResourceRequirements{
+					Limits: list("cpu", "8", "memory", "64Gi", "ephemeral-storage", "15Gi", "nvidia.com/gpu.sliced", "1",
+						"nvidia.com/gpu.sliced.memory-percentage", "20", "nvidia.com/gpu.sliced.cores-percentage", "100",
+						"nvidia.com/gpu.sliced.units", "320000"),
+					Requests: list("cpu", "100m", "memory", "128Mi", "ephemeral-storage", "1920Mi", "nvidia.com/gpu.sliced", "1",
+						"nvidia.com/gpu.sliced.memory-percentage", "20", "nvidia.com/gpu.sliced.cores-percentage", "100",
+						"nvidia.com/gpu.sliced.units", "320000"),
+				},
+				SSH: corev1.ResourceRequirements{Limits: list("device.gpustack.ai/nvidia.visibility", "1"),
+					Requests: list("device.gpustack.ai/nvidia.visibility", "1")},
+			}},
+		},
+		"TwoWholeCardsNoOvercommit": {
+			reason: "Two whole cards take twice the unit, requested as asked without overcommit.",
+			inst:   instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(2))}), it: a10gType(),
+			want: want{res: PodResources{
+				Main: corev1.ResourceRequirements{
+					Limits:   list("cpu", "16", "memory", "128Gi", "ephemeral-storage", "15Gi", "nvidia.com/gpu", "2"),
+					Requests: list("cpu", "16", "memory", "128Gi", "ephemeral-storage", "15Gi", "nvidia.com/gpu", "2"),
+				},
+				SSH: corev1.ResourceRequirements{Limits: list("device.gpustack.ai/nvidia.visibility", "2"),
+					Requests: list("device.gpustack.ai/nvidia.visibility", "2")},
+			}},
+		},
+		"CPUType": {
+			reason: "A CPU type charges its unit RAM per core; the sidecar asks for nothing.",
+			inst:   instance(workerv1.InstanceResources{CPU: ptr.To(resource.MustParse("4"))}), it: genericType(),
+			want: want{res: PodResources{Main: corev1.ResourceRequirements{
+				Limits:   list("cpu", "4", "memory", "8Gi", "ephemeral-storage", "15Gi"),
+				Requests: list("cpu", "4", "memory", "8Gi", "ephemeral-storage", "15Gi"),
+			}}},
+		},
+		"AcceleratorOnCPUType": {
+			reason: "An accelerator on a CPU-only type is refused, naming the field and the type.",
+			inst:   instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(1))}), it: genericType(),
+			want: want{err: "spec.resources.accelerator: accelerator request must not be specified for non-acceleratable instance type gpustack--generic-linux-amd64"},
+		},
+		"Partition": {
+			reason: "A partition asks the pool's partition resource and its profile key; the Pod webhook folds the units.",
+			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(1)),
+				AcceleratorPartitionedProfile: "3g.40gb"}), it: a10gType(),
+			want: want{res: PodResources{
+				Main: corev1.ResourceRequirements{
+					Limits: list("cpu", "8", "memory", "64Gi", "ephemeral-storage", "15Gi", "nvidia.com/gpu.partitioned", "1",
+						"nvidia.com/gpu.partitioned.mig-3g.40gb", "1"),
+					Requests: list("cpu", "8", "memory", "64Gi", "ephemeral-storage", "15Gi", "nvidia.com/gpu.partitioned", "1",
+						"nvidia.com/gpu.partitioned.mig-3g.40gb", "1"),
+				},
+				SSH: corev1.ResourceRequirements{Limits: list("device.gpustack.ai/nvidia.visibility", "1"),
+					Requests: list("device.gpustack.ai/nvidia.visibility", "1")},
+			}},
+		},
+		"MultiCardSlice": {
+			reason: "A slice of two accelerators is refused.",
+			inst: instance(workerv1.InstanceResources{Accelerator: ptr.To(intstr.FromInt32(2)),
+				AcceleratorSlicedMemoryPercentage: ptr.To[int32](20)}), it: a10gType(),
+			want: want{err: "a slice is always 1 accelerator"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Resources(tc.inst, tc.it, tc.overcommit)
+			if tc.want.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
+					t.Errorf("%s\nResources(...): error %v, want one containing %q", tc.reason, err, tc.want.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want.res, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+				t.Errorf("%s\nResources(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestPod(t *testing.T) {
+	inst := instance(workerv1.InstanceResources{AcceleratorSlicedMemoryPercentage: ptr.To[int32](20)})
+	inst.Spec.NodeName, inst.Spec.SSHPublicKey = "node-a10g", "my-key"
+	inst.Spec.AdditionalVolumes = []workerv1.AdditionalVolume{
+		{MountPath: "/data", Persistent: &workerv1.PersistentVolumeReference{Name: "data"}},
+		{MountPath: "/etc/app", ConfigMap: &workerv1.ObjectReference{Name: "app"}, ReadOnly: true},
+	}
+	pod, err := Pod(inst, a10gType(), Options{Overcommit: true, SSHImage: "gpustack/ssh-server:v1.3.0", NodeHostname: "node-a10g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pod.Labels[LabelQueueName]; got != "gpustack-fnv64-c4680bb149644f1c" {
+		t.Errorf("The Pod queues on its type's entrance: %q", got)
+	}
+	if diff := cmp.Diff(map[string]string{"kubernetes.io/hostname": "node-a10g"}, pod.Spec.NodeSelector); diff != "" {
+		t.Errorf("A pin is a hostname nodeSelector: -want, +got:\n%s", diff)
+	}
+	var mounts []string
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		mounts = append(mounts, m.MountPath)
+	}
+	if diff := cmp.Diff([]string{"/workspace", "/data", "/etc/app"}, mounts); diff != "" {
+		t.Errorf("main mounts the workspace and the additional volumes: -want, +got:\n%s", diff)
+	}
+	sshd := pod.Spec.Containers[1]
+	if sshd.Name != SSHContainer || sshd.Image != "gpustack/ssh-server:v1.3.0" || len(sshd.VolumeMounts) != 2 ||
+		sshd.VolumeMounts[1].MountPath != "/var/run/sshd-authorized-keys" {
+		t.Errorf("The SSH sidecar runs the setting's image with the authorized keys mounted: %+v", sshd)
+	}
+	if !*pod.Spec.ShareProcessNamespace || !pod.Spec.HostIPC || *pod.Spec.AutomountServiceAccountToken {
+		t.Errorf("The Pod shares its process namespace and IPC, without a service-account token: %+v", pod.Spec)
+	}
+	inst.Spec.NodeName = "node-gone"
+	if _, err := Pod(inst, a10gType(), Options{}); err == nil || !strings.Contains(err.Error(), "spec.nodeName") {
+		t.Errorf("A pin without the node's hostname label: error %v, want one naming spec.nodeName", err)
+	}
+}
+
+func TestService(t *testing.T) {
+	inst := instance(workerv1.InstanceResources{})
+	if Service(inst) != nil {
+		t.Error("An Instance without ports has no Service")
+	}
+	inst.Spec.Ports = []workerv1.InstancePort{{Port: 8080, Name: "http"}, {Port: 22}}
+	svc := Service(inst)
+	var ports []string
+	for _, p := range svc.Spec.Ports {
+		ports = append(ports, p.Name+"/"+string(p.Protocol))
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Name != "demo" || svc.Spec.Selector[LabelInstanceUID] != "u1" ||
+		cmp.Diff([]string{"http/TCP", "port-1/TCP"}, ports) != "" {
+		t.Errorf("A NodePort Service named after the Instance selects its Pod, one port per entry: %+v", svc)
+	}
+}

@@ -1,0 +1,142 @@
+// Package podcards keeps each node's Devices ledger: it is rebuilt from the Pods bound to the node whenever one
+// of them comes, goes or finishes, so a restart loses nothing, and each new claim is placed on concrete cards
+// that are recorded on its Pod.
+package podcards
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"sort"
+	"strings"
+
+	crerrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/pools"
+)
+
+// nodeNameField indexes Pods by the node they are bound to.
+const nodeNameField = "spec.nodeName"
+
+// Reconciler rebuilds one node's ledger.
+type Reconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	// ReleaseTerminated stops charging finished Pods (GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS, default true).
+	ReleaseTerminated bool
+}
+
+// ReleaseTerminatedFromEnv reads GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS.
+func ReleaseTerminatedFromEnv() bool {
+	return os.Getenv("GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS") != "false"
+}
+
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices/status,verbs=get;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+
+// Reconcile charges the node's Pods on its cards, records where new claims landed, and writes the ledger when
+// it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	d := &workerv1.Devices{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: req.Name}, d); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameField: req.Name}); err != nil {
+		return reconcile.Result{}, crerrors.Wrap(err, "cannot list the node's Pods")
+	}
+	held := make([]corev1.Pod, 0, len(pods.Items))
+	for _, p := range pods.Items {
+		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !done || !r.ReleaseTerminated {
+			held = append(held, p)
+		}
+	}
+	// Oldest first: a claim placed earlier keeps its cards, whatever came after.
+	sort.Slice(held, func(i, j int) bool {
+		a, b := held[i], held[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	var claims []pools.Claim
+	for i := range held {
+		claims = append(claims, pools.PodClaims(&held[i])...)
+	}
+	ledger, placed, problems := pools.Ledger(d, claims)
+	for _, p := range problems {
+		r.Recorder.Event(d, corev1.EventTypeWarning, "LedgerConflict", p.Error())
+	}
+	var errs []error
+	for i := range held {
+		errs = append(errs, r.record(ctx, &held[i], claims, placed))
+	}
+	if !apiequality.Semantic.DeepEqual(d.Status, ledger) {
+		d.Status = ledger
+		errs = append(errs, crerrors.Wrap(r.Client.Status().Update(ctx, d), "cannot update the ledger"))
+	}
+	return reconcile.Result{}, errors.Join(errs...)
+}
+
+// record writes the cards of the Pod's newly placed containers onto the Pod.
+func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools.Claim, placed map[string][]string) error {
+	recorded := map[string][]string{}
+	_ = json.Unmarshal([]byte(pod.Annotations[pools.AnnotationAllocated]), &recorded)
+	changed := false
+	prefix := pod.Namespace + "/" + pod.Name + "/"
+	for _, c := range claims {
+		container, ok := strings.CutPrefix(c.Key, prefix)
+		if !ok || len(c.Cards) > 0 || len(placed[c.Key]) == 0 {
+			continue
+		}
+		recorded[container], changed = placed[c.Key], true
+	}
+	if !changed {
+		return nil
+	}
+	value, err := json.Marshal(recorded)
+	if err != nil {
+		return err
+	}
+	// Optimistic lock: a Pod seen from a stale cache, without cards recorded a moment ago, must not have
+	// them overwritten; the conflict brings a fresh look.
+	orig := pod.DeepCopy()
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[pools.AnnotationAllocated] = string(value)
+	return crerrors.Wrapf(client.IgnoreNotFound(r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))),
+		"cannot record the cards of Pod %s/%s", pod.Namespace, pod.Name)
+}
+
+// SetupWithManager registers the reconciler: a node's ledger is rebuilt when its Devices object or any Pod
+// bound to it changes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return crerrors.Wrap(err, "cannot index Pods by node")
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("ledger").For(&workerv1.Devices{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
+			}
+			return nil
+		})).Complete(r)
+}

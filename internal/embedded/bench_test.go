@@ -1,0 +1,142 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/functions/xrs"
+	"github.com/gpustack/gpustack-operator/pools"
+)
+
+// products are twelve accelerator products of several vendors and sizes.
+var products = []struct{ mfr, key, memory string }{
+	{"nvidia", "nvidia-h100-80gb-hbm3", "80Gi"}, {"nvidia", "nvidia-a100-sxm4-40gb", "40Gi"},
+	{"nvidia", "nvidia-a10g", "24Gi"}, {"nvidia", "nvidia-tesla-t4", "16Gi"}, {"nvidia", "nvidia-l40s", "48Gi"},
+	{"nvidia", "nvidia-h200", "141Gi"}, {"amd", "amd-instinct-mi300x", "192Gi"}, {"ascend", "ascend-910b", "64Gi"},
+	{"cambricon", "cambricon-mlu370-x8", "48Gi"}, {"hygon", "hygon-k100", "64Gi"}, {"metax", "metax-mxc500", "64Gi"},
+	{"mthreads", "mthreads-mtt-s4000", "48Gi"},
+}
+
+var cpus = []string{"amd-epyc-7r13", "amd-epyc-9654", "intel-xeon-platinum-8259cl", "intel-xeon-platinum-8480c", "arm-neoverse-v2"}
+
+// generated returns n nodes with eight cards each, of the twelve products, with some cards in use.
+func generated(n int) []pools.Node {
+	nodes := make([]pools.Node, n)
+	for i := range nodes {
+		p := products[i%len(products)]
+		arch := "amd64"
+		if i%10 == 9 {
+			arch = "arm64"
+		}
+		cards := make([]pools.Card, 8)
+		for c := range cards {
+			cards[c] = pools.Card{ID: fmt.Sprintf("GPU-%d-%d", i, c), Remaining: pools.M, Slots: 16}
+			if (i+c)%5 == 0 {
+				cards[c].Mode, cards[c].Remaining, cards[c].AllocatedSlices = workerv1.AllocationSliced, pools.M/3, 2
+			}
+		}
+		nodes[i] = pools.Node{
+			Name: fmt.Sprintf("node-%05d", i), OS: "linux", Arch: arch, Managed: true,
+			CPU:    pools.CPU{Key: cpus[i%len(cpus)], Manufacturer: "amd", Cores: int64(32 + 32*(i%4))},
+			Groups: []pools.Group{{Key: p.key, Manufacturer: p.mfr, Product: p.key, Memory: p.memory, Count: 8, Cards: cards}},
+		}
+	}
+	return nodes
+}
+
+// busy returns n generated nodes that all differ in CPU usage and slice usage: no two nodes share a class,
+// the worst case for the requests' grouping.
+func busy(n int) []pools.Node {
+	nodes := generated(n)
+	for i := range nodes {
+		nodes[i].CPU.RequestedMilli = int64(i%997) * 7
+		for c := range nodes[i].Groups[0].Cards {
+			card := &nodes[i].Groups[0].Cards[c]
+			if card.Mode == workerv1.AllocationSliced {
+				card.Remaining = pools.M/2 + int64(i%1000)*100
+			}
+		}
+	}
+	return nodes
+}
+
+// recompute is the whole chain: flavors, then every derived InstanceType with its views.
+func recompute(b *testing.B, nodes []pools.Node) int {
+	ctx := context.Background()
+	s := xrs.DefaultFunctionSettings()
+	out, inv, err := Flavors(ctx, xrs.Inventory(nodes, s))
+	if err != nil {
+		b.Fatal(err)
+	}
+	types := 0
+	for _, o := range out.Objects {
+		if o.GetKind() != "InstanceType" {
+			continue
+		}
+		it := &workerv1.InstanceType{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, it); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := InstanceType(ctx, xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec, Flavors: PoolFlavors(it.Spec, inv.Flavors),
+			Nodes: PoolNodes(it.Spec, inv.Flavors, nodes), Namespaces: []string{"default"}, Settings: s}); err != nil {
+			b.Fatal(err)
+		}
+		types++
+	}
+	return types
+}
+
+// BenchmarkRecompute measures the full recompute: 5,000 nodes with 40,000 cards of 12 products, and ten
+// times that to show how it scales; idle nodes fall in few classes, busy ones each in its own.
+func BenchmarkRecompute(b *testing.B) {
+	for _, n := range []int{500, 5000, 50000} {
+		for load, make := range map[string]func(int) []pools.Node{"idle": generated, "busy": busy} {
+			nodes := make(n)
+			b.Run(fmt.Sprintf("%s/nodes=%d", load, n), func(b *testing.B) {
+				b.ReportAllocs()
+				types := 0
+				for b.Loop() {
+					types = recompute(b, nodes)
+				}
+				b.ReportMetric(float64(types), "types")
+			})
+		}
+	}
+}
+
+// BenchmarkDomain measures the domain core alone, without the request and response encoding.
+func BenchmarkDomain(b *testing.B) {
+	nodes := generated(5000)
+	byName := map[string]pools.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		flavors := pools.Flavors(nodes, true)
+		catalog := pools.Catalog(nodes, flavors, false)
+		for _, p := range pools.DerivedPools(catalog) {
+			pools.PoolViews(p, flavors, byName)
+		}
+	}
+}
+
+// TestRequestSize reports the size of the flavors function's request for 5,000 nodes as Flavors sends it
+// (identities, no ledgers), which under Crossplane travels over gRPC with a 4 MiB default limit, and fails if it
+// no longer fits.
+func TestRequestSize(t *testing.T) {
+	req, err := FlavorsRequest(xrs.Inventory(generated(5000), xrs.DefaultFunctionSettings()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := proto.Size(req)
+	t.Logf("flavors request for 5,000 nodes / 40,000 cards: %d bytes (%.2f MiB)", size, float64(size)/(1<<20))
+	if size > 4<<20 {
+		t.Errorf("the request is %d bytes, over gRPC's 4 MiB default", size)
+	}
+}

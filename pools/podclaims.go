@@ -1,0 +1,60 @@
+package pools
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpustack/gpustack-operator/vendors"
+)
+
+// AnnotationAllocated records on a Pod which cards each of its containers holds, as a JSON map from container
+// name to card IDs. The ledger places a container once and keeps it there; the device plugin hands out the
+// recorded cards.
+const AnnotationAllocated = "device.gpustack.ai/accelerator.allocated"
+
+// PodClaims returns what the Pod's containers ask of its node's cards, with the cards recorded for them. A
+// slice without units (a Pod made before the webhook folded them) is folded from its memory percentage.
+func PodClaims(pod *corev1.Pod) []Claim {
+	recorded := map[string][]string{}
+	_ = json.Unmarshal([]byte(pod.Annotations[AnnotationAllocated]), &recorded)
+	var out []Claim
+	for _, c := range pod.Spec.Containers {
+		for _, v := range vendors.All() {
+			d, ok := demand(c.Resources.Limits, v)
+			if !ok {
+				continue
+			}
+			out = append(out, Claim{Key: pod.Namespace + "/" + pod.Name + "/" + c.Name, Manufacturer: v.Key,
+				Demand: d, Cards: recorded[c.Name]})
+		}
+	}
+	return out
+}
+
+func demand(limits corev1.ResourceList, v vendors.Vendor) (Demand, bool) {
+	count := func(name string) int64 {
+		q, ok := limits[corev1.ResourceName(name)]
+		if !ok {
+			return 0
+		}
+		return q.Value()
+	}
+	base := v.ResourceName
+	switch {
+	case count(base) > 0:
+		return Demand{Family: FamilyExclusive, Cards: count(base)}, true
+	case count(base+".shared") > 0:
+		return Demand{Family: FamilyShared, Cards: count(base + ".shared")}, true
+	case count(base+".sliced") > 0:
+		units := count(base + ".sliced.units")
+		if units == 0 {
+			units = SliceUnits(count(base + ".sliced.memory-percentage"))
+		}
+		return Demand{Family: FamilySliced, Units: units}, true
+	}
+	return Demand{}, false
+}
+
+// SliceUnits folds a memory percentage of a card into credits: 20 % is 320,000.
+func SliceUnits(memoryPercent int64) int64 { return memoryPercent * M / 100 }

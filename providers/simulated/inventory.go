@@ -1,0 +1,223 @@
+// Package inventory reads the inventory file that describes a simulated cluster: its nodes, their CPUs and
+// their accelerators. The local cluster creates one KWOK node per entry, and the simulated device agent
+// reports the entry's accelerators as if it had detected them.
+package simulated
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/gpustack-operator/vendors"
+)
+
+// Inventory is the whole file.
+type Inventory struct {
+	// Nodes are the cluster's nodes.
+	Nodes []Node `json:"nodes"`
+}
+
+// Node is one node of the simulated cluster.
+type Node struct {
+	// Name is the Node's name.
+	Name string `json:"name"`
+	// OS is the kubernetes.io/os label (linux).
+	OS string `json:"os"`
+	// Arch is the kubernetes.io/arch label (amd64).
+	Arch string `json:"arch"`
+	// CPU is the node's processor.
+	CPU CPU `json:"cpu"`
+	// Memory is the node's memory (16Gi).
+	Memory resource.Quantity `json:"memory"`
+	// Storage is the node's ephemeral storage (200Gi).
+	Storage resource.Quantity `json:"storage"`
+	// Labels are extra labels of the Node.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Accelerators are the node's cards, one entry per product.
+	Accelerators []Accelerators `json:"accelerators,omitempty"`
+}
+
+// CPU is a node's processor as NFD and /proc/cpuinfo would report it.
+type CPU struct {
+	// Vendor is the cpuid vendor as NFD reports it (AMD, Intel).
+	Vendor string `json:"vendor"`
+	// Model is the CPU model name (AMD EPYC 7R32).
+	Model string `json:"model"`
+	// Cores is the number of cores the node offers.
+	Cores int64 `json:"cores"`
+	// Family and ID are NFD's cpu-model.family and cpu-model.id, used when the model name is unknown.
+	Family string `json:"family,omitempty"`
+	// ID is NFD's cpu-model.id.
+	ID string `json:"id,omitempty"`
+}
+
+// Accelerators are count identical cards of one product.
+type Accelerators struct {
+	// Vendor is the manufacturer key (nvidia, amd, ascend, ...).
+	Vendor string `json:"vendor"`
+	// Product is the product name as the driver reports it (NVIDIA A10G).
+	Product string `json:"product"`
+	// Count is the number of cards.
+	Count int32 `json:"count"`
+	// Memory is one card's memory (24Gi).
+	Memory resource.Quantity `json:"memory"`
+	// Cores is one card's compute cores.
+	Cores int64 `json:"cores,omitempty"`
+	// Family is the architecture family (Ampere).
+	Family string `json:"family,omitempty"`
+	// ComputeCapability is the compute capability (8.6).
+	ComputeCapability string `json:"computeCapability,omitempty"`
+	// DriverVersion is the driver's version.
+	DriverVersion string `json:"driverVersion,omitempty"`
+	// RuntimeVersion is the compute runtime's version.
+	RuntimeVersion string `json:"runtimeVersion,omitempty"`
+}
+
+// Load reads and validates an inventory file.
+func Load(path string) (*Inventory, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read inventory: %w", err)
+	}
+	inv, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return inv, nil
+}
+
+// Parse decodes and validates an inventory. Unknown fields are errors, so a typo never goes unnoticed.
+func Parse(data []byte) (*Inventory, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("inventory is empty: it needs a nodes list")
+	}
+	// Decode the list first and each entry on its own, so a strict-decoding error names its entry.
+	var raw struct {
+		Nodes []json.RawMessage `json:"nodes"`
+	}
+	if err := yaml.UnmarshalStrict(data, &raw); err != nil {
+		return nil, fmt.Errorf("cannot parse inventory: %w", err)
+	}
+	inv := &Inventory{Nodes: make([]Node, len(raw.Nodes))}
+	for i, r := range raw.Nodes {
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&inv.Nodes[i]); err != nil {
+			return nil, fmt.Errorf("nodes[%d]: cannot parse: %s", i, strings.TrimPrefix(err.Error(), "json: "))
+		}
+	}
+	if err := inv.Validate(); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+var versionLike = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._-]*$`)
+
+// Validate checks every entry and names the first bad one by index, node name and field.
+func (inv *Inventory) Validate() error {
+	if len(inv.Nodes) == 0 {
+		return fmt.Errorf("nodes: at least one node is required")
+	}
+	seen := map[string]int{}
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		where := fmt.Sprintf("nodes[%d]", i)
+		if n.Name != "" {
+			where += fmt.Sprintf(" (%s)", n.Name)
+		}
+		if err := n.validate(); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if j, dup := seen[n.Name]; dup {
+			return fmt.Errorf("%s: name: duplicates nodes[%d]", where, j)
+		}
+		seen[n.Name] = i
+	}
+	return nil
+}
+
+func (n *Node) validate() error {
+	if n.Name == "" {
+		return fmt.Errorf("name: required")
+	}
+	if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
+		return fmt.Errorf("name: %q is not a valid node name: %s", n.Name, strings.Join(errs, "; "))
+	}
+	if n.OS == "" {
+		n.OS = "linux"
+	}
+	if n.Arch == "" {
+		return fmt.Errorf("arch: required (amd64, arm64, ...)")
+	}
+	for field, v := range map[string]string{"os": n.OS, "arch": n.Arch} {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 || v == "" {
+			return fmt.Errorf("%s: %q is not a valid label value", field, v)
+		}
+	}
+	if n.CPU.Cores <= 0 {
+		return fmt.Errorf("cpu.cores: must be a positive number, got %d", n.CPU.Cores)
+	}
+	if n.Memory.Sign() <= 0 {
+		return fmt.Errorf("memory: must be a positive quantity such as 16Gi")
+	}
+	if n.Storage.Sign() <= 0 {
+		return fmt.Errorf("storage: must be a positive quantity such as 200Gi")
+	}
+	for k, v := range n.Labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("labels: key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("labels[%s]: %s", k, strings.Join(errs, "; "))
+		}
+	}
+	products := map[string]bool{}
+	for j := range n.Accelerators {
+		a := &n.Accelerators[j]
+		if err := a.validate(); err != nil {
+			return fmt.Errorf("accelerators[%d].%w", j, err)
+		}
+		if products[a.Vendor+"/"+a.Product] {
+			return fmt.Errorf("accelerators[%d]: product %q is listed twice: give one entry with its count", j, a.Product)
+		}
+		products[a.Vendor+"/"+a.Product] = true
+	}
+	return nil
+}
+
+func (a *Accelerators) validate() error {
+	v, ok := vendors.Lookup(a.Vendor)
+	if !ok {
+		return fmt.Errorf("vendor: unknown vendor %q; known vendors: %s", a.Vendor, strings.Join(vendors.Keys(), ", "))
+	}
+	a.Vendor = v.Key
+	if strings.TrimSpace(a.Product) == "" {
+		return fmt.Errorf("product: required (the name the driver reports, e.g. \"NVIDIA A10G\")")
+	}
+	if a.Count <= 0 {
+		return fmt.Errorf("count: must be a positive number, got %d", a.Count)
+	}
+	if a.Memory.Sign() <= 0 {
+		return fmt.Errorf("memory: must be a positive quantity such as 24Gi")
+	}
+	if a.Cores < 0 {
+		return fmt.Errorf("cores: must not be negative, got %d", a.Cores)
+	}
+	for field, s := range map[string]string{
+		"computeCapability": a.ComputeCapability, "driverVersion": a.DriverVersion,
+		"runtimeVersion": a.RuntimeVersion, "family": a.Family,
+	} {
+		if s != "" && !versionLike.MatchString(s) {
+			return fmt.Errorf("%s: %q may hold only letters, digits, '.', '_' and '-'", field, s)
+		}
+	}
+	return nil
+}

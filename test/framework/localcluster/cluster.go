@@ -1,0 +1,295 @@
+// Package localcluster runs a real Kubernetes control plane on loopback from binaries built out of the Go
+// module proxy: etcd, kube-apiserver (RBAC, x509 clients), kube-controller-manager, kube-scheduler, KWOK as
+// the kubelet of one fake node per inventory entry, nfd-master and the Kueue controller. Tests start one per
+// suite; `make demo` starts one in the background and `make demo-down` stops it.
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+)
+
+// Components in start order; they are stopped in reverse.
+const (
+	componentEtcd      = "etcd"
+	componentAPIServer = "kube-apiserver"
+	componentKCM       = "kube-controller-manager"
+	componentScheduler = "kube-scheduler"
+	componentKWOK      = "kwok"
+	componentNFD       = "nfd-master"
+	componentKueue     = "kueue"
+	componentWorker    = "gpustack-worker"
+	componentAgents    = "gpustack-device-manager"
+)
+
+var startOrder = []string{componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKWOK,
+	componentNFD, componentKueue, componentAgents, componentWorker}
+
+// Config says what to start and where.
+type Config struct {
+	// BinDir holds the binaries and bin/assets that `make tools` builds.
+	BinDir string
+	// Dir is the run directory: certificates, etcd data, logs, process IDs and the kubeconfig.
+	Dir string
+	// Inventory lists the nodes to create; nil creates none.
+	Inventory *simulated.Inventory
+	// CRDPaths are files or directories of this project's CRDs, installed before anything else runs.
+	CRDPaths []string
+	// PolicyPaths are directories of ValidatingAdmissionPolicies and bindings (policies/cel), installed
+	// once the operator runs (the gates read its Settings).
+	PolicyPaths []string
+	// Detach lets the components outlive this process (make demo).
+	Detach bool
+	// NoKueue skips the Kueue controller and its webhooks.
+	NoKueue bool
+	// NoNFD skips nfd-master.
+	NoNFD bool
+	// Operator is the gpustack-operator binary; when set, its worker and simulated device agents run too.
+	Operator string
+	// NoWorker leaves the worker out, for a test that installs it another way (the Helm chart); the
+	// simulated device agents still run.
+	NoWorker bool
+	// KeepJobsRunning leaves out KWOK's stage that completes a Job's Pods at once, for a test that runs them
+	// itself and reports when they end.
+	KeepJobsRunning bool
+	// Progress receives one line per step; nil discards them.
+	Progress io.Writer
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	cfg   Config
+	procs []*process
+	ports ports
+
+	// Kubeconfig is the path of the administrator's kubeconfig.
+	Kubeconfig string
+	// RESTConfig is the administrator's client configuration.
+	RESTConfig *rest.Config
+}
+
+type ports struct {
+	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker, workerWebhook int
+}
+
+// Start brings the cluster up and waits until every component is ready and every inventory node is Ready.
+// On failure it stops whatever it started.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if err := checkBinaries(cfg); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, "pids")); err == nil {
+		if running, _ := filepath.Glob(filepath.Join(cfg.Dir, "pids", "*.pid")); len(running) > 0 {
+			return nil, errors.Errorf("a cluster already runs in %s: stop it first (make demo-down)", cfg.Dir)
+		}
+	}
+	// A fresh start every time: old etcd data or certificates would only hide problems.
+	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig"} {
+		if err := os.RemoveAll(filepath.Join(cfg.Dir, sub)); err != nil {
+			return nil, errors.Wrap(err, "cannot clean the run directory")
+		}
+	}
+	c := &Cluster{cfg: cfg, Kubeconfig: filepath.Join(cfg.Dir, "kubeconfig")}
+	started := false
+	defer func() {
+		if !started {
+			_ = c.Stop()
+		}
+	}()
+	var err error
+	if c.ports, err = freePorts(); err != nil {
+		return nil, err
+	}
+	steps := []struct {
+		what string
+		run  func(context.Context) error
+	}{
+		{"generating certificates", c.writePKI},
+		{"starting etcd", c.startEtcd},
+		{"starting kube-apiserver", c.startAPIServer},
+		{"installing CRDs", c.installCRDs},
+		{"starting kube-controller-manager and kube-scheduler", c.startControllers},
+		{"starting kwok and creating nodes", c.startKWOK},
+		{"starting nfd-master", c.startNFD},
+		{"starting kueue", c.startKueue},
+		{"starting the operator", c.startOperator},
+		{"installing the admission policies", c.installPolicies},
+	}
+	for _, s := range steps {
+		start := time.Now()
+		c.progress("%s", s.what)
+		if err := s.run(ctx); err != nil {
+			return nil, errors.Wrap(err, s.what)
+		}
+		c.progress("  done in %s", time.Since(start).Round(100*time.Millisecond))
+	}
+	started = true
+	return c, nil
+}
+
+// Stop stops every component this Cluster started, newest first.
+func (c *Cluster) Stop() error {
+	_, err := Stop(c.cfg.Dir)
+	return err
+}
+
+// Stop stops a cluster started in dir, by the process IDs it recorded. It returns the components it stopped.
+func Stop(dir string) ([]string, error) {
+	order := make([]string, len(startOrder))
+	for i, name := range startOrder {
+		order[len(startOrder)-1-i] = name
+	}
+	return stopRecorded(dir, order)
+}
+
+// Clientset returns a Kubernetes clientset for the administrator.
+func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(c.RESTConfig)
+}
+
+func (c *Cluster) progress(format string, args ...any) {
+	fmt.Fprintf(c.cfg.Progress, ">> "+format+"\n", args...)
+}
+
+func (c *Cluster) bin(name string) string { return filepath.Join(c.cfg.BinDir, name) }
+
+func (c *Cluster) path(parts ...string) string {
+	return filepath.Join(append([]string{c.cfg.Dir}, parts...)...)
+}
+
+func (c *Cluster) start(name string, env []string, argv ...string) error {
+	p, err := startProcess(c.cfg.Dir, name, c.cfg.Detach, env, argv...)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// waitFor polls ready until it succeeds, a started component exits, or the timeout passes.
+func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duration, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = ready(ctx); last == nil {
+			return nil
+		}
+		for _, p := range c.procs {
+			if err := p.exited(c.cfg.Dir); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Wrapf(last, "%s not ready after %s", what, timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) writePKI(context.Context) error {
+	p, err := newPKI(c.path("pki"))
+	if err != nil {
+		return err
+	}
+	if err := p.serving("kube-apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local"); err != nil {
+		return err
+	}
+	if err := p.serving("webhooks"); err != nil {
+		return err
+	}
+	clients := map[string][]string{
+		"admin":                         {"kubernetes-admin", "system:masters"},
+		"kube-controller-manager":       {"system:kube-controller-manager"},
+		"kube-scheduler":                {"system:kube-scheduler"},
+		"kube-apiserver-kubelet-client": {"kube-apiserver-kubelet-client", "system:masters"},
+	}
+	server := "https://127.0.0.1:" + strconv.Itoa(c.ports.apiServer)
+	for name, subject := range clients {
+		if err := p.client(name, subject[0], subject[1:]...); err != nil {
+			return err
+		}
+		if err := p.kubeconfig(c.path("pki", name+".kubeconfig"), name, server); err != nil {
+			return err
+		}
+	}
+	if err := p.serviceAccountKeys(); err != nil {
+		return err
+	}
+	if err := p.kubeconfig(c.Kubeconfig, "admin", server); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot load the admin kubeconfig")
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	c.RESTConfig = cfg
+	return nil
+}
+
+// checkBinaries fails early, with the command that builds them, when binaries are missing.
+func checkBinaries(cfg Config) error {
+	need := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+	if !cfg.NoKueue {
+		need = append(need, "kueue")
+	}
+	if !cfg.NoNFD {
+		need = append(need, "nfd-master")
+	}
+	for _, b := range need {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
+			return errors.Errorf("%s is missing from %s: run `make tools` first", b, cfg.BinDir)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cfg.BinDir, "assets")); err != nil {
+		return errors.Errorf("assets are missing from %s: run `make tools` first", cfg.BinDir)
+	}
+	return nil
+}
+
+// freePorts picks loopback ports that are free now, so a test cluster and a demo cluster can run side by side.
+func freePorts() (ports, error) {
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	next := func() (int, error) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, errors.Wrap(err, "cannot find a free port")
+		}
+		listeners = append(listeners, l)
+		return l.Addr().(*net.TCPAddr).Port, nil
+	}
+	var p ports
+	for _, dst := range []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.nfd,
+		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook} {
+		port, err := next()
+		if err != nil {
+			return p, err
+		}
+		*dst = port
+	}
+	return p, nil
+}

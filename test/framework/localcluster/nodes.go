@@ -1,0 +1,74 @@
+package localcluster
+
+import (
+	"strconv"
+
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/pools"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/vendors"
+)
+
+// AnnotationKWOKNode marks a node KWOK acts as the kubelet of. The CPU identity labels the local cluster puts on
+// its nodes in place of nfd-worker (which cannot read simulated hardware) are the domain core's keys.
+const AnnotationKWOKNode = "kwok.x-k8s.io/node"
+
+// NodeFor returns the KWOK Node of an inventory entry: Ready once KWOK picks it up, with the entry's CPU,
+// memory, storage and whole accelerators as capacity, and the CPU identity NFD would have reported.
+func NodeFor(n simulated.Node) *corev1.Node {
+	labels := map[string]string{
+		corev1.LabelHostname:   n.Name,
+		corev1.LabelOSStable:   n.OS,
+		corev1.LabelArchStable: n.Arch,
+		"type":                 "kwok",
+	}
+	if n.CPU.Vendor != "" {
+		labels[pools.LabelCPUVendor] = n.CPU.Vendor
+	}
+	if n.CPU.Family != "" {
+		labels[pools.LabelCPUFamily] = n.CPU.Family
+	}
+	if n.CPU.ID != "" {
+		labels[pools.LabelCPUModelID] = n.CPU.ID
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(n.CPU.Cores, resource.DecimalSI),
+		corev1.ResourceMemory:           n.Memory,
+		corev1.ResourceEphemeralStorage: n.Storage,
+		corev1.ResourcePods:             resource.MustParse("110"),
+	}
+	for _, a := range n.Accelerators {
+		v, ok := vendors.Lookup(a.Vendor)
+		if !ok {
+			continue // Validate rejects unknown vendors; nothing to add for one here.
+		}
+		labels["feature.node.kubernetes.io/pci-"+v.PCIVendorID+".present"] = "true"
+		// What the device agent's plugin would register with a real kubelet.
+		for _, r := range deviceplugin.Resources(v) {
+			name := corev1.ResourceName(r.Name)
+			total := capacity[name]
+			total.Add(*resource.NewQuantity(int64(a.Count)*int64(r.PerCard()), resource.DecimalSI))
+			capacity[name] = total
+		}
+	}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	annotations := map[string]string{
+		AnnotationKWOKNode:             "fake",
+		"node.alpha.kubernetes.io/ttl": "0",
+	}
+	if n.CPU.Model != "" {
+		annotations[pools.AnnotationCPUName] = n.CPU.Model
+	}
+	annotations["feature.gpustack.ai/cpu-logical-cores"] = strconv.FormatInt(n.CPU.Cores, 10)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
+		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy()},
+	}
+}

@@ -1,0 +1,84 @@
+// Package testenv locates what tests that need a real control plane use: the binaries `make tools` builds and
+// the repository's own files.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// BinDirEnv names the variable `make test` sets to the directory of the built binaries.
+const BinDirEnv = "GPUSTACK_BIN"
+
+// BinDir returns the directory of the binaries `make tools` builds. When the variable is unset the caller
+// should skip: a plain `go test ./...` runs the unit tests only. When it is set but a binary is missing, that
+// is an error, so `make test` never passes by skipping.
+func BinDir(binaries ...string) (dir string, skip string, err error) {
+	dir = os.Getenv(BinDirEnv)
+	if dir == "" {
+		return "", fmt.Sprintf("%s is not set: run `make test` to run the tests that need a control plane", BinDirEnv), nil
+	}
+	for _, b := range binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", "", fmt.Errorf("%s is missing from %s=%s: run `make tools`", b, BinDirEnv, dir)
+		}
+	}
+	return dir, "", nil
+}
+
+// RepoRoot returns the repository's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// Path returns a path relative to the repository's root.
+func Path(parts ...string) string {
+	return filepath.Join(append([]string{RepoRoot()}, parts...)...)
+}
+
+// StartEnvtest starts controller-runtime's envtest (etcd and kube-apiserver from bin) with the CRDs of the
+// given files and directories. The returned stop is safe to call when start failed half-way, so no process
+// outlives the suite.
+func StartEnvtest(bin string, crdPaths ...string) (*rest.Config, func(), error) {
+	env := &envtest.Environment{CRDDirectoryPaths: crdPaths, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: bin}
+	stop := func() { _ = env.Stop() }
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, stop, fmt.Errorf("cannot start envtest: %w", err)
+	}
+	return cfg, stop, nil
+}
+
+// EnvtestMain runs a package's tests against envtest's API server holding the CRDs crdPaths(bin) names: it
+// starts the server, hands its configuration to setup (which makes the suite's clients), runs the tests and
+// stops the server, so no process outlives the suite. Without the binaries (a plain go test) it sets *skipped
+// to the reason and runs the tests, which then skip.
+func EnvtestMain(m *testing.M, skipped *string, crdPaths func(bin string) []string, setup func(*rest.Config) error) int {
+	bin, skip, err := BinDir("etcd", "kube-apiserver")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if skip != "" {
+		*skipped = skip
+		return m.Run()
+	}
+	cfg, stop, err := StartEnvtest(bin, crdPaths(bin)...)
+	defer stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := setup(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
