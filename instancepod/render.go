@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,7 +114,7 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 	}
 	if inst.Spec.NodeName != "" {
 		if o.NodeHostname == "" {
-			return nil, fmt.Errorf("spec.nodeName: node %q has no kubernetes.io/hostname label to pin to", inst.Spec.NodeName)
+			return nil, errors.Errorf("spec.nodeName: node %q has no kubernetes.io/hostname label to pin to", inst.Spec.NodeName)
 		}
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: o.NodeHostname}
 	}
@@ -168,7 +170,7 @@ func Vendor(it *workerv1.InstanceType) (vendors.Vendor, error) {
 	}
 	v, ok := vendors.Lookup(name)
 	if !ok {
-		return vendors.Vendor{}, fmt.Errorf("instance type %s: no known manufacturer for accelerator group %q", it.Name, it.Spec.AcceleratorGroup)
+		return vendors.Vendor{}, errors.Errorf("instance type %s: no known manufacturer for accelerator group %q", it.Name, it.Spec.AcceleratorGroup)
 	}
 	return v, nil
 }

@@ -1,7 +1,7 @@
 package instancepod
 
 import (
-	"fmt"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -43,7 +43,7 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 	switch {
 	case it.Spec.Acceleratable:
 		if count < 1 {
-			return out, fmt.Errorf("spec.resources.accelerator: an accelerated type needs at least 1 accelerator, got %d", count)
+			return out, errors.Errorf("spec.resources.accelerator: an accelerated type needs at least 1 accelerator, got %d", count)
 		}
 		cpu, ram = scale(cpu, count), scale(ram, count)
 		v, err := Vendor(it)
@@ -54,14 +54,14 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 		switch {
 		case r.AcceleratorPartitionedProfile != "":
 			if v.PartitionKind == "" {
-				return out, fmt.Errorf("spec.resources.acceleratorPartitionedProfile: %s accelerators have no hardware partitions", v.Key)
+				return out, errors.Errorf("spec.resources.acceleratorPartitionedProfile: %s accelerators have no hardware partitions", v.Key)
 			}
 			// The Pod webhook folds the profile into .partitioned.units from the pool's inventory.
 			set(limits, base+".partitioned", count)
 			set(limits, base+".partitioned."+v.PartitionKind+"-"+r.AcceleratorPartitionedProfile, count)
 		case r.AcceleratorSlicedMemoryPercentage != nil && *r.AcceleratorSlicedMemoryPercentage > 0:
 			if count != 1 {
-				return out, fmt.Errorf("spec.resources.accelerator: a slice is always 1 accelerator, got %d", count)
+				return out, errors.Errorf("spec.resources.accelerator: a slice is always 1 accelerator, got %d", count)
 			}
 			mem := int64(*r.AcceleratorSlicedMemoryPercentage)
 			cores := int64(100)
@@ -74,13 +74,13 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 			set(limits, base+".sliced.units", pools.SliceUnits(mem))
 		default:
 			if r.AcceleratorSlicedCoresPercentage != nil && *r.AcceleratorSlicedCoresPercentage > 0 {
-				return out, fmt.Errorf("spec.resources.acceleratorSlicedCoresPercentage: a cores budget needs acceleratorSlicedMemoryPercentage")
+				return out, errors.New("spec.resources.acceleratorSlicedCoresPercentage: a cores budget needs acceleratorSlicedMemoryPercentage")
 			}
 			set(limits, base, count)
 		}
 		set(sshLimits, "device.gpustack.ai/"+v.Key+".visibility", count)
 	case r.Accelerator != nil && count > 0:
-		return out, fmt.Errorf("spec.resources.accelerator: accelerator request must not be specified for non-acceleratable instance type %s", it.Name)
+		return out, errors.Errorf("spec.resources.accelerator: accelerator request must not be specified for non-acceleratable instance type %s", it.Name)
 	default:
 		count = 1
 		if r.CPU != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
@@ -56,7 +58,7 @@ func Fit(cards []Card, d Demand) ([]int, []Card, error) {
 			}
 		}
 		if int64(len(free)) < max(d.Cards, 1) {
-			return nil, nil, fmt.Errorf("not enough free cards for %s: %d free", d, len(free))
+			return nil, nil, errors.Errorf("not enough free cards for %s: %d free", d, len(free))
 		}
 		chosen := free[:max(d.Cards, 1)]
 		for _, i := range chosen {
@@ -68,7 +70,7 @@ func Fit(cards []Card, d Demand) ([]int, []Card, error) {
 			return (c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationShared) && c.Remaining >= share
 		})
 		if int64(len(candidates)) < max(d.Cards, 1) {
-			return nil, nil, fmt.Errorf("not enough cards with a free share for %s: %d have one", d, len(candidates))
+			return nil, nil, errors.Errorf("not enough cards with a free share for %s: %d have one", d, len(candidates))
 		}
 		chosen := candidates[:max(d.Cards, 1)]
 		for _, i := range chosen {
@@ -78,21 +80,21 @@ func Fit(cards []Card, d Demand) ([]int, []Card, error) {
 		return chosen, after, nil
 	case FamilySliced:
 		if d.Units <= 0 || d.Units > M {
-			return nil, nil, fmt.Errorf("a slice must be more than nothing and at most one card, got %d credits", d.Units)
+			return nil, nil, errors.Errorf("a slice must be more than nothing and at most one card, got %d credits", d.Units)
 		}
 		candidates := fullestFirst(cards, func(c Card) bool {
 			return c.Slots > 0 && c.AllocatedSlices < c.Slots &&
 				(c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationSliced) && c.Remaining >= d.Units
 		})
 		if len(candidates) == 0 {
-			return nil, nil, fmt.Errorf("no card has room for %s: the largest free piece is %s", d, percent(largestSlice(cards)))
+			return nil, nil, errors.Errorf("no card has room for %s: the largest free piece is %s", d, percent(largestSlice(cards)))
 		}
 		i := candidates[0]
 		after[i].Mode, after[i].Remaining = workerv1.AllocationSliced, after[i].Remaining-d.Units
 		after[i].AllocatedSlices++
 		return []int{i}, after, nil
 	}
-	return nil, nil, fmt.Errorf("cannot place a %q request: it is not a family of whole cards, shares or slices", d.Family)
+	return nil, nil, errors.Errorf("cannot place a %q request: it is not a family of whole cards, shares or slices", d.Family)
 }
 
 // fullestFirst returns the indexes of the healthy, unpartitioned cards that pass ok, the fullest (least

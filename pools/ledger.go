@@ -1,7 +1,7 @@
 package pools
 
 import (
-	"fmt"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
@@ -55,7 +55,7 @@ func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[st
 			}
 		}
 		if len(c.Cards) > 0 && len(candidates) != len(c.Cards) {
-			problems = append(problems, fmt.Errorf("%s: its cards %v are not all on the node", c.Key, c.Cards))
+			problems = append(problems, errors.Errorf("%s: its cards %v are not all on the node", c.Key, c.Cards))
 			continue
 		}
 		subset := make([]Card, len(candidates))
@@ -68,7 +68,7 @@ func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[st
 		}
 		chosen, after, err := Fit(subset, demand)
 		if err != nil {
-			problems = append(problems, fmt.Errorf("%s: %w", c.Key, err))
+			problems = append(problems, errors.Wrapf(err, "%s", c.Key))
 			continue
 		}
 		for i, ci := range candidates {

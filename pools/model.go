@@ -2,10 +2,11 @@ package pools
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -115,7 +116,7 @@ func (c Card) Partitioned() bool { return len(c.Partitions) > 0 }
 func NodeFromLabels(name string, labels, annotations map[string]string) (Node, error) {
 	n := Node{Name: name, OS: labels[LabelOS], Arch: labels[LabelArch], Managed: labels[LabelManaged] == "true"}
 	if n.OS == "" || n.Arch == "" {
-		return n, fmt.Errorf("node %s: labels %s and %s are required", name, LabelOS, LabelArch)
+		return n, errors.Errorf("node %s: labels %s and %s are required", name, LabelOS, LabelArch)
 	}
 	n.CPU = CPU{Key: Generic, Manufacturer: Generic, Model: annotations[AnnotationCPUName]}
 	groups := map[string]*Group{}
@@ -125,7 +126,7 @@ func NodeFromLabels(name string, labels, annotations map[string]string) (Node, e
 		case strings.HasPrefix(k, GeneralPrefix) && strings.HasSuffix(k, ".count"):
 			cores, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || cores < 0 {
-				return n, fmt.Errorf("node %s: label %s=%q is not a core count", name, k, v)
+				return n, errors.Errorf("node %s: label %s=%q is not a core count", name, k, v)
 			}
 			n.CPU.Key, n.CPU.Cores = strings.TrimSuffix(strings.TrimPrefix(k, GeneralPrefix), ".count"), cores
 			n.CPU.Manufacturer = strings.SplitN(n.CPU.Key, "-", 2)[0]
@@ -143,7 +144,7 @@ func NodeFromLabels(name string, labels, annotations map[string]string) (Node, e
 			case "count":
 				count, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || count < 0 {
-					return n, fmt.Errorf("node %s: label %s=%q is not a card count", name, k, v)
+					return n, errors.Errorf("node %s: label %s=%q is not a card count", name, k, v)
 				}
 				g.Count = count
 			case "product":
@@ -160,7 +161,7 @@ func NodeFromLabels(name string, labels, annotations map[string]string) (Node, e
 	for _, key := range sortedKeys(groups) {
 		g := groups[key]
 		if g.Manufacturer == "" {
-			return n, fmt.Errorf("node %s: accelerator key %s names no known manufacturer", name, key)
+			return n, errors.Errorf("node %s: accelerator key %s names no known manufacturer", name, key)
 		}
 		if g.Count > 0 {
 			n.Groups = append(n.Groups, *g)

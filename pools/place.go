@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
@@ -34,7 +36,7 @@ func NodeCardsOf(d *workerv1.Devices, bound []Claim) NodeCards {
 // The nodes passed in are not changed.
 func Place(nodes []NodeCards, claims []Claim) (string, []NodeCards, error) {
 	if len(nodes) == 0 {
-		return "", nil, fmt.Errorf("no node serves the assigned flavor")
+		return "", nil, errors.New("no node serves the assigned flavor")
 	}
 	var reasons []string
 	for i, n := range nodes {
@@ -56,7 +58,7 @@ func Place(nodes []NodeCards, claims []Claim) (string, []NodeCards, error) {
 		}
 	}
 	sort.Strings(reasons)
-	return "", nil, fmt.Errorf("%s", strings.Join(reasons, "; "))
+	return "", nil, errors.Errorf("%s", strings.Join(reasons, "; "))
 }
 
 func copyCards(n NodeCards) NodeCards {

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/hardware"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
@@ -101,7 +101,7 @@ func deviceAgents(inventoryFile, node string) (map[string]providers.Provider, er
 		}
 	}
 	if len(agents) == 0 {
-		return nil, fmt.Errorf("node %q is not in %s", node, inventoryFile)
+		return nil, errors.Errorf("node %q is not in %s", node, inventoryFile)
 	}
 	return agents, nil
 }

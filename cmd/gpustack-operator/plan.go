@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/gpustack/gpustack-operator/internal/plan"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
@@ -22,7 +24,7 @@ func (s setFlags) String() string { return fmt.Sprint(map[string]string(s)) }
 func (s setFlags) Set(v string) error {
 	name, value, ok := strings.Cut(v, "=")
 	if !ok {
-		return fmt.Errorf("--set %q: want NAME=VALUE", v)
+		return errors.Errorf("--set %q: want NAME=VALUE", v)
 	}
 	s[name] = value
 	return nil
@@ -37,7 +39,7 @@ func runPlan(args []string) error {
 	fs.Var(sets, "set", "a setting, NAME=VALUE (repeatable), e.g. --set instance-type-aware-cpu-manufacturer=true")
 	_ = fs.Parse(args)
 	if *file == "" {
-		return fmt.Errorf("--inventory is required")
+		return errors.New("--inventory is required")
 	}
 	inv, err := simulated.Load(*file)
 	if err != nil {
@@ -62,5 +64,5 @@ func runPlan(args []string) error {
 	case "composites":
 		return r.WriteComposites(os.Stdout)
 	}
-	return fmt.Errorf("-o %q: want table, yaml or composites", *output)
+	return errors.Errorf("-o %q: want table, yaml or composites", *output)
 }

@@ -3,8 +3,9 @@ package deviceplugin
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -48,7 +49,7 @@ func (b PodBudgets) Budget(ctx context.Context, r Resource, card providers.Devic
 		q := limits[corev1.ResourceName(base+".memory-mib")]
 		budget.MemoryMiB = q.Value()
 	default:
-		return Budget{}, fmt.Errorf("pod %s/%s container %s asks for %s without %s.memory-percentage or %s.memory-mib",
+		return Budget{}, errors.Errorf("pod %s/%s container %s asks for %s without %s.memory-percentage or %s.memory-mib",
 			pod.Namespace, pod.Name, c.Name, base, base, base)
 	}
 	return budget, nil
@@ -70,7 +71,7 @@ func (b PodBudgets) Cards(ctx context.Context, r Resource) []string {
 func (b PodBudgets) pending(ctx context.Context, resourceName string) (*corev1.Pod, *corev1.Container, error) {
 	var pods corev1.PodList
 	if err := b.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", b.Node)}); err != nil {
-		return nil, nil, fmt.Errorf("cannot list the Pods of node %s: %w", b.Node, err)
+		return nil, nil, errors.Wrapf(err, "cannot list the Pods of node %s", b.Node)
 	}
 	sort.Slice(pods.Items, func(i, j int) bool {
 		return pods.Items[i].CreationTimestamp.Before(&pods.Items[j].CreationTimestamp)
@@ -87,7 +88,7 @@ func (b PodBudgets) pending(ctx context.Context, resourceName string) (*corev1.P
 			}
 		}
 	}
-	return nil, nil, fmt.Errorf("no Pod on node %s is waiting for %s", b.Node, resourceName)
+	return nil, nil, errors.Errorf("no Pod on node %s is waiting for %s", b.Node, resourceName)
 }
 
 func has(l corev1.ResourceList, name string) bool {

@@ -2,9 +2,10 @@ package deviceplugin
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
@@ -170,7 +171,7 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		for _, id := range distinctCards(creq.DevicesIds) {
 			c, ok := byID[id]
 			if !ok {
-				return nil, fmt.Errorf("%s: card %s is not on this node", p.Resource.Name, id)
+				return nil, errors.Errorf("%s: card %s is not on this node", p.Resource.Name, id)
 			}
 			cards = append(cards, c)
 		}
@@ -180,24 +181,24 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 			cresp = containerFor(p.Resource.Vendor.Key, cards)
 		case Shared:
 			if len(cards) != len(creq.DevicesIds) {
-				return nil, fmt.Errorf("%s: %d shares must sit on %d distinct cards, got %d cards", p.Resource.Name,
+				return nil, errors.Errorf("%s: %d shares must sit on %d distinct cards, got %d cards", p.Resource.Name,
 					len(creq.DevicesIds), len(creq.DevicesIds), len(cards))
 			}
 			cresp = containerFor(p.Resource.Vendor.Key, cards)
 		case Sliced:
 			if len(creq.DevicesIds) != 1 {
-				return nil, fmt.Errorf("%s: a slice is always one card, got %d", p.Resource.Name, len(creq.DevicesIds))
+				return nil, errors.Errorf("%s: a slice is always one card, got %d", p.Resource.Name, len(creq.DevicesIds))
 			}
 			if p.Pending == nil {
-				return nil, fmt.Errorf("%s: no source of slice budgets", p.Resource.Name)
+				return nil, errors.Errorf("%s: no source of slice budgets", p.Resource.Name)
 			}
 			b, err := p.Pending.Budget(ctx, p.Resource, cards[0])
 			if err != nil {
-				return nil, fmt.Errorf("%s: cannot tell the slice's budget: %w", p.Resource.Name, err)
+				return nil, errors.Wrapf(err, "%s: cannot tell the slice's budget", p.Resource.Name)
 			}
 			key := strings.NewReplacer(":", "-", "/", "-").Replace(creq.DevicesIds[0])
 			if cresp, err = p.Runtime.sliceFor(cards[0], b, key); err != nil {
-				return nil, fmt.Errorf("%s: %w", p.Resource.Name, err)
+				return nil, errors.Wrap(err, p.Resource.Name)
 			}
 		case Visibility:
 			// The sidecar sees what its Pod's workload got; the tokens only count its cards.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpustack/gpustack-operator/providers"
@@ -80,7 +82,7 @@ func containerFor(vendor string, cards []providers.Device) *pluginapi.ContainerA
 // soft-slicing enforcer loaded with the slice's limits. key names the slice for its per-slice files.
 func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*pluginapi.ContainerAllocateResponse, error) {
 	if b.MemoryMiB <= 0 || b.MemoryMiB > card.MemoryMiB && card.MemoryMiB > 0 {
-		return nil, fmt.Errorf("a slice of %d MiB does not fit card %s of %d MiB", b.MemoryMiB, card.UUID, card.MemoryMiB)
+		return nil, errors.Errorf("a slice of %d MiB does not fit card %s of %d MiB", b.MemoryMiB, card.UUID, card.MemoryMiB)
 	}
 	if b.CoresPercent <= 0 || b.CoresPercent > 100 {
 		b.CoresPercent = 100
@@ -120,7 +122,7 @@ func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*plugin
 		resp.Mounts = append(rt.preload(runtimeDir(card), "libvruntime.so"),
 			&pluginapi.Mount{HostPath: config, ContainerPath: "/etc/gpustack/npu_info.config", ReadOnly: true})
 	default:
-		return nil, fmt.Errorf("soft slicing of %s cards is not supported by this agent yet", card.Manufacturer)
+		return nil, errors.Errorf("soft slicing of %s cards is not supported by this agent yet", card.Manufacturer)
 	}
 	return resp, nil
 }
@@ -150,11 +152,11 @@ func (rt Runtime) preload(dir string, libs ...string) []*pluginapi.Mount {
 func (rt Runtime) writeFile(key, name, content string) (string, error) {
 	dir := filepath.Join(rt.StateDir, key)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("cannot create the slice directory: %w", err)
+		return "", errors.Wrap(err, "cannot create the slice directory")
 	}
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		return "", fmt.Errorf("cannot write %s: %w", name, err)
+		return "", errors.Wrapf(err, "cannot write %s", name)
 	}
 	return p, nil
 }

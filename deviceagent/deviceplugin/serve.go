@@ -2,12 +2,13 @@ package deviceplugin
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -25,11 +26,11 @@ func SocketName(resource string) string {
 func Serve(ctx context.Context, dir string, p *Plugin) (<-chan error, error) {
 	socket := filepath.Join(dir, SocketName(p.Resource.Name))
 	if err := os.Remove(socket); err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("cannot remove the old socket of %s: %w", p.Resource.Name, err)
+		return nil, errors.Wrapf(err, "cannot remove the old socket of %s", p.Resource.Name)
 	}
 	lis, err := net.Listen("unix", socket)
 	if err != nil {
-		return nil, fmt.Errorf("cannot listen for %s: %w", p.Resource.Name, err)
+		return nil, errors.Wrapf(err, "cannot listen for %s", p.Resource.Name)
 	}
 	srv := grpc.NewServer()
 	pluginapi.RegisterDevicePluginServer(srv, p)
@@ -51,7 +52,7 @@ func Serve(ctx context.Context, dir string, p *Plugin) (<-chan error, error) {
 func register(ctx context.Context, kubeletSocket, resource, endpoint string) error {
 	conn, err := grpc.NewClient("unix://"+kubeletSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return fmt.Errorf("cannot reach the kubelet at %s: %w", kubeletSocket, err)
+		return errors.Wrapf(err, "cannot reach the kubelet at %s", kubeletSocket)
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -61,7 +62,7 @@ func register(ctx context.Context, kubeletSocket, resource, endpoint string) err
 		Options: &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true},
 	})
 	if err != nil {
-		return fmt.Errorf("cannot register %s with the kubelet: %w", resource, err)
+		return errors.Wrapf(err, "cannot register %s with the kubelet", resource)
 	}
 	return nil
 }

@@ -4,8 +4,9 @@ package server
 
 import (
 	"flag"
-	"fmt"
 	"os"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	function "github.com/crossplane/function-sdk-go"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -25,7 +26,7 @@ var Functions = map[string]func() fnv1.FunctionRunnerServiceServer{
 // Crossplane's Development runtime and `crossplane render`.
 func Run(args []string) error {
 	if len(args) == 0 || Functions[args[0]] == nil {
-		return fmt.Errorf("usage: <flavors|instancetype> [--address ADDR] [--tls-certs-dir DIR | --insecure]")
+		return errors.New("usage: <flavors|instancetype> [--address ADDR] [--tls-certs-dir DIR | --insecure]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	address := fs.String("address", ":9443", "address to listen on")
@@ -39,7 +40,7 @@ func Run(args []string) error {
 		*tlsDir = os.Getenv("TLS_SERVER_CERTS_DIR")
 	}
 	if *tlsDir == "" && !*insecure {
-		return fmt.Errorf("no TLS certificates: set --tls-certs-dir or TLS_SERVER_CERTS_DIR, or serve --insecure")
+		return errors.New("no TLS certificates: set --tls-certs-dir or TLS_SERVER_CERTS_DIR, or serve --insecure")
 	}
 	return function.Serve(Functions[args[0]](),
 		function.Listen("tcp", *address),

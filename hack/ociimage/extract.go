@@ -2,11 +2,12 @@ package ociimage
 
 import (
 	"archive/tar"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -25,11 +26,11 @@ func Extract(img v1.Image, dir string) (map[string]int64, error) {
 			return files, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cannot read the image's filesystem: %w", err)
+			return nil, errors.Wrap(err, "cannot read the image's filesystem")
 		}
 		p := filepath.Join(dir, h.Name)
 		if !strings.HasPrefix(p, filepath.Clean(dir)+string(filepath.Separator)) {
-			return nil, fmt.Errorf("image path %q leaves the directory", h.Name)
+			return nil, errors.Errorf("image path %q leaves the directory", h.Name)
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:

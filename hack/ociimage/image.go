@@ -7,12 +7,13 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"path"
 	"sort"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -55,7 +56,7 @@ var epoch = time.Unix(0, 0).UTC()
 // readable by all, and a config with the entrypoint, the user and the labels.
 func Build(s Spec) (v1.Image, error) {
 	if len(s.Entrypoint) == 0 {
-		return nil, fmt.Errorf("an image needs an entrypoint")
+		return nil, errors.New("an image needs an entrypoint")
 	}
 	layer, err := fileLayer(s.Files)
 	if err != nil {
@@ -63,11 +64,11 @@ func Build(s Spec) (v1.Image, error) {
 	}
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
-		return nil, fmt.Errorf("cannot add the layer: %w", err)
+		return nil, errors.Wrap(err, "cannot add the layer")
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the image config: %w", err)
+		return nil, errors.Wrap(err, "cannot read the image config")
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture, cf.Variant = s.Platform.OS, s.Platform.Architecture, s.Platform.Variant
@@ -80,7 +81,7 @@ func Build(s Spec) (v1.Image, error) {
 	cf.Config.Labels = s.Labels
 	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		return nil, fmt.Errorf("cannot set the image config: %w", err)
+		return nil, errors.Wrap(err, "cannot set the image config")
 	}
 	return img, nil
 }
@@ -89,10 +90,10 @@ func Build(s Spec) (v1.Image, error) {
 func WriteTarball(img v1.Image, ref, file string) error {
 	tag, err := name.NewTag(ref)
 	if err != nil {
-		return fmt.Errorf("cannot parse image reference %q: %w", ref, err)
+		return errors.Wrapf(err, "cannot parse image reference %q", ref)
 	}
 	if err := tarball.WriteToFile(file, tag, img); err != nil {
-		return fmt.Errorf("cannot write image %s to %s: %w", ref, file, err)
+		return errors.Wrapf(err, "cannot write image %s to %s", ref, file)
 	}
 	return nil
 }
@@ -106,14 +107,14 @@ func fileLayer(files []File) (v1.Layer, error) {
 	dirs := map[string]bool{}
 	for _, f := range sorted {
 		if !path.IsAbs(f.Path) {
-			return nil, fmt.Errorf("image file %q: the path must be absolute", f.Path)
+			return nil, errors.Errorf("image file %q: the path must be absolute", f.Path)
 		}
 		if err := writeDirs(tw, dirs, path.Dir(f.Path)); err != nil {
 			return nil, err
 		}
 		data, err := os.ReadFile(f.Source)
 		if err != nil {
-			return nil, fmt.Errorf("image file %s: %w", f.Path, err)
+			return nil, errors.Wrapf(err, "image file %s", f.Path)
 		}
 		hdr := &tar.Header{Name: f.Path[1:], Mode: f.Mode, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: epoch, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {

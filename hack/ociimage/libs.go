@@ -2,11 +2,12 @@ package ociimage
 
 import (
 	"debug/elf"
-	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // DefaultLibraryDirs are where a Debian or Ubuntu machine keeps the C library and its kin.
@@ -20,7 +21,7 @@ var DefaultLibraryDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linu
 func SharedLibraries(binary string, dirs []string) ([]File, error) {
 	f, err := elf.Open(binary)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s as ELF: %w", binary, err)
+		return nil, errors.Wrapf(err, "cannot read %s as ELF", binary)
 	}
 	defer f.Close()
 	var out []File
@@ -30,12 +31,12 @@ func SharedLibraries(binary string, dirs []string) ([]File, error) {
 		}
 		data := make([]byte, p.Filesz)
 		if _, err := p.ReadAt(data, 0); err != nil {
-			return nil, fmt.Errorf("cannot read the interpreter of %s: %w", binary, err)
+			return nil, errors.Wrapf(err, "cannot read the interpreter of %s", binary)
 		}
 		interp := string(data[:len(data)-1])
 		src, err := filepath.EvalSymlinks(interp)
 		if err != nil {
-			return nil, fmt.Errorf("interpreter %s of %s: %w", interp, binary, err)
+			return nil, errors.Wrapf(err, "interpreter %s of %s", interp, binary)
 		}
 		out = append(out, File{Path: interp, Source: src, Mode: 0o755})
 	}
@@ -45,7 +46,7 @@ func SharedLibraries(binary string, dirs []string) ([]File, error) {
 	seen := map[string]bool{}
 	queue, err := f.ImportedLibraries()
 	if err != nil {
-		return nil, fmt.Errorf("cannot list the libraries %s needs: %w", binary, err)
+		return nil, errors.Wrapf(err, "cannot list the libraries %s needs", binary)
 	}
 	for len(queue) > 0 {
 		lib := queue[0]
@@ -56,7 +57,7 @@ func SharedLibraries(binary string, dirs []string) ([]File, error) {
 		seen[lib] = true
 		found, err := findLibrary(lib, dirs)
 		if err != nil {
-			return nil, fmt.Errorf("%s needs %s: %w", binary, lib, err)
+			return nil, errors.Wrapf(err, "%s needs %s", binary, lib)
 		}
 		src, err := filepath.EvalSymlinks(found)
 		if err != nil {
@@ -85,7 +86,7 @@ func findLibrary(lib string, dirs []string) (string, error) {
 func importedBy(file string) ([]string, error) {
 	f, err := elf.Open(file)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s as ELF: %w", file, err)
+		return nil, errors.Wrapf(err, "cannot read %s as ELF", file)
 	}
 	defer f.Close()
 	return f.ImportedLibraries()

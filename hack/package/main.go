@@ -17,6 +17,8 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/gpustack/gpustack-operator/functions/server"
@@ -39,7 +41,7 @@ func run() error {
 	operatorBin := flag.String("operator-binary", "", "the gpustack-operator binary")
 	flag.Parse()
 	if *functionBin == "" || *operatorBin == "" {
-		return fmt.Errorf("--function-binary and --operator-binary are required")
+		return errors.New("--function-binary and --operator-binary are required")
 	}
 	if err := os.MkdirAll(filepath.Join(*out, "images"), 0o755); err != nil {
 		return err
@@ -56,7 +58,7 @@ func run() error {
 			Files:      []ociimage.File{{Path: "/usr/local/bin/gpustack-function", Source: *functionBin, Mode: 0o755}},
 			Entrypoint: []string{"/usr/local/bin/gpustack-function", fn}})
 		if err != nil {
-			return fmt.Errorf("cannot build the runtime image of %s: %w", name, err)
+			return errors.Wrapf(err, "cannot build the runtime image of %s", name)
 		}
 		tar := filepath.Join(*out, "images", name+".tar")
 		if err := ociimage.WriteTarball(img, *registry+"/"+name+":"+*version, tar); err != nil {
@@ -85,13 +87,13 @@ func run() error {
 
 	libs, err := ociimage.SharedLibraries(*operatorBin, ociimage.DefaultLibraryDirs)
 	if err != nil {
-		return fmt.Errorf("cannot collect the operator's libraries: %w", err)
+		return errors.Wrap(err, "cannot collect the operator's libraries")
 	}
 	img, err := ociimage.Build(ociimage.Spec{Platform: platform, Labels: labels("gpustack-operator"),
 		Files:      append([]ociimage.File{{Path: "/usr/local/bin/gpustack-operator", Source: *operatorBin, Mode: 0o755}}, libs...),
 		Entrypoint: []string{"/usr/local/bin/gpustack-operator"}})
 	if err != nil {
-		return fmt.Errorf("cannot build the operator image: %w", err)
+		return errors.Wrap(err, "cannot build the operator image")
 	}
 	return ociimage.WriteTarball(img, *registry+"/gpustack-operator:"+*version, filepath.Join(*out, "images", "gpustack-operator.tar"))
 }
@@ -135,7 +137,7 @@ func xpkgBuild(crank, root, file string, extra ...string) error {
 	cmd := exec.Command(crank, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("crossplane %v: %w", args, err)
+		return errors.Wrapf(err, "crossplane %v", args)
 	}
 	fmt.Println("built", file)
 	return nil

@@ -54,14 +54,14 @@ func Parse(overrides map[string]string) (Values, error) {
 func (v Values) set(name, value string) error {
 	d, ok := workerv1.LookupSetting(name)
 	if !ok {
-		return fmt.Errorf("unknown setting %q", name)
+		return errors.Errorf("unknown setting %q", name)
 	}
 	value = strings.TrimSpace(value)
 	if value == "" {
 		value = d.Default
 	}
 	if d.Kind == workerv1.SettingBool && value != "true" && value != "false" {
-		return fmt.Errorf("setting %s: %q is not true or false", name, value)
+		return errors.Errorf("setting %s: %q is not true or false", name, value)
 	}
 	v[name] = value
 	return nil

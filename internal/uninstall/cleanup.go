@@ -6,11 +6,12 @@ package uninstall
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -102,7 +103,7 @@ func (r *remover) workerGone(ctx context.Context) error {
 	}
 	selector, err := labels.Parse(r.opts.WorkerPods)
 	if err != nil {
-		return fmt.Errorf("worker pod selector %q: %w", r.opts.WorkerPods, err)
+		return errors.Wrapf(err, "worker pod selector %q", r.opts.WorkerPods)
 	}
 	err = wait.PollUntilContextTimeout(ctx, time.Second, r.opts.Timeout, true, func(ctx context.Context) (bool, error) {
 		pods := &corev1.PodList{}
@@ -112,7 +113,7 @@ func (r *remover) workerGone(ctx context.Context) error {
 		return len(pods.Items) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the worker's pods (%s) are not gone after %s: %w", r.opts.WorkerPods, r.opts.Timeout, err)
+		return errors.Wrapf(err, "the worker's pods (%s) are not gone after %s", r.opts.WorkerPods, r.opts.Timeout)
 	}
 	fmt.Fprintln(r.log, "the worker is gone")
 	return nil
@@ -278,7 +279,7 @@ func (r *remover) crds(ctx context.Context, timeout time.Duration) {
 		return len(waiting) == 0, nil
 	})
 	if err != nil {
-		r.errs = append(r.errs, fmt.Errorf("the operator's CRDs are not gone after %s: %s", timeout, strings.Join(waiting, "; ")))
+		r.errs = append(r.errs, errors.Errorf("the operator's CRDs are not gone after %s: %s", timeout, strings.Join(waiting, "; ")))
 		return
 	}
 	fmt.Fprintln(r.log, "the operator's CRDs are gone")

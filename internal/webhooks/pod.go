@@ -2,9 +2,10 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,12 +37,12 @@ func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 			if n := value(c.Resources.Limits, v.ResourceName+".shared"); n >= 2 {
 				it, err := d.typeOf(ctx, pod.Namespace, queue)
 				if err != nil || it.Spec.AcceleratorGroup == "" {
-					return fmt.Errorf("spec.containers[%d].resources.limits[%s.shared]: cannot read the accelerator group of queue %s, so %d shares cannot be kept to one node with %d cards", i, v.ResourceName, queue, n, n)
+					return errors.Errorf("spec.containers[%d].resources.limits[%s.shared]: cannot read the accelerator group of queue %s, so %d shares cannot be kept to one node with %d cards", i, v.ResourceName, queue, n, n)
 				}
 				requireCards(pod, it.Spec.AcceleratorGroup, n)
 			}
 			if err := d.foldPartitions(ctx, pod, c, v); err != nil {
-				return fmt.Errorf("spec.containers[%d].resources.limits: %w", i, err)
+				return errors.Wrapf(err, "spec.containers[%d].resources.limits", i)
 			}
 			base := v.ResourceName + ".sliced"
 			limits := c.Resources.Limits
@@ -56,7 +57,7 @@ func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 				if cardMiB == 0 {
 					var err error
 					if cardMiB, err = d.cardMemory(ctx, pod.Namespace, queue); err != nil {
-						return fmt.Errorf("spec.containers[%d].resources.limits[%s.memory-mib]: %w", i, base, err)
+						return errors.Wrapf(err, "spec.containers[%d].resources.limits[%s.memory-mib]", i, base)
 					}
 				}
 				units = min(pools.M, value(limits, base+".memory-mib")*pools.M/cardMiB)
@@ -95,7 +96,7 @@ func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *core
 	}
 	var inventories workerv1.DevicesList
 	if err := d.Reader.List(ctx, &inventories); err != nil {
-		return fmt.Errorf("cannot list devices: %w", err)
+		return errors.Wrap(err, "cannot list devices")
 	}
 	var units int64
 	for name, profile := range profiles {
@@ -118,7 +119,7 @@ func (d *PodFolder) cardMemory(ctx context.Context, namespace, queue string) (in
 		return 0, err
 	}
 	if it.Spec.Memory == nil || it.Spec.Memory.Value() <= 0 {
-		return 0, fmt.Errorf("the card memory of instance type %s is unknown, so MiB cannot be folded into units; ask for a memory percentage", it.Name)
+		return 0, errors.Errorf("the card memory of instance type %s is unknown, so MiB cannot be folded into units; ask for a memory percentage", it.Name)
 	}
 	return it.Spec.Memory.Value() >> 20, nil
 }
@@ -127,14 +128,14 @@ func (d *PodFolder) cardMemory(ctx context.Context, namespace, queue string) (in
 func (d *PodFolder) typeOf(ctx context.Context, namespace, queue string) (*workerv1.InstanceType, error) {
 	var types workerv1.InstanceTypeList
 	if err := d.Reader.List(ctx, &types); err != nil {
-		return nil, fmt.Errorf("cannot list instance types: %w", err)
+		return nil, errors.Wrap(err, "cannot list instance types")
 	}
 	for i := range types.Items {
 		if it := &types.Items[i]; it.Status.Entrance == queue || pools.EntranceName(it.Name) == queue {
 			return it, nil
 		}
 	}
-	return nil, fmt.Errorf("queue %s of namespace %s is the entrance of no instance type", queue, namespace)
+	return nil, errors.Errorf("queue %s of namespace %s is the entrance of no instance type", queue, namespace)
 }
 
 // requireCards ANDs "the node has at least n cards of the group" into every required node-affinity term.

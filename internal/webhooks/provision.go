@@ -2,11 +2,12 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,12 +43,12 @@ func (s Serving) Hosts() ([]string, error) {
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)
 		if err != nil || u.Scheme != "https" || u.Hostname() == "" {
-			return nil, fmt.Errorf("webhook URL %q: want https://HOST[:PORT]", s.URL)
+			return nil, errors.Errorf("webhook URL %q: want https://HOST[:PORT]", s.URL)
 		}
 		return []string{u.Hostname()}, nil
 	}
 	if s.Service == "" || s.Namespace == "" {
-		return nil, fmt.Errorf("the webhooks need a Service and its namespace, or a URL")
+		return nil, errors.New("the webhooks need a Service and its namespace, or a URL")
 	}
 	return []string{s.Service + "." + s.Namespace + ".svc", s.Service + "." + s.Namespace + ".svc.cluster.local"}, nil
 }
@@ -79,11 +80,11 @@ func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, t
 		return err
 	}
 	if err := os.MkdirAll(s.CertDir, 0o700); err != nil {
-		return fmt.Errorf("cannot create the webhook certificate directory: %w", err)
+		return errors.Wrap(err, "cannot create the webhook certificate directory")
 	}
 	for name, data := range map[string][]byte{"tls.crt": pair.Cert, "tls.key": pair.Key} {
 		if err := os.WriteFile(filepath.Join(s.CertDir, name), data, 0o600); err != nil {
-			return fmt.Errorf("cannot write the webhook's %s: %w", name, err)
+			return errors.Wrapf(err, "cannot write the webhook's %s", name)
 		}
 	}
 	mutating, validating := Configurations(s.clientConfig(pair.CA))
@@ -93,7 +94,7 @@ func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, t
 		o.SetLabels(map[string]string{"app.kubernetes.io/part-of": "gpustack-operator"})
 		//nolint:staticcheck // client.Apply with typed objects that carry their TypeMeta.
 		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("cannot apply webhook configuration %s: %w", o.GetName(), err)
+			return errors.Wrapf(err, "cannot apply webhook configuration %s", o.GetName())
 		}
 	}
 	return nil
@@ -114,14 +115,14 @@ func keyPair(ctx context.Context, c client.Client, s Serving, hosts []string, no
 			return pair.Covers(hosts, now), nil
 		})
 		if err != nil {
-			return KeyPair{}, fmt.Errorf("secret %s/%s: cert-manager issued no certificate for %v within %s: %w", s.Namespace, s.Secret, hosts, timeout, err)
+			return KeyPair{}, errors.Wrapf(err, "secret %s/%s: cert-manager issued no certificate for %v within %s", s.Namespace, s.Secret, hosts, timeout)
 		}
 		return pair, nil
 	}
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, key, secret)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return KeyPair{}, fmt.Errorf("cannot get secret %s/%s: %w", s.Namespace, s.Secret, err)
+		return KeyPair{}, errors.Wrapf(err, "cannot get secret %s/%s", s.Namespace, s.Secret)
 	}
 	stored := err == nil
 	if stored && pairOf(secret).Covers(hosts, now) {
@@ -140,13 +141,13 @@ func keyPair(ctx context.Context, c client.Client, s Serving, hosts []string, no
 			return keyPair(ctx, c, s, hosts, now, timeout)
 		}
 		if err != nil {
-			return KeyPair{}, fmt.Errorf("cannot create secret %s/%s: %w", s.Namespace, s.Secret, err)
+			return KeyPair{}, errors.Wrapf(err, "cannot create secret %s/%s", s.Namespace, s.Secret)
 		}
 		return pair, nil
 	}
 	secret.Data = data
 	if err := c.Update(ctx, secret); err != nil {
-		return KeyPair{}, fmt.Errorf("cannot update secret %s/%s: %w", s.Namespace, s.Secret, err)
+		return KeyPair{}, errors.Wrapf(err, "cannot update secret %s/%s", s.Namespace, s.Secret)
 	}
 	return pair, nil
 }

@@ -7,10 +7,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // KeyPair is a serving certificate with the CA that signed it, in PEM.
@@ -23,18 +24,18 @@ type KeyPair struct {
 func SelfSigned(hosts []string, now time.Time) (KeyPair, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return KeyPair{}, fmt.Errorf("cannot generate the CA key: %w", err)
+		return KeyPair{}, errors.Wrap(err, "cannot generate the CA key")
 	}
 	ca := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: "gpustack-worker-webhook-ca"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
 	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
 	if err != nil {
-		return KeyPair{}, fmt.Errorf("cannot sign the CA: %w", err)
+		return KeyPair{}, errors.Wrap(err, "cannot sign the CA")
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return KeyPair{}, fmt.Errorf("cannot generate the serving key: %w", err)
+		return KeyPair{}, errors.Wrap(err, "cannot generate the serving key")
 	}
 	leaf := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano() + 1), Subject: pkix.Name{CommonName: hosts[0]},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0), KeyUsage: x509.KeyUsageDigitalSignature,
@@ -49,7 +50,7 @@ func SelfSigned(hosts []string, now time.Time) (KeyPair, error) {
 	caCert, _ := x509.ParseCertificate(caDER)
 	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
 	if err != nil {
-		return KeyPair{}, fmt.Errorf("cannot sign the serving certificate: %w", err)
+		return KeyPair{}, errors.Wrap(err, "cannot sign the serving certificate")
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {

@@ -5,8 +5,9 @@ package rbac
 
 import (
 	"embed"
-	"fmt"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,7 +27,7 @@ func ServiceAccountName(component string) string { return "gpustack-operator-" +
 func For(component, namespace string) ([]client.Object, error) {
 	data, err := files.ReadFile(component + "/role.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("no generated roles for component %q: %w", component, err)
+		return nil, errors.Wrapf(err, "no generated roles for component %q", component)
 	}
 	name := ServiceAccountName(component)
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}
@@ -39,7 +40,7 @@ func For(component, namespace string) ([]client.Object, error) {
 		case strings.Contains(doc, "kind: ClusterRole\n"):
 			role := &rbacv1.ClusterRole{}
 			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
-				return nil, fmt.Errorf("cannot decode the cluster role of %s: %w", component, err)
+				return nil, errors.Wrapf(err, "cannot decode the cluster role of %s", component)
 			}
 			out = append(out, role, &rbacv1.ClusterRoleBinding{
 				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
@@ -48,7 +49,7 @@ func For(component, namespace string) ([]client.Object, error) {
 		case strings.Contains(doc, "kind: Role\n"):
 			role := &rbacv1.Role{}
 			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
-				return nil, fmt.Errorf("cannot decode the role of %s: %w", component, err)
+				return nil, errors.Wrapf(err, "cannot decode the role of %s", component)
 			}
 			out = append(out, role, &rbacv1.RoleBinding{
 				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},

@@ -1,8 +1,9 @@
 package amd
 
 import (
-	"errors"
 	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"

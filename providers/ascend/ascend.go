@@ -6,9 +6,10 @@ package ascend
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -97,7 +98,7 @@ func ParseChipMap(out []byte) ([]Chip, error) {
 			continue
 		}
 		if len(f) < 4 {
-			return nil, fmt.Errorf("chip map line %d: %q has fewer than four columns", n+1, strings.TrimSpace(line))
+			return nil, errors.Errorf("chip map line %d: %q has fewer than four columns", n+1, strings.TrimSpace(line))
 		}
 		if f[2] == "-" {
 			continue
@@ -106,7 +107,7 @@ func ParseChipMap(out []byte) ([]Chip, error) {
 		for i := range ids {
 			v, err := strconv.Atoi(f[i])
 			if err != nil || v < 0 || v > 1<<16 {
-				return nil, fmt.Errorf("chip map line %d: %q is not an ID", n+1, f[i])
+				return nil, errors.Errorf("chip map line %d: %q is not an ID", n+1, f[i])
 			}
 			ids[i] = v
 		}

@@ -6,10 +6,11 @@ package cambricon
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -31,7 +32,7 @@ func New(sysfsRoot string, run smitool.Runner) *smitool.Backend {
 func Query(ctx context.Context, run smitool.Runner) ([]smitool.Card, error) {
 	dir, err := os.MkdirTemp("", "cnmon-")
 	if err != nil {
-		return nil, fmt.Errorf("cannot create a directory for cnmon's report: %w", err)
+		return nil, errors.Wrap(err, "cannot create a directory for cnmon's report")
 	}
 	defer os.RemoveAll(dir)
 	if _, err := run.Run(ctx, smitool.Command{Dir: dir, Name: Tool, Args: []string{"info", "-e", "-m", "-u", "-j"}}); err != nil {
@@ -39,7 +40,7 @@ func Query(ctx context.Context, run smitool.Runner) ([]smitool.Card, error) {
 	}
 	out, err := os.ReadFile(filepath.Join(dir, ReportFile))
 	if err != nil {
-		return nil, fmt.Errorf("cnmon left no report: %w", err)
+		return nil, errors.Wrap(err, "cnmon left no report")
 	}
 	return Parse(out)
 }
@@ -62,7 +63,7 @@ type report struct {
 func Parse(out []byte) ([]smitool.Card, error) {
 	var r report
 	if err := json.Unmarshal(out, &r); err != nil {
-		return nil, fmt.Errorf("cannot parse cnmon's report: %w", err)
+		return nil, errors.Wrap(err, "cannot parse cnmon's report")
 	}
 	cards := make([]smitool.Card, 0, len(r.CnmonInfo))
 	for i, info := range r.CnmonInfo {
@@ -75,7 +76,7 @@ func Parse(out []byte) ([]smitool.Card, error) {
 		if total := info.PhysicalMem.Total.String(); total != "" {
 			mib, err := smitool.ParseMemoryMiB(total, "MB")
 			if err != nil {
-				return nil, fmt.Errorf("card %d: %w", c.Index, err)
+				return nil, errors.Wrapf(err, "card %d", c.Index)
 			}
 			c.MemoryMiB = mib
 		}

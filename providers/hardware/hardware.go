@@ -5,9 +5,10 @@ package hardware
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 

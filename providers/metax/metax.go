@@ -5,9 +5,10 @@ package metax
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -50,7 +51,7 @@ func Parse(out []byte) ([]smitool.Card, error) {
 		f := strings.Fields(s.Header)
 		n, err := strconv.ParseInt(strings.TrimPrefix(f[0], "GPU#"), 10, 32)
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q does not name a card", s.Header)
+			return nil, errors.Errorf("%q does not name a card", s.Header)
 		}
 		c := smitool.Card{}
 		c.Index = int32(n)
@@ -60,7 +61,7 @@ func Parse(out []byte) ([]smitool.Card, error) {
 		c.Product = strings.Join(f[1:], " ")
 		if total := smitool.Lookup(s.Values, "Memory/vis_vram total", "vis_vram total"); total != "" {
 			if c.MemoryMiB, err = smitool.ParseMemoryMiB(total, "KB"); err != nil {
-				return nil, fmt.Errorf("%s: %w", f[0], err)
+				return nil, errors.Wrapf(err, "%s", f[0])
 			}
 		}
 		c.Unhealthy = c.Product == "" || c.MemoryMiB == 0

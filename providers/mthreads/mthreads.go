@@ -4,9 +4,10 @@ package mthreads
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -37,7 +38,7 @@ func Parse(out []byte) ([]smitool.Card, error) {
 		return len(f) == 2 && f[0] == "GPU" && smitool.NormalizeBusID(f[1]) != ""
 	})
 	if len(sections) == 0 && smitool.Lookup(global, "Attached GPUs") != "0" {
-		return nil, fmt.Errorf("the report lists no GPU section")
+		return nil, errors.New("the report lists no GPU section")
 	}
 	driver := smitool.Lookup(global, "Driver Version")
 	musa := smitool.Lookup(global, "MUSA Version")
@@ -53,7 +54,7 @@ func Parse(out []byte) ([]smitool.Card, error) {
 		if total := smitool.Lookup(s.Values, "FB Memory Usage/Total", "Memory Usage/Total"); total != "" {
 			mib, err := smitool.ParseMemoryMiB(total, "MB")
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", s.Header, err)
+				return nil, errors.Wrapf(err, "%s", s.Header)
 			}
 			c.MemoryMiB = mib
 		}

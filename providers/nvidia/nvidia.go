@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpustack/gpustack-operator/providers"
@@ -28,7 +30,7 @@ func (p *Provider) Name() string { return "nvidia" }
 // cannot describe is reported unhealthy with what could be read.
 func (p *Provider) Detect(context.Context) (devices []providers.Device, err error) {
 	if ret := call(p.lib.Init); ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("cannot initialise NVML: %s", errorString(p.lib, ret))
+		return nil, errors.Errorf("cannot initialise NVML: %s", errorString(p.lib, ret))
 	}
 	defer func() { _ = call(p.lib.Shutdown) }()
 	driver, _ := get(p.lib.SystemGetDriverVersion)
@@ -39,7 +41,7 @@ func (p *Provider) Detect(context.Context) (devices []providers.Device, err erro
 	}
 	count, ret := get(p.lib.DeviceGetCount)
 	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("cannot count devices: %s", errorString(p.lib, ret))
+		return nil, errors.Errorf("cannot count devices: %s", errorString(p.lib, ret))
 	}
 	var problems []string
 	for i := 0; i < count; i++ {
@@ -51,7 +53,7 @@ func (p *Provider) Detect(context.Context) (devices []providers.Device, err erro
 		devices = append(devices, d)
 	}
 	if len(problems) > 0 {
-		return devices, fmt.Errorf("%d of %d cards are unhealthy: %v", len(problems), count, problems)
+		return devices, errors.Errorf("%d of %d cards are unhealthy: %v", len(problems), count, problems)
 	}
 	return devices, nil
 }

@@ -4,12 +4,13 @@
 package pcisysfs
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // DefaultRoot is where the kernel lists PCI devices.
@@ -38,7 +39,7 @@ type Device struct {
 func Scan(root string, vendorIDs, classPrefixes []string) ([]Device, []string, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot list PCI devices: %w", err)
+		return nil, nil, errors.Wrap(err, "cannot list PCI devices")
 	}
 	wantVendor := map[string]bool{}
 	for _, v := range vendorIDs {
@@ -86,11 +87,11 @@ func read(dir, address string) (Device, error) {
 func hexFile(dir, name string, width int) (string, error) {
 	data, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
-		return "", fmt.Errorf("%s: cannot read %s: %w", filepath.Base(dir), name, err)
+		return "", errors.Wrapf(err, "%s: cannot read %s", filepath.Base(dir), name)
 	}
 	v, err := ParseHex(string(data), width)
 	if err != nil {
-		return "", fmt.Errorf("%s: %s: %w", filepath.Base(dir), name, err)
+		return "", errors.Wrapf(err, "%s: %s", filepath.Base(dir), name)
 	}
 	return v, nil
 }
@@ -99,10 +100,10 @@ func hexFile(dir, name string, width int) (string, error) {
 func ParseHex(s string, width int) (string, error) {
 	v := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "0x")
 	if v == "" || len(v) > width {
-		return "", fmt.Errorf("%q is not a %d-digit hex value", strings.TrimSpace(s), width)
+		return "", errors.Errorf("%q is not a %d-digit hex value", strings.TrimSpace(s), width)
 	}
 	if _, err := strconv.ParseUint(v, 16, 64); err != nil {
-		return "", fmt.Errorf("%q is not a hex value", strings.TrimSpace(s))
+		return "", errors.Errorf("%q is not a hex value", strings.TrimSpace(s))
 	}
 	return strings.Repeat("0", width-len(v)) + v, nil
 }

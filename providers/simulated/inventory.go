@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -84,11 +86,11 @@ type Accelerators struct {
 func Load(path string) (*Inventory, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read inventory: %w", err)
+		return nil, errors.Wrap(err, "cannot read inventory")
 	}
 	inv, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, errors.Wrapf(err, "%s", path)
 	}
 	return inv, nil
 }
@@ -96,21 +98,21 @@ func Load(path string) (*Inventory, error) {
 // Parse decodes and validates an inventory. Unknown fields are errors, so a typo never goes unnoticed.
 func Parse(data []byte) (*Inventory, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Errorf("inventory is empty: it needs a nodes list")
+		return nil, errors.New("inventory is empty: it needs a nodes list")
 	}
 	// Decode the list first and each entry on its own, so a strict-decoding error names its entry.
 	var raw struct {
 		Nodes []json.RawMessage `json:"nodes"`
 	}
 	if err := yaml.UnmarshalStrict(data, &raw); err != nil {
-		return nil, fmt.Errorf("cannot parse inventory: %w", err)
+		return nil, errors.Wrap(err, "cannot parse inventory")
 	}
 	inv := &Inventory{Nodes: make([]Node, len(raw.Nodes))}
 	for i, r := range raw.Nodes {
 		dec := json.NewDecoder(bytes.NewReader(r))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&inv.Nodes[i]); err != nil {
-			return nil, fmt.Errorf("nodes[%d]: cannot parse: %s", i, strings.TrimPrefix(err.Error(), "json: "))
+			return nil, errors.Errorf("nodes[%d]: cannot parse: %s", i, strings.TrimPrefix(err.Error(), "json: "))
 		}
 	}
 	if err := inv.Validate(); err != nil {
@@ -124,7 +126,7 @@ var versionLike = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._-]*$`)
 // Validate checks every entry and names the first bad one by index, node name and field.
 func (inv *Inventory) Validate() error {
 	if len(inv.Nodes) == 0 {
-		return fmt.Errorf("nodes: at least one node is required")
+		return errors.New("nodes: at least one node is required")
 	}
 	seen := map[string]int{}
 	for i := range inv.Nodes {
@@ -134,10 +136,10 @@ func (inv *Inventory) Validate() error {
 			where += fmt.Sprintf(" (%s)", n.Name)
 		}
 		if err := n.validate(); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+			return errors.Wrapf(err, "%s", where)
 		}
 		if j, dup := seen[n.Name]; dup {
-			return fmt.Errorf("%s: name: duplicates nodes[%d]", where, j)
+			return errors.Errorf("%s: name: duplicates nodes[%d]", where, j)
 		}
 		seen[n.Name] = i
 	}
@@ -146,47 +148,47 @@ func (inv *Inventory) Validate() error {
 
 func (n *Node) validate() error {
 	if n.Name == "" {
-		return fmt.Errorf("name: required")
+		return errors.New("name: required")
 	}
 	if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
-		return fmt.Errorf("name: %q is not a valid node name: %s", n.Name, strings.Join(errs, "; "))
+		return errors.Errorf("name: %q is not a valid node name: %s", n.Name, strings.Join(errs, "; "))
 	}
 	if n.OS == "" {
 		n.OS = "linux"
 	}
 	if n.Arch == "" {
-		return fmt.Errorf("arch: required (amd64, arm64, ...)")
+		return errors.New("arch: required (amd64, arm64, ...)")
 	}
 	for field, v := range map[string]string{"os": n.OS, "arch": n.Arch} {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 || v == "" {
-			return fmt.Errorf("%s: %q is not a valid label value", field, v)
+			return errors.Errorf("%s: %q is not a valid label value", field, v)
 		}
 	}
 	if n.CPU.Cores <= 0 {
-		return fmt.Errorf("cpu.cores: must be a positive number, got %d", n.CPU.Cores)
+		return errors.Errorf("cpu.cores: must be a positive number, got %d", n.CPU.Cores)
 	}
 	if n.Memory.Sign() <= 0 {
-		return fmt.Errorf("memory: must be a positive quantity such as 16Gi")
+		return errors.New("memory: must be a positive quantity such as 16Gi")
 	}
 	if n.Storage.Sign() <= 0 {
-		return fmt.Errorf("storage: must be a positive quantity such as 200Gi")
+		return errors.New("storage: must be a positive quantity such as 200Gi")
 	}
 	for k, v := range n.Labels {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return fmt.Errorf("labels: key %q: %s", k, strings.Join(errs, "; "))
+			return errors.Errorf("labels: key %q: %s", k, strings.Join(errs, "; "))
 		}
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-			return fmt.Errorf("labels[%s]: %s", k, strings.Join(errs, "; "))
+			return errors.Errorf("labels[%s]: %s", k, strings.Join(errs, "; "))
 		}
 	}
 	products := map[string]bool{}
 	for j := range n.Accelerators {
 		a := &n.Accelerators[j]
 		if err := a.validate(); err != nil {
-			return fmt.Errorf("accelerators[%d].%w", j, err)
+			return errors.Errorf("accelerators[%d].%w", j, err)
 		}
 		if products[a.Vendor+"/"+a.Product] {
-			return fmt.Errorf("accelerators[%d]: product %q is listed twice: give one entry with its count", j, a.Product)
+			return errors.Errorf("accelerators[%d]: product %q is listed twice: give one entry with its count", j, a.Product)
 		}
 		products[a.Vendor+"/"+a.Product] = true
 	}
@@ -196,27 +198,27 @@ func (n *Node) validate() error {
 func (a *Accelerators) validate() error {
 	v, ok := vendors.Lookup(a.Vendor)
 	if !ok {
-		return fmt.Errorf("vendor: unknown vendor %q; known vendors: %s", a.Vendor, strings.Join(vendors.Keys(), ", "))
+		return errors.Errorf("vendor: unknown vendor %q; known vendors: %s", a.Vendor, strings.Join(vendors.Keys(), ", "))
 	}
 	a.Vendor = v.Key
 	if strings.TrimSpace(a.Product) == "" {
-		return fmt.Errorf("product: required (the name the driver reports, e.g. \"NVIDIA A10G\")")
+		return errors.Errorf("product: required (the name the driver reports, e.g. \"NVIDIA A10G\")")
 	}
 	if a.Count <= 0 {
-		return fmt.Errorf("count: must be a positive number, got %d", a.Count)
+		return errors.Errorf("count: must be a positive number, got %d", a.Count)
 	}
 	if a.Memory.Sign() <= 0 {
-		return fmt.Errorf("memory: must be a positive quantity such as 24Gi")
+		return errors.New("memory: must be a positive quantity such as 24Gi")
 	}
 	if a.Cores < 0 {
-		return fmt.Errorf("cores: must not be negative, got %d", a.Cores)
+		return errors.Errorf("cores: must not be negative, got %d", a.Cores)
 	}
 	for field, s := range map[string]string{
 		"computeCapability": a.ComputeCapability, "driverVersion": a.DriverVersion,
 		"runtimeVersion": a.RuntimeVersion, "family": a.Family,
 	} {
 		if s != "" && !versionLike.MatchString(s) {
-			return fmt.Errorf("%s: %q may hold only letters, digits, '.', '_' and '-'", field, s)
+			return errors.Errorf("%s: %q may hold only letters, digits, '.', '_' and '-'", field, s)
 		}
 	}
 	return nil

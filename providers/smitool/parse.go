@@ -3,11 +3,12 @@ package smitool
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // notAvailable are the ways tools print a value they do not have.
@@ -34,7 +35,7 @@ func ParseQueryCSV(out []byte, fields []string) ([]map[string]string, error) {
 		}
 		cols := strings.Split(line, ",")
 		if len(cols) != len(fields) {
-			return nil, fmt.Errorf("line %d has %d columns, want %d (%s)", n+1, len(cols), len(fields), strings.Join(fields, ","))
+			return nil, errors.Errorf("line %d has %d columns, want %d (%s)", n+1, len(cols), len(fields), strings.Join(fields, ","))
 		}
 		row := map[string]string{}
 		for i, f := range fields {
@@ -129,15 +130,15 @@ func ParseMemoryMiB(s, defaultUnit string) (int64, error) {
 	}
 	factor, ok := units[strings.ToLower(unit)]
 	if !ok {
-		return 0, fmt.Errorf("memory %q: unknown unit %q", s, unit)
+		return 0, errors.Errorf("memory %q: unknown unit %q", s, unit)
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("memory %q is not a size", s)
+		return 0, errors.Errorf("memory %q is not a size", s)
 	}
 	mib := v * factor / (1 << 20)
 	if mib > math.MaxInt32*1024.0 {
-		return 0, fmt.Errorf("memory %q is implausibly large", s)
+		return 0, errors.Errorf("memory %q is implausibly large", s)
 	}
 	return int64(math.Round(mib)), nil
 }
@@ -166,7 +167,7 @@ func QueryROCmSMI(tool string) Query {
 func ParseROCmSMI(out []byte) ([]Card, error) {
 	var report map[string]map[string]any
 	if err := json.Unmarshal(out, &report); err != nil {
-		return nil, fmt.Errorf("cannot parse the JSON report: %w", err)
+		return nil, errors.Wrap(err, "cannot parse the JSON report")
 	}
 	system := stringValues(report["system"])
 	var cards []Card
@@ -177,7 +178,7 @@ func ParseROCmSMI(out []byte) ([]Card, error) {
 		}
 		index, err := strconv.ParseInt(idx, 10, 32)
 		if err != nil || index < 0 {
-			return nil, fmt.Errorf("%q is not a card name", name)
+			return nil, errors.Errorf("%q is not a card name", name)
 		}
 		v := stringValues(raw)
 		c := Card{BusID: Lookup(v, "PCI Bus")}
@@ -188,7 +189,7 @@ func ParseROCmSMI(out []byte) ([]Card, error) {
 		c.DriverVersion = Lookup(system, "Driver version", "Driver Version")
 		if total := Lookup(v, "VRAM Total Memory (B)"); total != "" {
 			if c.MemoryMiB, err = ParseMemoryMiB(total, "B"); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, errors.Wrapf(err, "%s", name)
 			}
 		}
 		if c.Product == "" || c.MemoryMiB == 0 {
@@ -245,7 +246,7 @@ func ParseNvidiaSMIQuery(out []byte) ([]Card, error) {
 		}
 		if r["memory.total"] != "" {
 			if c.MemoryMiB, err = ParseMemoryMiB(r["memory.total"], "MB"); err != nil {
-				return nil, fmt.Errorf("card %d: %w", c.Index, err)
+				return nil, errors.Wrapf(err, "card %d", c.Index)
 			}
 		}
 		c.Unhealthy = c.Product == "" || c.MemoryMiB == 0

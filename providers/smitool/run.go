@@ -3,12 +3,12 @@ package smitool
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // Command is one run of a tool.
@@ -61,16 +61,16 @@ func (r ExecRunner) Run(ctx context.Context, c Command) ([]byte, error) {
 	err := cmd.Run()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
-		return nil, fmt.Errorf("%s: no answer within %s", c, timeout)
+		return nil, errors.Errorf("%s: no answer within %s", c, timeout)
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, fmt.Errorf("%s: the tool is not installed: %w", c.Name, err)
+		return nil, errors.Wrapf(err, "%s: the tool is not installed", c.Name)
 	case stdout.overflow:
-		return nil, fmt.Errorf("%s: printed more than %d bytes", c, maxOutput)
+		return nil, errors.Errorf("%s: printed more than %d bytes", c, maxOutput)
 	case err != nil:
 		if msg := firstLine(stderr.buf.String()); msg != "" {
-			return nil, fmt.Errorf("%s: %w: %s", c, err, msg)
+			return nil, errors.Errorf("%s: %w: %s", c, err, msg)
 		}
-		return nil, fmt.Errorf("%s: %w", c, err)
+		return nil, errors.Wrapf(err, "%s", c)
 	}
 	return stdout.buf.Bytes(), nil
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -61,7 +63,7 @@ func (b *Backend) Detect(ctx context.Context) ([]providers.Device, error) {
 	}
 	cards, queryErr := b.Query(ctx, b.Runner)
 	if queryErr != nil {
-		queryErr = fmt.Errorf("cannot read %s cards: %w", b.Vendor.DisplayName, queryErr)
+		queryErr = errors.Wrapf(queryErr, "cannot read %s cards", b.Vendor.DisplayName)
 	}
 	if busErr != nil {
 		// Without sysfs (a container without /sys) the tool's word is all there is.
@@ -72,7 +74,7 @@ func (b *Backend) Detect(ctx context.Context) ([]providers.Device, error) {
 		return devices, queryErr
 	}
 	if len(missing) > 0 {
-		return devices, fmt.Errorf("%d %s cards on the PCI bus are not described by the tool, reported unhealthy: %s",
+		return devices, errors.Errorf("%d %s cards on the PCI bus are not described by the tool, reported unhealthy: %s",
 			len(missing), b.Vendor.DisplayName, strings.Join(missing, ", "))
 	}
 	return devices, nil

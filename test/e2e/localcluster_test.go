@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -22,8 +24,8 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
-	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -95,12 +97,12 @@ func stopAndCheck(dir string) error {
 		recorded = append(recorded, strings.TrimSpace(string(b)))
 	}
 	if err := cluster.Stop(); err != nil {
-		return fmt.Errorf("cannot stop the local cluster: %w", err)
+		return errors.Wrap(err, "cannot stop the local cluster")
 	}
 	for _, pid := range recorded {
 		stat, err := os.ReadFile("/proc/" + pid + "/stat")
 		if err == nil && !strings.Contains(string(stat), ") Z") {
-			return fmt.Errorf("process %s of the local cluster still runs after Stop", pid)
+			return errors.Errorf("process %s of the local cluster still runs after Stop", pid)
 		}
 	}
 	return nil

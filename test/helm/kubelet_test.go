@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,7 +187,7 @@ func (k *kubelet) credentials(ctx context.Context, p *corev1.Pod, file string) (
 	tr, err := k.cs.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("cannot get a token for service account %s: %w", p.Spec.ServiceAccountName, err)
+		return "", errors.Wrapf(err, "cannot get a token for service account %s", p.Spec.ServiceAccountName)
 	}
 	ca := k.cfg.CAData
 	if len(ca) == 0 && k.cfg.CAFile != "" {
@@ -229,13 +231,13 @@ func (k *kubelet) finished(prefix string, timeout time.Duration) (string, error)
 				data, _ := os.ReadFile(c.log)
 				fmt.Fprintf(&logs, "=== %s\n%s", c.pod, data)
 				if c.err != nil && failed == nil {
-					failed = fmt.Errorf("pod %s: %w", c.pod, c.err)
+					failed = errors.Wrapf(c.err, "pod %s", c.pod)
 				}
 			}
 			return logs.String(), failed
 		}
 		if time.Now().After(deadline) {
-			return k.logs(), fmt.Errorf("no pod named %s* ran to its end within %s", prefix, timeout)
+			return k.logs(), errors.Errorf("no pod named %s* ran to its end within %s", prefix, timeout)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}

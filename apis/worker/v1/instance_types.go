@@ -1,8 +1,9 @@
 package v1
 
 import (
-	"fmt"
 	"strconv"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -415,7 +416,7 @@ func (r InstanceResources) AcceleratorCount() (int64, error) {
 	}
 	n, err := strconv.ParseInt(r.Accelerator.StrVal, 10, 32)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("spec.resources.accelerator: %q is not a whole number", r.Accelerator.StrVal)
+		return 0, errors.Errorf("spec.resources.accelerator: %q is not a whole number", r.Accelerator.StrVal)
 	}
 	return n, nil
 }

@@ -1,8 +1,9 @@
 package nodedevices
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -53,13 +54,13 @@ func singleFlavor(wl *kueue.Workload) (kueue.ResourceFlavorReference, error) {
 				continue
 			}
 			if found != "" && found != f {
-				return "", fmt.Errorf("the Workload does not resolve to a single accelerator flavor: %s and %s", found, f)
+				return "", errors.Errorf("the Workload does not resolve to a single accelerator flavor: %s and %s", found, f)
 			}
 			found = f
 		}
 	}
 	if found == "" {
-		return "", fmt.Errorf("the Workload does not resolve to a single accelerator flavor: no credits were assigned")
+		return "", errors.New("the Workload does not resolve to a single accelerator flavor: no credits were assigned")
 	}
 	return found, nil
 }

@@ -6,10 +6,11 @@ package podcards
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	crerrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"

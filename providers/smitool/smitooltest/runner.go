@@ -4,11 +4,12 @@ package smitooltest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -32,7 +33,7 @@ type Runner map[string]Answer
 func (r Runner) Run(_ context.Context, c smitool.Command) ([]byte, error) {
 	a, ok := r[c.String()]
 	if !ok {
-		return nil, fmt.Errorf("%s: the tool is not installed", c.Name)
+		return nil, errors.Errorf("%s: the tool is not installed", c.Name)
 	}
 	for name, content := range a.Files {
 		if err := os.WriteFile(filepath.Join(c.Dir, name), []byte(content), 0o600); err != nil {

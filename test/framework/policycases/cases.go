@@ -3,10 +3,11 @@
 package policycases
 
 import (
-	"fmt"
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -48,7 +49,7 @@ func Load(path string) ([]Case, error) {
 	}
 	var raw []Case
 	if err := yaml.UnmarshalStrict(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, errors.Wrapf(err, "%s", path)
 	}
 	var out []Case
 	seen := map[string]bool{}
@@ -70,7 +71,7 @@ func Load(path string) ([]Case, error) {
 		}
 		for _, v := range variants {
 			if seen[v.Name] {
-				return nil, fmt.Errorf("%s: case %q is listed twice", path, v.Name)
+				return nil, errors.Errorf("%s: case %q is listed twice", path, v.Name)
 			}
 			seen[v.Name] = true
 			out = append(out, v)

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // Kubectl runs kubectl against the cluster of kubeconfig and returns its output; an error carries the output.
@@ -17,7 +18,7 @@ func Kubectl(kubeconfig string, args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+		return "", errors.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
 }

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -26,7 +28,7 @@ func BinDir(binaries ...string) (dir string, skip string, err error) {
 	}
 	for _, b := range binaries {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			return "", "", fmt.Errorf("%s is missing from %s=%s: run `make tools`", b, BinDirEnv, dir)
+			return "", "", errors.Errorf("%s is missing from %s=%s: run `make tools`", b, BinDirEnv, dir)
 		}
 	}
 	return dir, "", nil
@@ -51,7 +53,7 @@ func StartEnvtest(bin string, crdPaths ...string) (*rest.Config, func(), error) 
 	stop := func() { _ = env.Stop() }
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, stop, fmt.Errorf("cannot start envtest: %w", err)
+		return nil, stop, errors.Wrap(err, "cannot start envtest")
 	}
 	return cfg, stop, nil
 }
