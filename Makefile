@@ -29,6 +29,7 @@ GATEKEEPER_VERSION := v3.23.1
 # the module proxy does not serve here); its xpkg format is the one v2.4 installs.
 CRANK_VERSION := v2.2.1
 HELM_VERSION := v3.22.0
+GOLANGCI_LINT_VERSION := v2.15.0
 
 # VERSION tags the images and packages; OUTPUT is where make package writes them.
 VERSION ?= v0.1.0
@@ -48,8 +49,8 @@ all: build
 ##@ Build
 
 .PHONY: build
-build: ## Build the commands in cmd/ into bin/.
-	go build -o $(BIN)/ ./cmd/...
+build: ## Build the commands in cmd/ and the local cluster command into bin/.
+	go build -o $(BIN)/ ./cmd/... ./hack/localcluster
 
 .PHONY: package
 package: $(STAMP)/crank-$(CRANK_VERSION) ## Build the images and the Crossplane packages offline into _output/package.
@@ -72,71 +73,47 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 
 ##@ Tools (built once into bin/)
 
-.PHONY: tools
-tools: $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
-	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) \
-	$(STAMP)/crossplane-$(CROSSPLANE_VERSION) $(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) \
-	$(STAMP)/crank-$(CRANK_VERSION) $(STAMP)/helm-$(HELM_VERSION) \
-	$(STAMP)/assets ## Build every third-party binary the tests and the demo need.
+# The demo needs the control plane, KWOK, Kueue and nfd-master; the tests need the rest as well.
+DEMO_TOOLS := $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
+	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/assets
+TEST_TOOLS := $(DEMO_TOOLS) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) $(STAMP)/crossplane-$(CROSSPLANE_VERSION) \
+	$(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) $(STAMP)/crank-$(CRANK_VERSION) \
+	$(STAMP)/helm-$(HELM_VERSION) $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
+.PHONY: tools
+tools: $(TEST_TOOLS) ## Build every third-party binary the tests and the demo need.
+
+# tool is the rule of one third-party binary: $(1) its name in bin/, $(2) its version, $(3) its wrapper module
+# in hack/tools/, $(4) the Go package to build, $(5) the name of a variable holding its -ldflags (may be empty).
+# The stamp names the version, so a version bump rebuilds it.
+define tool
+$(STAMP)/$(1)-$(2): hack/tools/$(3)/go.mod
+	$$(call say,building $(1) $(2) (a first build takes minutes; later ones relink from the Go build cache))
+	cd hack/tools/$(3) && go build -trimpath -ldflags "$$($(5))" -o $(BIN)/$(1) $(4)
+	@mkdir -p $(STAMP) && touch $$@
+endef
+
+KUEUE_LDFLAGS := -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)
+NFD_LDFLAGS := -X sigs.k8s.io/node-feature-discovery/pkg/version.version=$(NFD_VERSION)
+CROSSPLANE_LDFLAGS := -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)
+
+$(eval $(call tool,etcd,$(ETCD_VERSION),etcd,go.etcd.io/etcd/server/v3))
+$(eval $(call tool,kwok,$(KWOK_VERSION),kwok,sigs.k8s.io/kwok/cmd/kwok))
+$(eval $(call tool,kueue,$(KUEUE_VERSION),kueue,sigs.k8s.io/kueue/cmd/kueue,KUEUE_LDFLAGS))
+$(eval $(call tool,nfd-master,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-master,NFD_LDFLAGS))
+$(eval $(call tool,controller-gen,$(CONTROLLER_GEN_VERSION),controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen))
+$(eval $(call tool,crossplane,$(CROSSPLANE_VERSION),crossplane,github.com/crossplane/crossplane/v2/cmd/crossplane,CROSSPLANE_LDFLAGS))
+$(eval $(call tool,crank,$(CRANK_VERSION),crank,github.com/crossplane/crossplane/v2/cmd/crank))
+$(eval $(call tool,helm,$(HELM_VERSION),helm,helm.sh/helm/v3/cmd/helm))
+$(eval $(call tool,opa,$(OPA_VERSION),opa,github.com/open-policy-agent/opa))
+$(eval $(call tool,gator,$(GATEKEEPER_VERSION),gator,github.com/open-policy-agent/gatekeeper/v3/cmd/gator))
+$(eval $(call tool,golangci-lint,$(GOLANGCI_LINT_VERSION),golangci-lint,github.com/golangci/golangci-lint/v2/cmd/golangci-lint))
+
+# The three control-plane binaries come from one wrapper module.
 $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
-	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION) (first build takes about 10 minutes))
+	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION) (a first build takes about 10 minutes))
 	cd hack/tools/k8s && for c in kube-apiserver kube-controller-manager kube-scheduler; do \
 		echo ">>   $$c" >&2; go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/$$c k8s.io/kubernetes/cmd/$$c; done
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/etcd-$(ETCD_VERSION): hack/tools/etcd/go.mod
-	$(call say,building etcd $(ETCD_VERSION) (first build takes a few minutes))
-	cd hack/tools/etcd && go build -trimpath -o $(BIN)/etcd go.etcd.io/etcd/server/v3
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/kwok-$(KWOK_VERSION): hack/tools/kwok/go.mod
-	$(call say,building kwok $(KWOK_VERSION))
-	cd hack/tools/kwok && go build -trimpath -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/kueue-$(KUEUE_VERSION): hack/tools/kueue/go.mod
-	$(call say,building kueue $(KUEUE_VERSION) (first build takes a few minutes))
-	cd hack/tools/kueue && go build -trimpath -ldflags "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)" \
-		-o $(BIN)/kueue sigs.k8s.io/kueue/cmd/kueue
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/nfd-master-$(NFD_VERSION): hack/tools/nfd/go.mod
-	$(call say,building nfd-master $(NFD_VERSION))
-	cd hack/tools/nfd && go build -trimpath -ldflags "-X sigs.k8s.io/node-feature-discovery/pkg/version.version=$(NFD_VERSION)" \
-		-o $(BIN)/nfd-master sigs.k8s.io/node-feature-discovery/cmd/nfd-master
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION): hack/tools/controller-gen/go.mod
-	$(call say,building controller-gen $(CONTROLLER_GEN_VERSION))
-	cd hack/tools/controller-gen && go build -trimpath -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/crossplane-$(CROSSPLANE_VERSION): hack/tools/crossplane/go.mod
-	$(call say,building crossplane $(CROSSPLANE_VERSION) (first build takes several minutes))
-	cd hack/tools/crossplane && go build -trimpath -o $(BIN)/crossplane \
-		-ldflags "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" \
-		github.com/crossplane/crossplane/v2/cmd/crossplane
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/crank-$(CRANK_VERSION): hack/tools/crank/go.mod
-	$(call say,building the crossplane CLI $(CRANK_VERSION) (first build takes several minutes))
-	cd hack/tools/crank && go build -trimpath -o $(BIN)/crank github.com/crossplane/crossplane/v2/cmd/crank
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/helm-$(HELM_VERSION): hack/tools/helm/go.mod
-	$(call say,building helm $(HELM_VERSION) (first build takes several minutes))
-	cd hack/tools/helm && go build -trimpath -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/opa-$(OPA_VERSION): hack/tools/opa/go.mod
-	$(call say,building opa $(OPA_VERSION))
-	cd hack/tools/opa && go build -trimpath -o $(BIN)/opa github.com/open-policy-agent/opa
-	@mkdir -p $(STAMP) && touch $@
-
-$(STAMP)/gator-$(GATEKEEPER_VERSION): hack/tools/gator/go.mod
-	$(call say,building gator $(GATEKEEPER_VERSION) (first build takes several minutes))
-	cd hack/tools/gator && go build -trimpath -o $(BIN)/gator github.com/open-policy-agent/gatekeeper/v3/cmd/gator
 	@mkdir -p $(STAMP) && touch $@
 
 # Assets copied out of the pinned modules: Kueue's CRDs and webhook manifests, NFD's CRDs, Crossplane's CRDs
@@ -158,24 +135,63 @@ $(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/g
 	chmod -R u+w $(ASSETS)
 	@mkdir -p $(STAMP) && touch $@
 
+##@ Verify
+
+.PHONY: verify
+verify: verify-fmt verify-vet verify-lint verify-generate ## Check format, vet, lint and that generated files are current.
+
+.PHONY: verify-fmt
+verify-fmt: ## gofmt: no file needs formatting.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -w these files:" >&2; echo "$$out" >&2; exit 1; fi
+
+.PHONY: verify-vet
+verify-vet: ## go vet on every package.
+	go vet ./...
+
+.PHONY: verify-lint
+verify-lint: $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## golangci-lint with .golangci.yml (depguard keeps the layers).
+	$(BIN)/golangci-lint run ./...
+
+.PHONY: verify-generate
+GENERATED := apis package/crds package/rbac
+verify-generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## make generate leaves no diff.
+	@state() { git status --porcelain -- $(GENERATED); git diff -- $(GENERATED); }; before=$$(state | sha256sum); \
+	$(MAKE) --no-print-directory generate >/dev/null; \
+	if [ "$$(state | sha256sum)" != "$$before" ]; then \
+		echo "make generate changed files under $(GENERATED); run it and commit the result:" >&2; \
+		git status --porcelain -- $(GENERATED) >&2; exit 1; fi
+
 ##@ Test
 
-# The Helm and package tests start local clusters of their own, so they run after the end-to-end suite's and
-# one after the other, not beside it on two cores.
+# The tiers, cheapest first. test-unit needs no binary (the tests that do skip, saying why); test-integration
+# runs the packages whose tests start envtest's API server or the policy tools; test-e2e and test-packages start
+# local clusters of their own, so they run one package at a time, never two clusters at once on two cores.
+INTEGRATION_PKGS := ./apis/... ./deviceagent/... ./internal/... ./policies/... ./test/framework/...
+TEST_ENV := GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN)
+
 .PHONY: test
-test: tools build package ## Run every test: unit, envtest, packages, end-to-end and Helm on local clusters, and the Crossplane render.
-	GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout 45m \
-		$$(go list ./... | grep -v -e /test/helm -e /test/packages)
-	GPUSTACK_BIN=$(BIN) PACKAGE_DIR=$(OUTPUT)/package go test -p 1 -count=1 -timeout 20m ./test/helm/ ./test/packages/
+test: verify test-unit test-integration test-e2e test-packages ## Run every tier: verify, unit, integration, end-to-end, packages.
+
+.PHONY: test-unit
+test-unit: ## Unit tests with the race detector; no control plane.
+	env -u GPUSTACK_BIN go test -race -count=1 ./...
+
+.PHONY: test-integration
+test-integration: $(TEST_TOOLS) ## Tests on envtest's API server, and the policies through OPA, gator and a real API server.
+	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
+
+.PHONY: test-e2e
+test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local cluster.
+	$(TEST_ENV) go test -count=1 -timeout 30m ./test/e2e/
+
+.PHONY: test-packages
+test-packages: $(TEST_TOOLS) build package ## The Helm chart and the Crossplane packages installed on local clusters; the Crossplane render.
+	$(TEST_ENV) PACKAGE_DIR=$(OUTPUT)/package go test -p 1 -count=1 -timeout 20m ./test/helm/ ./test/packages/
 	cd hack/tools/crossplane && GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 10m ./...
 
 .PHONY: bench
 bench: ## Run the benchmarks (numbers in the README).
 	go test -run '^$$' -bench . -benchtime 20x ./internal/embedded/
-
-.PHONY: test-unit
-test-unit: ## Run the tests that need no control plane.
-	go test -count=1 ./...
 
 ##@ Demo
 
@@ -183,7 +199,12 @@ DEMO_DIR ?= $(ROOT)/.demo
 INVENTORY ?= examples/clusters/walkthrough.yaml
 
 .PHONY: demo
-demo: tools build ## Start the local cluster with the walkthrough's nodes (or INVENTORY=FILE) in the background.
+demo: ## Start the local cluster with the walkthrough's nodes (or INVENTORY=FILE) in the background.
+	$(call say,demo step 1 of 3: the control plane and KWOK and Kueue and nfd-master (built on the first run only))
+	@$(MAKE) --no-print-directory $(DEMO_TOOLS)
+	$(call say,demo step 2 of 3: building gpustack-operator and localcluster)
+	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/localcluster
+	$(call say,demo step 3 of 3: starting the local cluster)
 	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator
 
 .PHONY: demo-down

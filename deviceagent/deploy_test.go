@@ -64,6 +64,7 @@ func TestDeployment(t *testing.T) {
 		versions := map[string]string{}
 		for _, o := range objs {
 			o := o.DeepCopyObject().(client.Object)
+			//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
 			if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership); err != nil {
 				t.Fatalf("cannot apply %T %s: %v", o, o.GetName(), err)
 			}

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )

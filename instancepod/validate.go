@@ -46,15 +46,7 @@ func Validate(inst, old *workerv1.Instance, f Facts) field.ErrorList {
 	}
 	sliced := r.AcceleratorSlicedMemoryPercentage != nil && *r.AcceleratorSlicedMemoryPercentage > 0
 	if !it.Spec.Acceleratable {
-		if r.Accelerator != nil && count > 0 || sliced || r.AcceleratorPartitionedProfile != "" {
-			errs = append(errs, field.Forbidden(res.Child("accelerator"),
-				fmt.Sprintf("accelerator request must not be specified for non-acceleratable instance type %s", it.Name)))
-		}
-		if r.CPU != nil && it.Status.CPU != nil && r.CPU.Cmp(it.Status.CPU.Capacity) > 0 {
-			errs = append(errs, field.Invalid(res.Child("cpu"), r.CPU.String(),
-				fmt.Sprintf("exceeds the maximum CPU request of instance type %s (%s)", it.Name, it.Status.CPU.Capacity.String())))
-		}
-		return append(errs, unitBounds(inst, it, max(1, cpuCount(inst)), res)...)
+		return append(errs, validateCPUType(inst, it, count, sliced, res)...)
 	}
 	pool := fmt.Sprintf("instance type %s (pool %s)", it.Name, it.Spec.AcceleratorGroup)
 	switch {
@@ -136,4 +128,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// validateCPUType checks an Instance of a CPU type: no accelerator of any kind, CPU within the type's largest
+// node, and the unit bounds.
+func validateCPUType(inst *workerv1.Instance, it *workerv1.InstanceType, count int64, sliced bool, res *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	r := inst.Spec.Resources
+	if r.Accelerator != nil && count > 0 || sliced || r.AcceleratorPartitionedProfile != "" {
+		errs = append(errs, field.Forbidden(res.Child("accelerator"),
+			fmt.Sprintf("accelerator request must not be specified for non-acceleratable instance type %s", it.Name)))
+	}
+	if r.CPU != nil && it.Status.CPU != nil && r.CPU.Cmp(it.Status.CPU.Capacity) > 0 {
+		errs = append(errs, field.Invalid(res.Child("cpu"), r.CPU.String(),
+			fmt.Sprintf("exceeds the maximum CPU request of instance type %s (%s)", it.Name, it.Status.CPU.Capacity.String())))
+	}
+	return append(errs, unitBounds(inst, it, max(1, cpuCount(inst)), res)...)
 }

@@ -63,7 +63,7 @@ func TestFit(t *testing.T) {
 		"FullestCardFirst": {
 			reason:  "A slice goes onto the fullest card with room, keeping the free card whole.",
 			cards:   []Card{free(), sliced(50, 1), sliced(90, 1)},
-			demands: []Demand{slice(30), slice(10), Demand{Family: FamilyExclusive, Cards: 1}},
+			demands: []Demand{slice(30), slice(10), {Family: FamilyExclusive, Cards: 1}},
 			want: want{outcomes: []string{"cards 1", "cards 2", "cards 0"},
 				remaining: []int64{0, 20 * sliceUnit, 0}},
 		},

@@ -10,10 +10,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/internal/uninstall"
 )
 

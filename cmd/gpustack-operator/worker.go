@@ -20,17 +20,17 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
-	"github.com/gpustack/gpustack-operator/internal/controller/podcards"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
 	"github.com/gpustack/gpustack-operator/internal/controller/persistentvolume"
+	"github.com/gpustack/gpustack-operator/internal/controller/podcards"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/setting"
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
@@ -99,18 +99,22 @@ func runWorker(args []string) error {
 			return err
 		}
 	}
+	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&profiler.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-profiler")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the profiler")
 	}
+	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the composer")
 	}
 	if err := (&setting.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the settings controller")
 	}
+	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&instance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-instance")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the Instance controller")
 	}
+	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&podcards.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
 		ReleaseTerminated: podcards.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the ledger")

@@ -90,7 +90,7 @@ func (p *pending) record(cards map[string][]string) {
 
 // a10g is a card of the walkthrough's A10G node.
 func a10g(index int32) providers.Device {
-	return providers.Device{Manufacturer: "nvidia", Product: "NVIDIA A10G", UUID: "GPU-a10g-" + string(rune('0'+index)),
+	return providers.Device{Manufacturer: "nvidia", Product: "NVIDIA A10G", UUID: "GPU-a10g-" + string('0'+index),
 		Index: index, MemoryMiB: 24576, RuntimeVersion: "13.0", DriverVersion: "580.159.03"}
 }
 

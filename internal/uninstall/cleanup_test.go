@@ -20,9 +20,9 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"

@@ -16,7 +16,7 @@ func TestDetect(t *testing.T) {
 		"0000:1b:00.0": pcisysfstest.Function("0x9999", "0x4001", "0x030200"),
 	}
 	c500 := func(index int32, driver, maca string) providers.Device {
-		return providers.Device{Manufacturer: "metax", Product: "MXC500", UUID: "metax-" + string(rune('0'+index)),
+		return providers.Device{Manufacturer: "metax", Product: "MXC500", UUID: "metax-" + string('0'+index),
 			Index: index, MemoryMiB: 65536, DriverVersion: driver, RuntimeVersion: maca}
 	}
 	cases := map[string]smitooltest.Case{

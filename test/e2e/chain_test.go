@@ -13,11 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -226,42 +224,11 @@ func TestUnreadableNode(t *testing.T) {
 func TestResyncWritesNothing(t *testing.T) {
 	skipWithoutCluster(t)
 	waitTable(t, step1Types, "get", "instancetype")
-	writes := 0
-	count := func(kind string) { writes++; t.Logf("unexpected %s", kind) }
 	c, err := client.NewWithWatch(cluster.RESTConfig, client.Options{Scheme: k.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	counting := interceptor.NewClient(c, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			count("create of " + o.GetName())
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			count("update of " + o.GetName())
-			return c.Update(ctx, o, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			count("patch of " + o.GetName())
-			return c.Patch(ctx, o, p, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			count("apply")
-			return c.Apply(ctx, o, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			count("delete of " + o.GetName())
-			return c.Delete(ctx, o, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			count(sub + " update of " + o.GetName())
-			return c.SubResource(sub).Update(ctx, o, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			count(sub + " patch of " + o.GetName())
-			return c.SubResource(sub).Patch(ctx, o, p, opts...)
-		},
-	})
+	counting, writes := testenv.CountWrites(c)
 	r := &composer.Reconciler{Client: counting, Recorder: record.NewFakeRecorder(100)}
 	ctx := log.IntoContext(context.Background(), log.Log)
 	for i := 0; i < 100; i++ {
@@ -269,8 +236,8 @@ func TestResyncWritesNothing(t *testing.T) {
 			t.Fatalf("resync %d: %v", i, err)
 		}
 	}
-	if writes != 0 || r.Writes != 0 {
-		t.Errorf("100 resyncs of a converged chain made %d API writes (composer counted %d), want 0", writes, r.Writes)
+	if got := writes.List(); len(got) != 0 {
+		t.Errorf("100 resyncs of a converged chain made %d API writes, want 0: %v", len(got), got)
 	}
 }
 

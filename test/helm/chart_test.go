@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,7 +67,7 @@ func render(t *testing.T, set ...string) map[string]*unstructured.Unstructured {
 	d := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	for {
 		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); err == io.EOF {
+		if err := d.Decode(&u.Object); errors.Is(err, io.EOF) {
 			return objs
 		} else if err != nil {
 			t.Fatal(err)

@@ -92,11 +92,12 @@ func TestInstallUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); apierrors.IsNotFound(err) {
+	err = c.Get(ctx, client.ObjectKeyFromObject(ns), ns)
+	if apierrors.IsNotFound(err) {
 		err = c.Create(ctx, ns)
 	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("cannot get or create namespace %s: %v", namespace, err)
 	}
 	ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
 	if err := c.Update(ctx, ns); err != nil {

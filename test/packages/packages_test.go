@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -89,7 +91,7 @@ func decode(t *testing.T, r io.Reader) []*unstructured.Unstructured {
 	d := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	for {
 		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); err == io.EOF {
+		if err := d.Decode(&u.Object); errors.Is(err, io.EOF) {
 			return out
 		} else if err != nil {
 			t.Fatal(err)

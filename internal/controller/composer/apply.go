@@ -24,7 +24,6 @@ const AnnotationComposedHash = "gpustack.ai/composed-hash"
 // applier writes desired objects with server-side apply, and nothing when an object already is as desired.
 type applier struct {
 	client client.Client
-	writes int
 }
 
 // apply makes the object as desired. It reports whether it wrote.
@@ -50,7 +49,6 @@ func (a *applier) apply(ctx context.Context, desired *unstructured.Unstructured)
 	if err == nil && observed.GetAnnotations()[AnnotationComposedHash] == hash && contains(observed.Object, desired.Object) {
 		return false, nil
 	}
-	a.writes++
 	//nolint:staticcheck // client.Apply with unstructured objects is the documented way to server-side apply them.
 	if err := a.client.Patch(ctx, desired, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return false, errors.Wrapf(err, "cannot apply %s %s", desired.GetKind(), desired.GetName())
@@ -69,7 +67,6 @@ func (a *applier) create(ctx context.Context, desired *unstructured.Unstructured
 	if !apierrors.IsNotFound(err) {
 		return false, errors.Wrapf(err, "cannot get %s %s", desired.GetKind(), desired.GetName())
 	}
-	a.writes++
 	if err := a.client.Create(ctx, desired.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, errors.Wrapf(err, "cannot create %s %s", desired.GetKind(), desired.GetName())
 	}
@@ -81,7 +78,6 @@ func (a *applier) delete(ctx context.Context, o client.Object) error {
 	if o.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	a.writes++
 	return errors.Wrapf(client.IgnoreNotFound(a.client.Delete(ctx, o)), "cannot delete %s", o.GetName())
 }
 

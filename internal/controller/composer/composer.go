@@ -40,8 +40,6 @@ var chainKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	// Writes counts the API writes the composer made, for tests and metrics.
-	Writes int
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes;namespaces;pods,verbs=get;list;watch
@@ -56,7 +54,6 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	a := &applier{client: r.Client}
-	defer func() { r.Writes += a.writes }()
 
 	values, problems, err := settings.Load(ctx, r.Client)
 	if err != nil {
@@ -134,7 +131,6 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			continue
 		}
 		if controllerutil.AddFinalizer(it, FinalizerControlled) {
-			a.writes++
 			if err := r.Client.Update(ctx, it); err != nil {
 				return nil, nil, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name)
 			}
@@ -157,7 +153,6 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		}
 		if !apiequality.Semantic.DeepEqual(it.Status, status) {
 			it.Status = status
-			a.writes++
 			if err := r.Client.Status().Update(ctx, it); err != nil {
 				return nil, nil, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name)
 			}
@@ -177,7 +172,6 @@ func (r *Reconciler) retire(ctx context.Context, a *applier, it *workerv1.Instan
 		return errors.Wrapf(err, "cannot get the ClusterQueue of InstanceType %s", it.Name)
 	}
 	if controllerutil.RemoveFinalizer(it, FinalizerControlled) {
-		a.writes++
 		return errors.Wrapf(r.Client.Update(ctx, it), "cannot release InstanceType %s", it.Name)
 	}
 	return nil

@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
-	crerrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,7 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameField: req.Name}); err != nil {
-		return reconcile.Result{}, crerrors.Wrap(err, "cannot list the node's Pods")
+		return reconcile.Result{}, errors.Wrap(err, "cannot list the node's Pods")
 	}
 	held := make([]corev1.Pod, 0, len(pods.Items))
 	for _, p := range pods.Items {
@@ -86,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !apiequality.Semantic.DeepEqual(d.Status, ledger) {
 		d.Status = ledger
-		errs = append(errs, crerrors.Wrap(r.Client.Status().Update(ctx, d), "cannot update the ledger"))
+		errs = append(errs, errors.Wrap(r.Client.Status().Update(ctx, d), "cannot update the ledger"))
 	}
 	return reconcile.Result{}, errors.Join(errs...)
 }
@@ -118,7 +116,7 @@ func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[pools.AnnotationAllocated] = string(value)
-	return crerrors.Wrapf(client.IgnoreNotFound(r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))),
+	return errors.Wrapf(client.IgnoreNotFound(r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))),
 		"cannot record the cards of Pod %s/%s", pod.Namespace, pod.Name)
 }
 
@@ -131,7 +129,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return nil
 	}); err != nil {
-		return crerrors.Wrap(err, "cannot index Pods by node")
+		return errors.Wrap(err, "cannot index Pods by node")
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("ledger").For(&workerv1.Devices{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {

@@ -67,7 +67,7 @@ func (w *InstanceTypeWrapper) DisplayName(n string) *InstanceTypeWrapper {
 }
 
 // Obj returns the InstanceType.
-func (w *InstanceTypeWrapper) Obj() *workerv1.InstanceType { return w.InstanceType.DeepCopy() }
+func (w *InstanceTypeWrapper) Obj() *workerv1.InstanceType { return w.DeepCopy() }
 
 // InstanceWrapper builds an Instance.
 type InstanceWrapper struct{ workerv1.Instance }
@@ -148,7 +148,7 @@ func (w *InstanceWrapper) Stopped(stop bool) *InstanceWrapper {
 }
 
 // Obj returns the Instance.
-func (w *InstanceWrapper) Obj() *workerv1.Instance { return w.Instance.DeepCopy() }
+func (w *InstanceWrapper) Obj() *workerv1.Instance { return w.DeepCopy() }
 
 // PersistentVolume returns an additional volume mounting an InstancePersistentVolume.
 func PersistentVolume(mountPath, name string) workerv1.AdditionalVolume {

@@ -247,7 +247,7 @@ func httpOK(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close() //nolint:errcheck // nothing to do about it
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return errors.Errorf("%s answered %s", url, resp.Status)
 	}

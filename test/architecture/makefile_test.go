@@ -1,0 +1,39 @@
+package architecture_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+)
+
+// TestDemoBuildsOnlyWhatItUses dry-runs `make demo` on an empty bin/: a newcomer's first demo builds the
+// control plane, KWOK, Kueue and nfd-master, and none of the tools only the tests use.
+func TestDemoBuildsOnlyWhatItUses(t *testing.T) {
+	cmd := exec.Command("make", "-n", "demo", "BIN="+t.TempDir())
+	cmd.Dir = testenv.Path()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n demo: %v\n%s", err, out)
+	}
+	var builds []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "go build") {
+			builds = append(builds, l)
+		}
+	}
+	plan := strings.Join(builds, "\n")
+	for _, want := range []string{"k8s.io/kubernetes/cmd/$c", "go.etcd.io/etcd/server/v3", "sigs.k8s.io/kwok/cmd/kwok",
+		"sigs.k8s.io/kueue/cmd/kueue", "cmd/nfd-master", "./cmd/gpustack-operator"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("make -n demo does not build %s; its builds:\n%s", want, plan)
+		}
+	}
+	for _, unwanted := range []string{"gatekeeper", "cmd/crank", "crossplane/v2/cmd/crossplane", "helm.sh", "open-policy-agent/opa",
+		"controller-tools", "golangci-lint"} {
+		if strings.Contains(plan, unwanted) {
+			t.Errorf("make -n demo builds %s, which the demo never uses; its builds:\n%s", unwanted, plan)
+		}
+	}
+}
