@@ -10,8 +10,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -57,12 +57,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	for k, v := range want {
 		list[corev1.ResourceName(k)] = *resource.NewQuantity(v, resource.DecimalSI)
 	}
-	// Server-side apply: keys this manager no longer applies are removed, the kubelet's stay.
-	patch := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: node.Name},
-		Status: corev1.NodeStatus{Capacity: list, Allocatable: list.DeepCopy()}}
-	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
-	return reconcile.Result{}, errors.Wrap(r.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(FieldManager),
-		client.ForceOwnership), "cannot apply the node's counting keys")
+	// Server-side apply of the counting keys alone: keys this manager no longer applies are removed, and the
+	// kubelet's keys, nodeInfo and daemonEndpoints are never touched (a typed Node would own them all).
+	status := corev1ac.NodeStatus()
+	if len(list) > 0 {
+		status = status.WithCapacity(list).WithAllocatable(list.DeepCopy())
+	}
+	return reconcile.Result{}, errors.Wrap(r.Client.Status().Apply(ctx, corev1ac.Node(node.Name).WithStatus(status),
+		client.FieldOwner(FieldManager), client.ForceOwnership), "cannot apply the node's counting keys")
 }
 
 // current returns the counting keys the Node shows.
