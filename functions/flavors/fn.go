@@ -11,7 +11,6 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -49,7 +48,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	add := func(name string, o runtime.Object) error {
-		cd, err := composed.From(o)
+		cd, err := xrs.Composed(o)
 		if err != nil {
 			return errors.Wrapf(err, "cannot convert %s to a composed resource", name)
 		}

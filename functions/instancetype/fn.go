@@ -11,7 +11,6 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/gpustack/gpustack-operator/functions/xrs"
@@ -51,7 +50,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, errors.Wrap(err, "cannot get desired composed resources"))
 		return rsp, nil
 	}
-	cq, err := composed.From(ClusterQueue(in))
+	cq, err := xrs.Composed(ClusterQueue(in))
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot convert the ClusterQueue to a composed resource"))
 		return rsp, nil
@@ -60,7 +59,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	namespaces := append([]string(nil), in.Namespaces...)
 	sort.Strings(namespaces)
 	for _, ns := range namespaces {
-		lq, err := composed.From(LocalQueue(in.Name, ns))
+		lq, err := xrs.Composed(LocalQueue(in.Name, ns))
 		if err != nil {
 			response.Fatal(rsp, errors.Wrapf(err, "cannot convert the LocalQueue of namespace %s to a composed resource", ns))
 			return rsp, nil

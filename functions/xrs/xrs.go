@@ -5,6 +5,7 @@ package xrs
 
 import (
 	"github.com/crossplane/function-sdk-go/resource/composed"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -95,6 +96,18 @@ type InstanceTypePoolSpec struct {
 	Namespaces []string `json:"namespaces"`
 	// Settings are the settings in effect.
 	Settings FunctionSettings `json:"settings"`
+}
+
+// Composed converts a typed object into a desired composed resource, without its status: a composed object's
+// status belongs to its own controller (Kueue's), and a typed zero status would read as drift until that
+// controller writes one.
+func Composed(o runtime.Object) (*composed.Unstructured, error) {
+	cd, err := composed.From(o)
+	if err != nil {
+		return nil, err
+	}
+	delete(cd.Object, "status")
+	return cd, nil
 }
 
 // The functions convert typed objects with composed.From, which needs their kinds in composed.Scheme.

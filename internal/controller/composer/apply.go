@@ -29,9 +29,6 @@ type applier struct {
 // apply makes the object as desired. It reports whether it wrote.
 func (a *applier) apply(ctx context.Context, desired *unstructured.Unstructured) (bool, error) {
 	desired = desired.DeepCopy()
-	// The status of a composed object is its controller's (Kueue's); a typed object converted by
-	// composed.From carries a zero one, which would look like drift until that controller writes it.
-	unstructured.RemoveNestedField(desired.Object, "status")
 	hash, err := hashOf(desired)
 	if err != nil {
 		return false, err
