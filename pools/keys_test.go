@@ -67,7 +67,7 @@ func TestEntranceName(t *testing.T) {
 		"Generic":     {"The seed's generic CPU pool.", "gpustack--generic-linux-amd64", "gpustack-fnv64-3b93966fd73eb9ec"},
 		"T4":          {"The seed's collapsed T4 pool.", "gpustack--nvidia-tesla-t4-linux-amd64", "gpustack-fnv64-6b371caa2da0b799"},
 		"AwareA10G":   {"The seed's CPU-aware A10G pool.", "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64", "gpustack-fnv64-029fd9550e0c70bd"},
-		"Authored":    {"An admin-authored type uses the same rule (DESIGN.md).", "a10g-12c128g", "gpustack-fnv64-d4c0e6cd72686015"},
+		"Authored":    {"An admin-authored type uses the same rule (docs/glossary.md, entrance).", "a10g-12c128g", "gpustack-fnv64-d4c0e6cd72686015"},
 		"OldAuthored": {"The walkthrough's stale hash is that of the type's older name.", "a10g-8c32g", "gpustack-fnv64-8cf5b3114035c84a"},
 	}
 	for name, tc := range cases {

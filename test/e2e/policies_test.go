@@ -1,13 +1,15 @@
 package e2e
 
 import (
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -25,11 +27,10 @@ var notInAPIServer = map[string]string{
 	"operator-account":     "impersonating the operator's service account",
 }
 
-// TestPoliciesInAPIServer finds the CEL policies installed in the cluster's kube-apiserver, checks that they
+// Finds the CEL policies installed in the cluster's kube-apiserver, checks that they
 // type check cleanly, and runs the shared case table's creations through it (server-side dry run, so nothing is
 // queued): denied requests fail with the table's messages, allowed ones pass.
-func TestPoliciesInAPIServer(t *testing.T) {
-	skipWithoutCluster(t)
+var _ = It("finds the CEL policies installed in the cluster's kube-apiserver, checks that they type check cleanly, and runs the shared case table's creations through it (server-side dry run, so nothing is queued)", func() {
 	ctx := context.Background()
 	// The local cluster installs policies/cel with the operator, as an install does.
 	// The type checker of kube-controller-manager reports on every policy.
@@ -42,10 +43,10 @@ func TestPoliciesInAPIServer(t *testing.T) {
 		}
 	}
 	if len(names) != 9 {
-		t.Fatalf("found %d policies in policies/cel, want 9", len(names))
+		Fail(fmt.Sprintf("found %d policies in policies/cel, want 9", len(names)))
 	}
 	for _, name := range names {
-		eventually(t, time.Minute, func() (bool, string) {
+		eventually(time.Minute, func() (bool, string) {
 			p := &admissionv1.ValidatingAdmissionPolicy{}
 			if err := k.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
 				return false, err.Error()
@@ -54,18 +55,16 @@ func TestPoliciesInAPIServer(t *testing.T) {
 				return false, name + " is not type checked yet"
 			}
 			if w := p.Status.TypeChecking.ExpressionWarnings; len(w) > 0 {
-				t.Errorf("policy %s has type-checking warnings: %+v", name, w)
+				Fail(fmt.Sprintf("policy %s has type-checking warnings: %+v", name, w))
 			}
 			return true, ""
 		})
 	}
 
 	cases, err := policycases.Load(testenv.Path("policies", "testdata", "cases.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	// Bindings take a moment to reach the admission plugin: wait until a denied Pod is denied.
-	eventually(t, time.Minute, func() (bool, string) {
+	eventually(time.Minute, func() (bool, string) {
 		warmup := policycases.Case{Name: "policies-warmup", Kind: "Pod", Spec: map[string]any{"containers": []any{map[string]any{
 			"name": "main", "image": "busybox", "resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu.sliced": "2",
 				"nvidia.com/gpu.sliced.memory-percentage": "20"}}}}}}
@@ -73,26 +72,29 @@ func TestPoliciesInAPIServer(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "a logical slice request is always a single accelerator"), fmt.Sprint(err)
 	})
 	ran := 0
+	var failures []string
 	for _, c := range cases {
 		if c.Kind == "Instance" || c.OldSpec != nil || notInAPIServer[strings.SplitN(c.Name, "/", 2)[0]] != "" {
 			continue
 		}
-		t.Run(c.Name, func(t *testing.T) { checkDenial(t, c.Want, dryRun(ctx, c)) })
+		if msg := checkDenial(c.Want, dryRun(ctx, c)); msg != "" {
+			failures = append(failures, c.Name+": "+msg)
+		}
 		ran++
 	}
+	Expect(failures).To(BeEmpty(), "cases the API server answers against the shared table")
 	if ran < 100 {
-		t.Errorf("only %d cases ran through the API server", ran)
+		Fail(fmt.Sprintf("only %d cases ran through the API server", ran))
 	}
-}
+})
 
-// TestGatesInAPIServer runs the Instance gates through the API server with the cluster's real Settings: a
+// Runs the Instance gates through the API server with the cluster's real Settings: a
 // privileged Instance is refused with the seed's message while the setting is off and accepted once it is on,
 // and turning it off again keeps an Instance that already holds the grant editable.
-func TestGatesInAPIServer(t *testing.T) {
-	skipWithoutCluster(t)
-	t.Cleanup(func() {
-		kubectl(t, "delete", "instance", "gate-holder", "--ignore-not-found", "--wait=false")
-		kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"false"}}`)
+var _ = It("runs the Instance gates through the API server with the cluster's real Settings", func() {
+	DeferCleanup(func() {
+		kubectl("delete", "instance", "gate-holder", "--ignore-not-found", "--wait=false")
+		kubectl("-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"false"}}`)
 	})
 	instance := func(name string, privileged bool) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
@@ -106,24 +108,24 @@ func TestGatesInAPIServer(t *testing.T) {
 	}
 	ctx := context.Background()
 	const seed = `privileged mode is not allowed: enable the "instance-privileged-allowed" setting to allow it`
-	eventually(t, time.Minute, func() (bool, string) {
+	eventually(time.Minute, func() (bool, string) {
 		err := k.Create(ctx, instance("gate-probe", true), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), seed), fmt.Sprint(err)
 	})
-	kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"true"}}`)
+	kubectl("-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"true"}}`)
 	holder := instance("gate-holder", true)
-	eventually(t, time.Minute, func() (bool, string) {
+	eventually(time.Minute, func() (bool, string) {
 		err := k.Create(ctx, holder)
 		return err == nil, fmt.Sprint(err)
 	})
-	kubectl(t, "-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"false"}}`)
-	eventually(t, time.Minute, func() (bool, string) {
+	kubectl("-n", "gpustack-system", "patch", "setting", "instance-privileged-allowed", "--type=merge", "-p", `{"spec":{"value":"false"}}`)
+	eventually(time.Minute, func() (bool, string) {
 		err := k.Create(ctx, instance("gate-probe", true), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), seed), fmt.Sprint(err)
 	})
 	// The holder keeps its grant: stopping it is an update that does not take privileged mode anew.
-	kubectl(t, "patch", "instance", "gate-holder", "--type=merge", "-p", `{"spec":{"stop":true}}`)
-}
+	kubectl("patch", "instance", "gate-holder", "--type=merge", "-p", `{"spec":{"stop":true}}`)
+})
 
 // dryRun creates a case's Pod with a server-side dry run and returns the API server's answer.
 func dryRun(ctx context.Context, c policycases.Case) error {
@@ -134,22 +136,20 @@ func dryRun(ctx context.Context, c policycases.Case) error {
 // checkDenial compares the API server's answer with the table: no messages means accepted; otherwise the
 // request must be refused, and the refusal must carry one of the table's messages (the API server stops at
 // the first policy that denies).
-func checkDenial(t *testing.T, want []string, err error) {
-	t.Helper()
+func checkDenial(want []string, err error) string {
 	if len(want) == 0 {
 		if err != nil {
-			t.Errorf("want accepted, got: %v", err)
+			return fmt.Sprintf("want accepted, got: %v", err)
 		}
-		return
+		return ""
 	}
 	if err == nil {
-		t.Errorf("want refused with %q, it was accepted", want)
-		return
+		return fmt.Sprintf("want refused with %q, it was accepted", want)
 	}
 	for _, w := range want {
 		if strings.Contains(err.Error(), w) {
-			return
+			return ""
 		}
 	}
-	t.Errorf("want a refusal carrying one of %q, got: %v", want, err)
+	return fmt.Sprintf("want a refusal carrying one of %q, got: %v", want, err)
 }

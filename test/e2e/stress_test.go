@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
 	"context"
 	"fmt"
 	"math/rand"
 	"sync"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,11 +24,10 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
 
-// TestConcurrentRequests adds five nodes of four L4 cards each (20 cards) and fires 200 slice and whole-card
+// Adds five nodes of four L4 cards each (20 cards) and fires 200 slice and whole-card
 // Instances at their pool at once. Throughout, no card's ledger goes below zero or past its slots, and the
 // cards recorded on the running Pods never hold more than a card has: every admitted Pod fits.
-func TestConcurrentRequests(t *testing.T) {
-	skipWithoutCluster(t)
+var _ = It("adds five nodes of four L4 cards each (20 cards) and fires 200 slice and whole-card Instances at their pool at once", func() {
 	ctx := context.Background()
 	var nodes []simulated.Node
 	for i := 0; i < 5; i++ {
@@ -38,16 +39,12 @@ func TestConcurrentRequests(t *testing.T) {
 	}
 	pub := &deviceagent.Publisher{Client: k}
 	for _, n := range nodes {
-		if err := k.Create(ctx, localcluster.NodeFor(n)); err != nil {
-			t.Fatal(err)
-		}
+		Expect(k.Create(ctx, localcluster.NodeFor(n))).To(Succeed())
 		cards, _ := simulated.New(n).Detect(ctx)
-		if err := pub.Publish(ctx, n.Name, cards); err != nil {
-			t.Fatal(err)
-		}
+		Expect(pub.Publish(ctx, n.Name, cards)).To(Succeed())
 	}
 	const pool = "gpustack--nvidia-l4-linux-amd64"
-	t.Cleanup(func() {
+	DeferCleanup(func() {
 		ctx := context.Background()
 		_ = k.DeleteAllOf(ctx, &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": "stress"})
 		for _, n := range nodes {
@@ -58,10 +55,10 @@ func TestConcurrentRequests(t *testing.T) {
 			}
 		}
 		_ = k.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: pool}})
-		waitTable(t, step1Types, "get", "instancetype")
+		waitTable(step1Types, "get", "instancetype")
 	})
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		out := kubectl(t, "get", "instancetype", "-o", "jsonpath={.items[?(@.metadata.name==\""+pool+"\")].status.summary.accelerator}")
+	eventually(2*time.Minute, func() (bool, string) {
+		out := kubectl("get", "instancetype", "-o", "jsonpath={.items[?(@.metadata.name==\""+pool+"\")].status.summary.accelerator}")
 		return out == "4/20 4/200 100/2000 0/0", "the L4 pool of 20 cards: " + out
 	})
 
@@ -86,34 +83,30 @@ func TestConcurrentRequests(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+		Expect(err).NotTo(HaveOccurred())
 	}
 
 	// Watch until the number of running Instances has not changed for 15 s.
 	last, since := -1, time.Now()
 	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline) && time.Since(since) < 15*time.Second; time.Sleep(time.Second) {
-		running := checkCards(t, ctx, nodes)
+		running := checkCards(ctx, nodes)
 		if running != last {
 			last, since = running, time.Now()
 		}
 	}
 	if last < 10 {
-		t.Errorf("only %d of 200 Instances ran on 20 cards", last)
+		Fail(fmt.Sprintf("only %d of 200 Instances ran on 20 cards", last))
 	}
-	t.Logf("%d of 200 Instances ran on 20 cards", last)
-}
+	GinkgoWriter.Printf("%d of 200 Instances ran on 20 cards", last)
+})
 
 // checkCards checks the invariants on the stress nodes and returns how many Pods run there.
-func checkCards(t *testing.T, ctx context.Context, nodes []simulated.Node) int {
-	t.Helper()
+func checkCards(ctx context.Context, nodes []simulated.Node) int {
+	GinkgoHelper()
 	running := 0
 	for _, n := range nodes {
 		d := &workerv1.Devices{}
-		if err := k.Get(ctx, client.ObjectKey{Name: n.Name}, d); err != nil {
-			t.Fatal(err)
-		}
+		Expect(k.Get(ctx, client.ObjectKey{Name: n.Name}, d)).To(Succeed())
 		slots := map[string]int32{}
 		for _, g := range d.Spec.Groups {
 			for _, a := range g.Accelerators {
@@ -125,14 +118,12 @@ func checkCards(t *testing.T, ctx context.Context, nodes []simulated.Node) int {
 		for _, g := range d.Status.Groups {
 			for _, a := range g.Accelerators {
 				if a.Remaining < 0 || a.Remaining > pools.M || a.AllocatedSlices > slots[a.ID] {
-					t.Fatalf("node %s card %s: %d credits left, %d of %d slices", n.Name, a.ID, a.Remaining, a.AllocatedSlices, slots[a.ID])
+					Fail(fmt.Sprintf("node %s card %s: %d credits left, %d of %d slices", n.Name, a.ID, a.Remaining, a.AllocatedSlices, slots[a.ID]))
 				}
 			}
 		}
 		var pods corev1.PodList
-		if err := k.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
-			t.Fatal(err)
-		}
+		Expect(k.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name})).To(Succeed())
 		used := map[string]int64{}
 		exclusive := map[string]int{}
 		for i := range pods.Items {
@@ -155,7 +146,7 @@ func checkCards(t *testing.T, ctx context.Context, nodes []simulated.Node) int {
 		}
 		for card, u := range used {
 			if u > pools.M || exclusive[card] > 1 {
-				t.Fatalf("node %s card %s holds %d credits of running Pods (%d exclusive): a Pod does not fit", n.Name, card, u, exclusive[card])
+				Fail(fmt.Sprintf("node %s card %s holds %d credits of running Pods (%d exclusive): a Pod does not fit", n.Name, card, u, exclusive[card]))
 			}
 		}
 	}

@@ -2,11 +2,12 @@ package composer_test
 
 import (
 	"context"
-	"os"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -23,24 +24,26 @@ import (
 	"github.com/gpustack/gpustack-operator/test/walkthrough"
 )
 
+func TestComposer(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "composer controller suite")
+}
+
 var suite testenv.ControllerSuite
 
-func TestMain(m *testing.M) { os.Exit(testenv.ControllerMain(m, &suite)) }
+var _ = BeforeSuite(suite.Start)
+var _ = AfterSuite(suite.Stop)
 
 // profiledNodes returns the inventory's nodes as the cluster shows them once the profiler, the device agents
 // and NFD have done their part: Nodes with the general.* and acceleratable.* labels, and Devices inventories.
-func profiledNodes(t *testing.T, file string) []client.Object {
-	t.Helper()
+func profiledNodes(file string) []client.Object {
+	GinkgoHelper()
 	inv, err := simulated.Load(testenv.Path("examples", "clusters", file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	var out []client.Object
 	for _, n := range inv.Nodes {
 		devices, err := simulated.New(n).Detect(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		Expect(err).NotTo(HaveOccurred())
 		labels := map[string]string{corev1.LabelOSStable: n.OS, corev1.LabelArchStable: n.Arch}
 		for k, v := range pools.WorkerLabels(n.CPU.Vendor, n.CPU.Model, n.CPU.Family, n.CPU.ID, n.CPU.Cores, "true") {
 			labels[k] = v
@@ -66,15 +69,13 @@ type chain struct {
 	Types [][]string
 }
 
-func observe(t *testing.T) chain {
-	t.Helper()
+func observe() chain {
+	GinkgoHelper()
 	ctx := context.Background()
 	var got chain
 	rfs, cqs, lqs, its := &kueue.ResourceFlavorList{}, &kueue.ClusterQueueList{}, &kueue.LocalQueueList{}, &workerv1.InstanceTypeList{}
 	for _, l := range []client.ObjectList{rfs, cqs, lqs, its} {
-		if err := suite.Client.List(ctx, l); err != nil {
-			t.Fatal(err)
-		}
+		Expect(suite.Client.List(ctx, l)).To(Succeed())
 	}
 	for _, o := range rfs.Items {
 		got.ResourceFlavors = append(got.ResourceFlavors, o.Name)
@@ -96,20 +97,18 @@ func observe(t *testing.T) chain {
 	return got
 }
 
-// TestWalkthrough recomputes the chain of the walkthrough's four nodes (Step 1), then with node-a10g taken out
-// of its pools (Step 2), and checks what the composer wrote; each converged recompute must write nothing.
-func TestWalkthrough(t *testing.T) {
-	suite.Skip(t)
+// Recomputes the chain of the walkthrough's four nodes (Step 1), then with node-a10g taken out of its pools
+// (Step 2), checking what the composer wrote; each converged recompute must write nothing.
+var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once converged", func() {
 	ctx := context.Background()
-	suite.Create(t, profiledNodes(t, "walkthrough.yaml")...)
+	suite.Create(profiledNodes("walkthrough.yaml")...)
 	c, writes := testenv.CountWrites(suite.Client)
 	r := &composer.Reconciler{Client: c, Recorder: record.NewFakeRecorder(100)}
 	recompute := func(step string) {
-		t.Helper()
+		GinkgoHelper()
 		writes.Reset()
-		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}}); err != nil {
-			t.Fatalf("%s: Reconcile(...): %v", step, err)
-		}
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
+		Expect(err).NotTo(HaveOccurred(), step)
 	}
 	entrances := []string{}
 	for _, row := range walkthrough.Step1Types[1:] {
@@ -129,22 +128,14 @@ func TestWalkthrough(t *testing.T) {
 	// The first recompute creates the derived types; the next gives them their pools and status.
 	recompute("step 1")
 	recompute("step 1, derived types")
-	if diff := cmp.Diff(step1, observe(t)); diff != "" {
-		t.Errorf("Step 1: Reconcile(...): -want, +got:\n%s", diff)
-	}
+	Expect(cmp.Diff(step1, observe())).To(BeEmpty(), "Step 1: Reconcile(...): -want, +got")
 	recompute("step 1, converged")
-	if w := writes.List(); len(w) > 0 {
-		t.Errorf("Step 1: a converged Reconcile(...) wrote %v, want nothing", w)
-	}
+	Expect(writes.List()).To(BeEmpty(), "Step 1: a converged Reconcile(...) wrote")
 
 	node := &corev1.Node{}
-	if err := suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node); err != nil {
-		t.Fatal(err)
-	}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node)).To(Succeed())
 	node.Labels[pools.LabelManaged] = "false"
-	if err := suite.Client.Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	Expect(suite.Client.Update(ctx, node)).To(Succeed())
 	recompute("step 2")
 	step2 := step1
 	step2.ResourceFlavors = []string{"gpustack--amd-epyc-7r13-linux-amd64-16c",
@@ -155,11 +146,7 @@ func TestWalkthrough(t *testing.T) {
 		{"gpustack--generic-linux-amd64", "gpustack-fnv64-3b93966fd73eb9ec", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "48/68", "Active"},
 		{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", "0/0 0/0 0/0 0/0", "0/0", "Active"},
 		walkthrough.Step1Types[3]}
-	if diff := cmp.Diff(step2, observe(t)); diff != "" {
-		t.Errorf("Step 2: Reconcile(...): -want, +got:\n%s", diff)
-	}
+	Expect(cmp.Diff(step2, observe())).To(BeEmpty(), "Step 2: Reconcile(...): -want, +got")
 	recompute("step 2, converged")
-	if w := writes.List(); len(w) > 0 {
-		t.Errorf("Step 2: a converged Reconcile(...) wrote %v, want nothing", w)
-	}
-}
+	Expect(writes.List()).To(BeEmpty(), "Step 2: a converged Reconcile(...) wrote")
+})

@@ -2,12 +2,13 @@ package nodedevices_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,9 +22,15 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
+func TestNodeDevices(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "nodedevices admission check suite")
+}
+
 var suite testenv.ControllerSuite
 
-func TestMain(m *testing.M) { os.Exit(testenv.ControllerMain(m, &suite)) }
+var _ = BeforeSuite(suite.Start)
+var _ = AfterSuite(suite.Stop)
 
 func limits(l map[string]string) corev1.ResourceList {
 	out := corev1.ResourceList{}
@@ -54,88 +61,64 @@ func makeWorkload(name, flavor string, l map[string]string, reserved bool) (*kue
 	return wl, st
 }
 
-// TestReconcile judges one Workload card by card on a flavor of one node with one A10G card, and reads back the
-// check's state; a second reconcile (the check no longer Pending) must write nothing.
-func TestReconcile(t *testing.T) {
-	suite.Skip(t)
-	whole := map[string]string{"nvidia.com/gpu": "1"}
-	type want struct {
-		State   kueue.CheckState
-		Message string
-		Requeue *int32
-	}
-	cases := map[string]struct {
-		reason   string
-		asks     map[string]string
-		reserved bool
-		cardHeld bool
-		want     want
-	}{
-		"Fits": {
-			reason: "A whole card on a node whose one card is free is Ready, naming the node.",
-			asks:   whole, reserved: true,
-			want: want{State: kueue.CheckStateReady, Message: "fits on node fits"},
-		},
-		"CardHeld": {
-			reason: "When a bound Pod holds the only card, the check asks Kueue to retry in 5 seconds and says why.",
-			asks:   whole, reserved: true, cardHeld: true,
-			want: want{State: kueue.CheckStateRetry, Message: "pool flavor cardheld cannot take", Requeue: ptr.To[int32](5)},
-		},
-		"NoAccelerator": {
-			reason: "A Workload that asks for no accelerator passes.",
-			asks:   map[string]string{"cpu": "1"}, reserved: true,
-			want: want{State: kueue.CheckStateReady, Message: "asks for no accelerator"},
-		},
-		"QuotaNotReserved": {
-			reason: "Before Kueue reserves quota the check is left Pending.",
-			asks:   whole,
-			want:   want{State: kueue.CheckStatePending, Message: "waiting"},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			key := strings.ToLower(name)
+var whole = map[string]string{"nvidia.com/gpu": "1"}
+
+// want is the check's state a spec reads back. Message is matched as a prefix: the rest names the demand and
+// the reason, which the domain core's tests cover.
+type want struct {
+	State   kueue.CheckState
+	Message string
+	Requeue *int32
+}
+
+var _ = Describe("Reconcile", func() {
+	ctx := context.Background()
+
+	DescribeTable("judges a Workload card by card on a flavor of one node with one A10G card, then writes nothing "+
+		"once the check is no longer Pending",
+		func(key string, asks map[string]string, reserved, cardHeld bool, w want) {
 			rf := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
 				Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}}
-			suite.Create(t, rf, builders.MakeNode(key).Label("pool", key).Obj(),
+			suite.Create(rf, builders.MakeNode(key).Label("pool", key).Obj(),
 				builders.MakeDevices(key).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj())
-			if tc.cardHeld {
-				suite.Create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key + "-holder"},
+			if cardHeld {
+				suite.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key + "-holder"},
 					Spec: corev1.PodSpec{NodeName: key, Containers: []corev1.Container{{Name: "main", Image: "busybox",
 						Resources: corev1.ResourceRequirements{Limits: limits(whole)}}}},
 					Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 			}
-			wl, st := makeWorkload(key, key, tc.asks, tc.reserved)
-			suite.Create(t, wl)
+			wl, st := makeWorkload(key, key, asks, reserved)
+			suite.Create(wl)
 			wl.Status = st
-			if err := suite.Client.Status().Update(ctx, wl); err != nil {
-				t.Fatalf("cannot write the Workload's status as Kueue would: %v", err)
-			}
+			Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
+
 			c, writes := testenv.CountWrites(suite.Client)
 			r := &nodedevices.Reconciler{Client: c, Reader: c, Log: logr.Discard()}
 			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)}
-			if _, err := r.Reconcile(ctx, req); err != nil {
-				t.Fatalf("%s\nReconcile(...): %v", tc.reason, err)
-			}
-			if err := suite.Client.Get(ctx, req.NamespacedName, wl); err != nil {
-				t.Fatal(err)
-			}
+			_, err := r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(suite.Client.Get(ctx, req.NamespacedName, wl)).To(Succeed())
 			s := wl.Status.AdmissionChecks[0]
 			got := want{State: s.State, Message: s.Message, Requeue: s.RequeueAfterSeconds}
-			if strings.HasPrefix(got.Message, tc.want.Message) {
-				got.Message = tc.want.Message // the rest names the demand and the reason, which pools' tests cover
+			if strings.HasPrefix(got.Message, w.Message) {
+				got.Message = w.Message
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nReconcile(...): -want, +got:\n%s", tc.reason, diff)
-			}
+			Expect(cmp.Diff(w, got)).To(BeEmpty(), "Reconcile(...): -want, +got")
+
 			writes.Reset()
-			if _, err := r.Reconcile(ctx, req); err != nil {
-				t.Fatal(err)
-			}
-			if w := writes.List(); len(w) > 0 {
-				t.Errorf("%s\na second Reconcile(...) wrote %v, want nothing", tc.reason, w)
-			}
-		})
-	}
-}
+			_, err = r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(writes.List()).To(BeEmpty(), "a second Reconcile(...) wrote")
+		},
+		Entry("a whole card on a node whose one card is free is Ready, naming the node",
+			"fits", whole, true, false, want{State: kueue.CheckStateReady, Message: "fits on node fits"}),
+		Entry("when a bound Pod holds the only card, the check asks Kueue to retry in 5 seconds and says why",
+			"cardheld", whole, true, true,
+			want{State: kueue.CheckStateRetry, Message: "pool flavor cardheld cannot take", Requeue: ptr.To[int32](5)}),
+		Entry("a Workload that asks for no accelerator passes",
+			"noaccelerator", map[string]string{"cpu": "1"}, true, false,
+			want{State: kueue.CheckStateReady, Message: "asks for no accelerator"}),
+		Entry("before Kueue reserves quota the check is left Pending",
+			"notreserved", whole, false, false, want{State: kueue.CheckStatePending, Message: "waiting"}),
+	)
+})

@@ -2,10 +2,11 @@ package persistentvolume_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,95 +19,80 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
+func TestPersistentVolume(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "persistentvolume controller suite")
+}
+
 var suite testenv.ControllerSuite
 
-func TestMain(m *testing.M) { os.Exit(testenv.ControllerMain(m, &suite)) }
+var _ = BeforeSuite(suite.Start)
+var _ = AfterSuite(suite.Stop)
 
 func makeVolume(name, class string, mode workerv1.PersistentAccessMode) *workerv1.InstancePersistentVolume {
 	return &workerv1.InstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: workerv1.InstancePersistentVolumeSpec{Type: class, Capacity: resource.MustParse("10Gi"), AccessMode: mode}}
 }
 
-// TestReconcile reconciles a volume twice, as its claim's events would: the first reconcile creates the claim,
-// owned by the volume; the second copies the claim's phase and volume to the status. A third, converged, writes
-// nothing.
-func TestReconcile(t *testing.T) {
-	suite.Skip(t)
-	type want struct {
-		Claim  corev1.PersistentVolumeClaimSpec
-		Owned  bool
-		Status workerv1.InstancePersistentVolumeStatus
-	}
-	cases := map[string]struct {
-		reason string
-		volume *workerv1.InstancePersistentVolume
-		bound  bool
-		want   want
-	}{
-		"Defaults": {
-			reason: "No class and no mode: the cluster's default class and ReadWriteOnce; an unbound claim's phase is Pending.",
-			volume: makeVolume("defaults", "", ""),
-			want: want{Claim: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
-				Owned: true, Status: workerv1.InstancePersistentVolumeStatus{Phase: "Pending"}},
-		},
-		"ClassModeAndBound": {
-			reason: "The type names the class, the mode maps to the claim's; a bound claim's volume shows in the status.",
-			volume: makeVolume("shared", "nfs", workerv1.ReadWriteMany),
-			bound:  true,
-			want: want{Claim: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-				StorageClassName: ptr.To("nfs"),
-				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
-				Owned: true, Status: workerv1.InstancePersistentVolumeStatus{Phase: "Bound", Volume: "pv-shared"}},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			suite.Create(t, tc.volume)
+// want is what a spec reads back: the claim's spec, whether the volume owns it, and the volume's status.
+type want struct {
+	Claim  corev1.PersistentVolumeClaimSpec
+	Owned  bool
+	Status workerv1.InstancePersistentVolumeStatus
+}
+
+func claimSpec(mode corev1.PersistentVolumeAccessMode, class *string) corev1.PersistentVolumeClaimSpec {
+	return corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}, StorageClassName: class,
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}
+}
+
+var _ = Describe("Reconcile", func() {
+	ctx := context.Background()
+
+	// The first reconcile creates the claim; the claim's own event brings the second, which copies its phase and
+	// volume; a third, converged, writes nothing.
+	DescribeTable("backs the volume with an owned claim and reports the claim in the status",
+		func(volume *workerv1.InstancePersistentVolume, bound bool, w want) {
+			suite.Create(volume)
 			c, writes := testenv.CountWrites(suite.Client)
 			r := &persistentvolume.Reconciler{Client: c}
-			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc.volume)}
-			if _, err := r.Reconcile(ctx, req); err != nil {
-				t.Fatalf("%s\nReconcile(...): %v", tc.reason, err)
-			}
+			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(volume)}
+			_, err := r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+
 			pvc := &corev1.PersistentVolumeClaim{}
-			if err := suite.Client.Get(ctx, req.NamespacedName, pvc); err != nil {
-				t.Fatalf("%s\nthe claim: %v", tc.reason, err)
-			}
-			t.Cleanup(func() { _ = suite.Client.Delete(ctx, pvc) })
+			Expect(suite.Client.Get(ctx, req.NamespacedName, pvc)).To(Succeed(), "the claim")
+			DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), pvc) })
 			// The PersistentVolume controller's part: the claim's phase, and its volume once bound.
 			pvc.Status.Phase = corev1.ClaimPending
-			if tc.bound {
-				pvc.Spec.VolumeName = "pv-" + tc.volume.Name
-				if err := suite.Client.Update(ctx, pvc); err != nil {
-					t.Fatal(err)
-				}
+			if bound {
+				pvc.Spec.VolumeName = "pv-" + volume.Name
+				Expect(suite.Client.Update(ctx, pvc)).To(Succeed())
 				pvc.Status.Phase = corev1.ClaimBound
 			}
-			if err := suite.Client.Status().Update(ctx, pvc); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.Reconcile(ctx, req); err != nil {
-				t.Fatalf("%s\nReconcile(...): %v", tc.reason, err)
-			}
+			Expect(suite.Client.Status().Update(ctx, pvc)).To(Succeed())
+			_, err = r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+
 			v := &workerv1.InstancePersistentVolume{}
-			if err := suite.Client.Get(ctx, req.NamespacedName, v); err != nil {
-				t.Fatal(err)
-			}
+			Expect(suite.Client.Get(ctx, req.NamespacedName, v)).To(Succeed())
 			spec := pvc.Spec
 			spec.VolumeName, spec.VolumeMode = "", nil
 			got := want{Claim: spec, Owned: metav1.IsControlledBy(pvc, v), Status: v.Status}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nReconcile(...): -want, +got:\n%s", tc.reason, diff)
-			}
+			Expect(cmp.Diff(w, got)).To(BeEmpty(), "Reconcile(...): -want, +got")
+
 			writes.Reset()
-			if _, err := r.Reconcile(ctx, req); err != nil {
-				t.Fatal(err)
-			}
-			if w := writes.List(); len(w) > 0 {
-				t.Errorf("%s\na converged Reconcile(...) wrote %v, want nothing", tc.reason, w)
-			}
-		})
-	}
-}
+			_, err = r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(writes.List()).To(BeEmpty(), "a converged Reconcile(...) wrote")
+		},
+		Entry("no class and no mode: the cluster's default class and ReadWriteOnce; an unbound claim is Pending",
+			makeVolume("defaults", "", ""), false,
+			want{Claim: claimSpec(corev1.ReadWriteOnce, nil), Owned: true,
+				Status: workerv1.InstancePersistentVolumeStatus{Phase: "Pending"}}),
+		Entry("the type names the class and the mode maps to the claim's; a bound claim's volume shows in the status",
+			makeVolume("shared", "nfs", workerv1.ReadWriteMany), true,
+			want{Claim: claimSpec(corev1.ReadWriteMany, ptr.To("nfs")), Owned: true,
+				Status: workerv1.InstancePersistentVolumeStatus{Phase: "Bound", Volume: "pv-shared"}}),
+	)
+})
