@@ -26,7 +26,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
-	"github.com/gpustack/gpustack-operator/test/walkthrough"
+	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
 // The seed's Step 1 tables, SH once-max as card counts (the newer reading; see the README).

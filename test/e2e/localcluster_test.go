@@ -21,7 +21,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
-	"github.com/gpustack/gpustack-operator/test/walkthrough"
+	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
 // Checks one Ready node per inventory entry, with the entry's capacity.

@@ -24,7 +24,7 @@ import (
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
-	"github.com/gpustack/gpustack-operator/test/walkthrough"
+	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
 var (

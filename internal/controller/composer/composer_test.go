@@ -21,7 +21,7 @@ import (
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
-	"github.com/gpustack/gpustack-operator/test/walkthrough"
+	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
 func TestComposer(t *testing.T) {
