@@ -1,9 +1,13 @@
 package deviceagent_test
 
 import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
 	"context"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,12 +33,9 @@ func slicePod(name, node string, keys map[string]string) *corev1.Pod {
 	}
 }
 
-// TestPodBudgets reads slice budgets from Pods in a real API server: the oldest waiting Pod of the node is the
+// Reads slice budgets from Pods in a real API server: the oldest waiting Pod of the node is the
 // one being allocated, a percentage is taken of the card's memory, and a Pod on another node is not looked at.
-func TestPodBudgets(t *testing.T) {
-	if c == nil {
-		t.Skip(skipped)
-	}
+var _ = It("reads slice budgets from Pods in a real API server", func() {
 	ctx := context.Background()
 	nvidia, _ := vendors.Lookup("nvidia")
 	sliced := deviceplugin.Resources(nvidia)[2]
@@ -42,42 +43,36 @@ func TestPodBudgets(t *testing.T) {
 	budgets := deviceplugin.PodBudgets{Reader: c, Node: "budget-node"}
 
 	if _, err := budgets.Budget(ctx, sliced, card); err == nil || !strings.Contains(err.Error(), "no Pod on node budget-node") {
-		t.Errorf("Without a waiting Pod: error %v, want one saying no Pod waits", err)
+		Fail(fmt.Sprintf("Without a waiting Pod: error %v, want one saying no Pod waits", err))
 	}
 	pods := []*corev1.Pod{
 		slicePod("other-node", "elsewhere", map[string]string{"memory-mib": "1000"}),
 		slicePod("first", "budget-node", map[string]string{"memory-percentage": "20", "cores-percentage": "50"}),
 	}
 	for _, p := range pods {
-		if err := c.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Delete(ctx, p) })
+		Expect(c.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = c.Delete(ctx, p) })
 		time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
 	}
 	second := slicePod("second", "budget-node", map[string]string{"memory-mib": "8192"})
 	second.Annotations = map[string]string{"device.gpustack.ai/accelerator.allocated": `{"main":["GPU-7"]}`}
-	if err := c.Create(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(ctx, second) })
+	Expect(c.Create(ctx, second)).To(Succeed())
+	DeferCleanup(func() { _ = c.Delete(ctx, second) })
 
 	got, err := budgets.Budget(ctx, sliced, card)
 	if diff := cmp.Diff(deviceplugin.Budget{MemoryMiB: 4915, CoresPercent: 50}, got); diff != "" || err != nil {
-		t.Errorf("The oldest waiting Pod's 20 %% of a 24 GiB card: %v, -want, +got:\n%s", err, diff)
+		Fail(fmt.Sprintf("The oldest waiting Pod's 20 %% of a 24 GiB card: %v, -want, +got:\n%s", err, diff))
 	}
 
 	// Once the first Pod's container runs, the next allocation is the second Pod's.
 	pods[1].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "busybox", ImageID: "x",
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
-	if err := c.Status().Update(ctx, pods[1]); err != nil {
-		t.Fatal(err)
-	}
+	Expect(c.Status().Update(ctx, pods[1])).To(Succeed())
 	got, err = budgets.Budget(ctx, sliced, card)
 	if diff := cmp.Diff(deviceplugin.Budget{MemoryMiB: 8192, CoresPercent: 100}, got); diff != "" || err != nil {
-		t.Errorf("The second Pod's 8192 MiB at full compute: %v, -want, +got:\n%s", err, diff)
+		Fail(fmt.Sprintf("The second Pod's 8192 MiB at full compute: %v, -want, +got:\n%s", err, diff))
 	}
 	if diff := cmp.Diff([]string{"GPU-7"}, budgets.Cards(ctx, sliced)); diff != "" {
-		t.Errorf("The card the ledger recorded for the second Pod: -want, +got:\n%s", diff)
+		Fail(fmt.Sprintf("The card the ledger recorded for the second Pod: -want, +got:\n%s", diff))
 	}
-}
+})

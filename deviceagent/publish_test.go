@@ -1,70 +1,52 @@
 package deviceagent_test
 
 import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
+// TestAgent runs the Ginkgo suite of the agent's writes on a real API server (the integration tier).
+func TestAgent(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "device agent suite")
+}
+
 var (
-	c       client.WithWatch
-	skipped string
+	suite testenv.EnvtestSuite
+	c     client.WithWatch
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(testenv.EnvtestMain(m, &skipped, func(bin string) []string {
-		return []string{testenv.Path("package", "crds"), filepath.Join(bin, "assets", "nfd-crds.yaml")}
-	}, func(cfg *rest.Config) (err error) {
-		if c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
-			return err
-		}
-		return c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}})
-	}))
-}
+var _ = BeforeSuite(func() {
+	suite.Start()
+	c = suite.Client
+})
+var _ = AfterSuite(suite.Stop)
 
 func a10g(uuid string, index int32) providers.Device {
 	return providers.Device{Manufacturer: "nvidia", Product: "NVIDIA A10G", UUID: uuid, Index: index, MemoryMiB: 24576,
 		Cores: 10240, Family: "Ampere", ComputeCapability: "8.6", DriverVersion: "580.159.03", RuntimeVersion: "13.0"}
 }
 
-// TestPublish publishes a node's cards three times through a client that counts writes: the first publish
+// Publishes a node's cards three times through a client that counts writes: the first publish
 // writes the NodeFeature and the Devices object; publishing the same cards again writes nothing; a new card
 // updates both objects. The ledger in status is the worker's: the agent never writes it.
-func TestPublish(t *testing.T) {
-	if c == nil {
-		t.Skip(skipped)
-	}
+var _ = It("publishes a node's cards three times through a client that counts writes", func() {
 	ctx := context.Background()
-	writes := 0
-	counting := interceptor.NewClient(c, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			writes++
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			writes++
-			return c.Update(ctx, o, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			writes++
-			return c.SubResource(sub).Update(ctx, o, opts...)
-		},
-	})
+	counting, writes := testenv.CountWrites(c)
 	p := &deviceagent.Publisher{Client: counting}
 	type want struct {
 		Writes int
@@ -85,24 +67,18 @@ func TestPublish(t *testing.T) {
 			want{Writes: 2, Count: "2", Cards: 2}},
 	}
 	for _, s := range steps {
-		writes = 0
-		if err := p.Publish(ctx, "node-a10g", s.devices); err != nil {
-			t.Fatal(err)
-		}
+		writes.Reset()
+		Expect(p.Publish(ctx, "node-a10g", s.devices)).To(Succeed())
 		nf := &nfdv1alpha1.NodeFeature{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: "node-a10g-gpustack-device-manager"}, nf); err != nil {
-			t.Fatal(err)
-		}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: "node-a10g-gpustack-device-manager"}, nf)).To(Succeed())
 		d := &workerv1.Devices{}
-		if err := c.Get(ctx, client.ObjectKey{Name: "node-a10g"}, d); err != nil {
-			t.Fatal(err)
-		}
-		got := want{Writes: writes, Count: nf.Spec.Labels["acceleratable.feature.gpustack.ai/nvidia-a10g.count"], Ledger: len(d.Status.Groups)}
+		Expect(c.Get(ctx, client.ObjectKey{Name: "node-a10g"}, d)).To(Succeed())
+		got := want{Writes: len(writes.List()), Count: nf.Spec.Labels["acceleratable.feature.gpustack.ai/nvidia-a10g.count"], Ledger: len(d.Status.Groups)}
 		for _, g := range d.Spec.Groups {
 			got.Cards += len(g.Accelerators)
 		}
 		if diff := cmp.Diff(s.want, got); diff != "" {
-			t.Errorf("%s\nPublish(...): -want, +got:\n%s", s.reason, diff)
+			Fail(fmt.Sprintf("%s\nPublish(...): -want, +got:\n%s", s.reason, diff))
 		}
 	}
-}
+})

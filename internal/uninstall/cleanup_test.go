@@ -1,10 +1,13 @@
 package uninstall
 
 import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
@@ -29,43 +30,41 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
+// TestUninstall runs the package's Ginkgo suite on a real API server (the integration tier).
+func TestUninstall(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "uninstall cleanup suite")
+}
+
 var (
-	c       client.Client
-	skipped string
+	suite testenv.EnvtestSuite
+	c     client.Client
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(testenv.EnvtestMain(m, &skipped, func(bin string) []string {
-		return []string{testenv.Path("package", "crds"), filepath.Join(bin, "assets", "kueue-crds"), filepath.Join(bin, "assets", "nfd-crds.yaml")}
-	}, func(cfg *rest.Config) (err error) {
-		c, err = client.New(cfg, client.Options{Scheme: scheme.New()})
-		return err
-	}))
-}
+var _ = BeforeSuite(func() {
+	suite.Start()
+	c = suite.Client
+})
+var _ = AfterSuite(suite.Stop)
 
 const capacityManager = "test-node-capacity"
 
-// TestCleanup fills a real API server with what a worker leaves behind, beside look-alikes that are not the
+// Fills a real API server with what a worker leaves behind, beside look-alikes that are not the
 // operator's, runs the cleanup, and checks that exactly the operator's objects and fields are gone.
-func TestCleanup(t *testing.T) {
-	if skipped != "" {
-		t.Skip(skipped)
-	}
+var _ = It("fills a real API server with what a worker leaves behind, beside look-alikes that are not the operator's, runs the cleanup, and checks that exactly the operator's objects and fields are gone", func() {
 	ctx := context.Background()
 	create := func(objs ...client.Object) {
-		t.Helper()
+		GinkgoHelper()
 		for _, o := range objs {
 			if err := c.Create(ctx, o); err != nil {
-				t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
+				Fail(fmt.Sprintf("cannot create %T %s: %v", o, o.GetName(), err))
 			}
 		}
 	}
-	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}})
+	// The suite made gpustack-system.
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}})
 	agents, err := rbac.For("device-manager", deviceagent.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	create(agents...)
 	mutating, validating := webhooks.Configurations(func(path string) admissionv1.WebhookClientConfig {
 		url := "https://127.0.0.1:9443" + path
@@ -91,21 +90,17 @@ func TestCleanup(t *testing.T) {
 	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu.sliced.units": resource.MustParse("1600000")}}}
 	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
-	if err := c.Status().Patch(ctx, node, client.Apply, client.FieldOwner(capacityManager)); err != nil {
-		t.Fatal(err)
-	}
+	Expect(c.Status().Patch(ctx, node, client.Apply, client.FieldOwner(capacityManager))).To(Succeed())
 	kubelet := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
 	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
-	if err := c.Status().Patch(ctx, kubelet, client.Apply, client.FieldOwner("kubelet")); err != nil {
-		t.Fatal(err)
-	}
+	Expect(c.Status().Patch(ctx, kubelet, client.Apply, client.FieldOwner("kubelet"))).To(Succeed())
 
 	var log bytes.Buffer
 	err = Cleanup(ctx, c, Options{Namespace: workerv1.SystemNamespace, WebhookSecret: "gpustack-worker-webhook-tls", Timeout: time.Minute,
 		Log: &log, ComposedAnnotation: "gpustack.ai/composed-hash", CapacityFieldManager: capacityManager, AdmissionCheck: "gpustack-node-devices"})
 	if err != nil {
-		t.Fatalf("Cleanup: %v\n%s", err, log.String())
+		Fail(fmt.Sprintf("Cleanup: %v\n%s", err, log.String()))
 	}
 
 	gone := func(o client.Object) bool {
@@ -123,7 +118,7 @@ func TestCleanup(t *testing.T) {
 	}, agents[1:]...)
 	for _, o := range ours {
 		if !gone(o) {
-			t.Errorf("%T %s is left after the cleanup", o, o.GetName())
+			Fail(fmt.Sprintf("%T %s is left after the cleanup", o, o.GetName()))
 		}
 	}
 	for _, o := range []client.Object{
@@ -132,20 +127,18 @@ func TestCleanup(t *testing.T) {
 		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-nfd-worker"}},
 	} {
 		if gone(o) {
-			t.Errorf("%T %s is not the operator's, but the cleanup removed it", o, o.GetName())
+			Fail(fmt.Sprintf("%T %s is not the operator's, but the cleanup removed it", o, o.GetName()))
 		}
 	}
 	got := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "node-a"}, got); err != nil {
-		t.Fatal(err)
-	}
+	Expect(c.Get(ctx, client.ObjectKey{Name: "node-a"}, got)).To(Succeed())
 	if _, ok := got.Status.Capacity["nvidia.com/gpu.sliced.units"]; ok {
-		t.Error("the counting key is left in the Node's status")
+		Fail("the counting key is left in the Node's status")
 	}
 	if _, ok := got.Status.Capacity[corev1.ResourceCPU]; !ok {
-		t.Error("the kubelet's capacity was removed with the counting key")
+		Fail("the kubelet's capacity was removed with the counting key")
 	}
 	if !strings.Contains(log.String(), "the operator's CRDs are gone") {
-		t.Errorf("the cleanup does not say the CRDs are gone:\n%s", log.String())
+		Fail(fmt.Sprintf("the cleanup does not say the CRDs are gone:\n%s", log.String()))
 	}
-}
+})

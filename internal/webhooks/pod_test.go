@@ -1,8 +1,12 @@
 package webhooks
 
 import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,53 +14,49 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
+// TestWebhooks runs the package's Ginkgo suite on a real API server (the integration tier).
+func TestWebhooks(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "webhooks suite")
+}
+
 var (
-	c       client.Client
-	skipped string
+	suite testenv.EnvtestSuite
+	c     client.Client
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(testenv.EnvtestMain(m, &skipped, func(string) []string { return []string{testenv.Path("package", "crds")} },
-		func(cfg *rest.Config) (err error) {
-			c, err = client.New(cfg, client.Options{Scheme: scheme.New()})
-			return err
-		}))
-}
+var _ = BeforeSuite(func() {
+	suite.Start()
+	c = suite.Client
+})
+var _ = AfterSuite(suite.Stop)
 
 // h100Pool creates the H100 pool's InstanceType, entrance "h100-entrance", and one node's inventory whose card
 // is partitioned into MIG profiles of the H100 80GB.
-func h100Pool(t *testing.T) {
-	t.Helper()
+func h100Pool() {
+	GinkgoHelper()
 	ctx := context.Background()
 	it := builders.MakeInstanceType("gpustack--nvidia-h100-80gb-hbm3-linux-amd64").Obj()
 	it.Spec.Acceleratable, it.Spec.AcceleratorGroup = true, "nvidia-h100-80gb-hbm3"
 	it.Spec.Manufacturer, it.Spec.OS, it.Spec.Arch = "nvidia", "linux", "amd64"
 	it.Spec.Memory = ptrQuantity("81559Mi")
-	if err := c.Create(ctx, it); err != nil {
-		t.Fatal(err)
-	}
+	Expect(c.Create(ctx, it)).To(Succeed())
 	it.Status.Entrance = "h100-entrance"
-	if err := c.Status().Update(ctx, it); err != nil {
-		t.Fatal(err)
-	}
+	Expect(c.Status().Update(ctx, it)).To(Succeed())
 	card := workerv1.Accelerator{ID: "GPU-1", Status: workerv1.AcceleratorStatus{PhysicalSliced: &workerv1.PhysicalSlicedCapability{Count: 7,
 		Profiles: []workerv1.PartitionProfile{{Name: "1g.10gb", MemoryMiB: 9856, Count: 7}, {Name: "3g.40gb", MemoryMiB: 40192, Count: 2}}}}}
 	d := &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: "node-h100"}, Spec: workerv1.DevicesSpec{Groups: []workerv1.DeviceGroup{{
 		ID: "h100-80gb-hbm3", Manufacturer: "nvidia", Name: "NVIDIA H100 80GB HBM3", Memory: 81559, Accelerators: []workerv1.Accelerator{card}}}}}
-	if err := c.Create(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(ctx, it); _ = c.Delete(ctx, d) })
+	Expect(c.Create(ctx, d)).To(Succeed())
+	DeferCleanup(func() { _ = c.Delete(ctx, it); _ = c.Delete(ctx, d) })
 }
 
 func ptrQuantity(s string) *resource.Quantity {
@@ -73,14 +73,11 @@ func queuedPod(limits ...string) *corev1.Pod {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: l}}}}}
 }
 
-// TestPodFolderUnits runs the Pod webhook's fold against a real API server holding the pool's type and a
+// Runs the Pod webhook's fold against a real API server holding the pool's type and a
 // node's inventory: partitions cost their profile's memory share of the card, slices their memory's share,
 // whatever the client set; a profile no card offers is left for the Pod rules.
-func TestPodFolderUnits(t *testing.T) {
-	if skipped != "" {
-		t.Skip(skipped)
-	}
-	h100Pool(t)
+var _ = Describe("the Pod webhook's fold against a real API server holding the pool's type and a node's inventory", func() {
+	BeforeEach(h100Pool)
 	type want struct {
 		units map[string]int64
 		err   string
@@ -113,28 +110,28 @@ func TestPodFolderUnits(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
+		It(name+": "+tc.reason, func() {
 			err := (&PodFolder{Reader: c}).Default(context.Background(), tc.pod)
 			if tc.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
-					t.Errorf("%s\nDefault(...): error %v, want %q", tc.reason, err, tc.want.err)
+					Fail(fmt.Sprintf("%s\nDefault(...): error %v, want %q", tc.reason, err, tc.want.err))
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("%s\nDefault(...): %v", tc.reason, err)
+				Fail(fmt.Sprintf("%s\nDefault(...): %v", tc.reason, err))
 			}
 			got := map[string]int64{}
 			for name := range tc.want.units {
 				lim, req := tc.pod.Spec.Containers[0].Resources.Limits[corev1.ResourceName(name)], tc.pod.Spec.Containers[0].Resources.Requests[corev1.ResourceName(name)]
 				if lim.Cmp(req) != 0 {
-					t.Errorf("%s: limit %s and request %s differ", name, lim.String(), req.String())
+					Fail(fmt.Sprintf("%s: limit %s and request %s differ", name, lim.String(), req.String()))
 				}
 				got[name] = lim.Value()
 			}
 			if diff := cmp.Diff(tc.want.units, got); diff != "" {
-				t.Errorf("%s\nDefault(...): -want, +got:\n%s", tc.reason, diff)
+				Fail(fmt.Sprintf("%s\nDefault(...): -want, +got:\n%s", tc.reason, diff))
 			}
 		})
 	}
-}
+})

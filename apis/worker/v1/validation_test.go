@@ -1,8 +1,11 @@
 package v1_test
 
 import (
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -11,37 +14,34 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-// k is a client of a real kube-apiserver with this project's CRDs installed, or nil when the suite is
-// skipped.
-var (
-	k       client.Client
-	skipped string
-)
-
-func TestMain(m *testing.M) {
-	os.Exit(testenv.EnvtestMain(m, &skipped, func(string) []string { return []string{testenv.Path("package", "crds")} },
-		func(cfg *rest.Config) (err error) {
-			k, err = client.New(cfg, client.Options{Scheme: scheme.New()})
-			return err
-		}))
+// TestValidation runs the Ginkgo suite of the CRDs' validation on a real kube-apiserver (the integration tier).
+func TestValidation(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "CRD validation suite")
 }
+
+var suite testenv.EnvtestSuite
+
+var _ = BeforeSuite(func() {
+	suite.Start()
+	Expect(suite.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})).
+		To(Or(Succeed(), WithTransform(apierrors.IsAlreadyExists, BeTrue())))
+})
+var _ = AfterSuite(suite.Stop)
 
 // mutation changes an object that has been created; nil means the case only creates.
 type mutation func(client.Object)
 
-func TestCRDValidation(t *testing.T) {
-	if k == nil {
-		t.Skip(skipped)
-	}
+// Each case sends one object to the API server, and expects it accepted or refused with the error fragments
+// that name the field.
+var _ = Describe("the CRDs' validation", func() {
 	type args struct {
 		obj    client.Object
 		update mutation
@@ -340,44 +340,32 @@ func TestCRDValidation(t *testing.T) {
 			want:   want{errs: []string{"spec.groups[0].manufacturer", "Unsupported value"}},
 		},
 	}
-	ctx := context.Background()
-	for _, ns := range []string{"default", "gpustack-system"} {
-		_ = k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
+		It(name+": "+tc.reason, func() {
+			ctx := context.Background()
 			obj := tc.args.obj
-			t.Cleanup(func() { _ = k.Delete(context.Background(), obj) })
-			err := k.Create(ctx, obj)
+			DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), obj) })
+			err := suite.Client.Create(ctx, obj)
 			if tc.args.update != nil {
-				if err != nil {
-					t.Fatalf("%s\ncannot create the object to update: %v", tc.reason, err)
-				}
+				Expect(err).NotTo(HaveOccurred(), "cannot create the object to update")
 				tc.args.update(obj)
-				err = k.Update(ctx, obj)
+				err = suite.Client.Update(ctx, obj)
 			}
-			check(t, tc.reason, tc.want.errs, err)
+			check(tc.want.errs, err)
 		})
 	}
-}
+})
 
 // check compares the API server's answer with the expected error fragments.
-func check(t *testing.T, reason string, want []string, err error) {
-	t.Helper()
+func check(want []string, err error) {
+	GinkgoHelper()
 	if len(want) == 0 {
-		if err != nil {
-			t.Errorf("%s\nwant the request accepted, got: %v", reason, err)
-		}
+		Expect(err).NotTo(HaveOccurred(), "want the request accepted")
 		return
 	}
-	if err == nil {
-		t.Errorf("%s\nwant the request refused with %q, it was accepted", reason, want)
-		return
-	}
+	Expect(err).To(HaveOccurred(), "want the request refused with %q, it was accepted", want)
 	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("%s\nwant an error containing %q, got: %v", reason, w, err)
-		}
+		Expect(err.Error()).To(ContainSubstring(w))
 	}
 }
 

@@ -29,7 +29,7 @@ func TestComposer(t *testing.T) {
 	RunSpecs(t, "composer controller suite")
 }
 
-var suite testenv.ControllerSuite
+var suite testenv.EnvtestSuite
 
 var _ = BeforeSuite(suite.Start)
 var _ = AfterSuite(suite.Stop)

@@ -21,7 +21,7 @@ func TestNodeCapacity(t *testing.T) {
 	RunSpecs(t, "nodecapacity controller suite")
 }
 
-var suite testenv.ControllerSuite
+var suite testenv.EnvtestSuite
 
 var _ = BeforeSuite(suite.Start)
 var _ = AfterSuite(suite.Stop)

@@ -27,7 +27,7 @@ func TestNodeDevices(t *testing.T) {
 	RunSpecs(t, "nodedevices admission check suite")
 }
 
-var suite testenv.ControllerSuite
+var suite testenv.EnvtestSuite
 
 var _ = BeforeSuite(suite.Start)
 var _ = AfterSuite(suite.Stop)

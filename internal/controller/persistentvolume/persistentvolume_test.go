@@ -24,7 +24,7 @@ func TestPersistentVolume(t *testing.T) {
 	RunSpecs(t, "persistentvolume controller suite")
 }
 
-var suite testenv.ControllerSuite
+var suite testenv.EnvtestSuite
 
 var _ = BeforeSuite(suite.Start)
 var _ = AfterSuite(suite.Stop)

@@ -27,7 +27,7 @@ func TestProfiler(t *testing.T) {
 	RunSpecs(t, "profiler controller suite")
 }
 
-var suite testenv.ControllerSuite
+var suite testenv.EnvtestSuite
 
 var _ = BeforeSuite(suite.Start)
 var _ = AfterSuite(suite.Stop)

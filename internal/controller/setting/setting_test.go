@@ -23,7 +23,7 @@ func TestSetting(t *testing.T) {
 	RunSpecs(t, "setting controller suite")
 }
 
-var suite testenv.ControllerSuite
+var suite testenv.EnvtestSuite
 
 var _ = BeforeSuite(suite.Start)
 var _ = AfterSuite(suite.Stop)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -56,31 +55,4 @@ func StartEnvtest(bin string, crdPaths ...string) (*rest.Config, func(), error) 
 		return nil, stop, errors.Wrap(err, "cannot start envtest")
 	}
 	return cfg, stop, nil
-}
-
-// EnvtestMain runs a package's tests against envtest's API server holding the CRDs crdPaths(bin) names: it
-// starts the server, hands its configuration to setup (which makes the suite's clients), runs the tests and
-// stops the server, so no process outlives the suite. Without the binaries (a plain go test) it sets *skipped
-// to the reason and runs the tests, which then skip.
-func EnvtestMain(m *testing.M, skipped *string, crdPaths func(bin string) []string, setup func(*rest.Config) error) int {
-	bin, skip, err := BinDir("etcd", "kube-apiserver")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if skip != "" {
-		*skipped = skip
-		return m.Run()
-	}
-	cfg, stop, err := StartEnvtest(bin, crdPaths(bin)...)
-	defer stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := setup(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
 }

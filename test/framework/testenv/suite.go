@@ -15,10 +15,10 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
-// ControllerSuite is the API server a controller package's Ginkgo suite shares: envtest with this project's
-// CRDs, Kueue's and NFD's, and the gpustack-system namespace. Specs call a Reconciler directly, through a client
-// that reads the API server uncached, so each reconcile sees what the one before wrote.
-type ControllerSuite struct {
+// EnvtestSuite is the API server a package's Ginkgo suite shares (the integration tier): envtest with this
+// project's CRDs, Kueue's and NFD's, and the gpustack-system namespace. Its client reads the API server
+// uncached, so a spec that calls a Reconciler directly sees at once what the reconcile before wrote.
+type EnvtestSuite struct {
 	// Client talks to the API server.
 	Client client.WithWatch
 	stop   func()
@@ -26,7 +26,7 @@ type ControllerSuite struct {
 
 // Start starts the API server; call it from BeforeSuite. Without the binaries (a plain go test) it skips the
 // suite; with GPUSTACK_BIN set and a binary missing it fails, so `make test` never passes by skipping.
-func (s *ControllerSuite) Start() {
+func (s *EnvtestSuite) Start() {
 	bin, skip, err := BinDir("etcd", "kube-apiserver")
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	if skip != "" {
@@ -43,7 +43,7 @@ func (s *ControllerSuite) Start() {
 }
 
 // Stop stops the API server; call it from AfterSuite. It is safe when Start skipped or failed half-way.
-func (s *ControllerSuite) Stop() {
+func (s *EnvtestSuite) Stop() {
 	if s.stop != nil {
 		s.stop()
 	}
@@ -51,7 +51,7 @@ func (s *ControllerSuite) Stop() {
 
 // Create creates each object, then writes its status when it has one, as the component that owns the status
 // would; every object is deleted again when the spec ends, so each spec starts from what it creates.
-func (s *ControllerSuite) Create(objs ...client.Object) {
+func (s *EnvtestSuite) Create(objs ...client.Object) {
 	ginkgo.GinkgoHelper()
 	ctx := context.Background()
 	for _, o := range objs {
