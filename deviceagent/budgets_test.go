@@ -40,7 +40,7 @@ var _ = It("reads slice budgets from Pods in a real API server", func() {
 	nvidia, _ := vendors.Lookup("nvidia")
 	sliced := deviceplugin.Resources(nvidia)[2]
 	card := providers.Device{Manufacturer: "nvidia", UUID: "GPU-0", MemoryMiB: 24576}
-	budgets := deviceplugin.PodBudgets{Reader: c, Node: "budget-node"}
+	budgets := deviceplugin.PodBudgets{Reader: suite.Client, Node: "budget-node"}
 
 	if _, err := budgets.Budget(ctx, sliced, card); err == nil || !strings.Contains(err.Error(), "no Pod on node budget-node") {
 		Fail(fmt.Sprintf("Without a waiting Pod: error %v, want one saying no Pod waits", err))
@@ -50,14 +50,14 @@ var _ = It("reads slice budgets from Pods in a real API server", func() {
 		slicePod("first", "budget-node", map[string]string{"memory-percentage": "20", "cores-percentage": "50"}),
 	}
 	for _, p := range pods {
-		Expect(c.Create(ctx, p)).To(Succeed())
-		DeferCleanup(func() { _ = c.Delete(ctx, p) })
+		Expect(suite.Client.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = suite.Client.Delete(ctx, p) })
 		time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
 	}
 	second := slicePod("second", "budget-node", map[string]string{"memory-mib": "8192"})
 	second.Annotations = map[string]string{"device.gpustack.ai/accelerator.allocated": `{"main":["GPU-7"]}`}
-	Expect(c.Create(ctx, second)).To(Succeed())
-	DeferCleanup(func() { _ = c.Delete(ctx, second) })
+	Expect(suite.Client.Create(ctx, second)).To(Succeed())
+	DeferCleanup(func() { _ = suite.Client.Delete(ctx, second) })
 
 	got, err := budgets.Budget(ctx, sliced, card)
 	if diff := cmp.Diff(deviceplugin.Budget{MemoryMiB: 4915, CoresPercent: 50}, got); diff != "" || err != nil {
@@ -67,7 +67,7 @@ var _ = It("reads slice budgets from Pods in a real API server", func() {
 	// Once the first Pod's container runs, the next allocation is the second Pod's.
 	pods[1].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "busybox", ImageID: "x",
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
-	Expect(c.Status().Update(ctx, pods[1])).To(Succeed())
+	Expect(suite.Client.Status().Update(ctx, pods[1])).To(Succeed())
 	got, err = budgets.Budget(ctx, sliced, card)
 	if diff := cmp.Diff(deviceplugin.Budget{MemoryMiB: 8192, CoresPercent: 100}, got); diff != "" || err != nil {
 		Fail(fmt.Sprintf("The second Pod's 8192 MiB at full compute: %v, -want, +got:\n%s", err, diff))

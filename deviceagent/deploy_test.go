@@ -68,7 +68,7 @@ var _ = It("applies the agents' objects to a real API server twice: the server a
 		for _, o := range objs {
 			o := o.DeepCopyObject().(client.Object)
 			//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
-			Expect(c.Patch(ctx, o, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership)).
+			Expect(suite.Client.Patch(ctx, o, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership)).
 				To(Succeed(), "cannot apply %T %s", o, o.GetName())
 			versions[o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName()] = o.GetResourceVersion()
 		}

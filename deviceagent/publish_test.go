@@ -20,21 +20,9 @@ import (
 )
 
 // TestAgent runs the Ginkgo suite of the agent's writes on a real API server (the integration tier).
-func TestAgent(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "device agent suite")
-}
+func TestAgent(t *testing.T) { testenv.RunSuite(t, "device agent suite", &suite) }
 
-var (
-	suite testenv.EnvtestSuite
-	c     client.WithWatch
-)
-
-var _ = BeforeSuite(func() {
-	suite.Start()
-	c = suite.Client
-})
-var _ = AfterSuite(suite.Stop)
+var suite testenv.EnvtestSuite
 
 func a10g(uuid string, index int32) providers.Device {
 	return providers.Device{Manufacturer: "nvidia", Product: "NVIDIA A10G", UUID: uuid, Index: index, MemoryMiB: 24576,
@@ -46,7 +34,7 @@ func a10g(uuid string, index int32) providers.Device {
 // updates both objects. The ledger in status is the worker's: the agent never writes it.
 var _ = It("publishes a node's cards three times through a client that counts writes", func() {
 	ctx := context.Background()
-	counting, writes := testenv.CountWrites(c)
+	counting, writes := testenv.CountWrites(suite.Client)
 	p := &deviceagent.Publisher{Client: counting}
 	type want struct {
 		Writes int
@@ -70,9 +58,9 @@ var _ = It("publishes a node's cards three times through a client that counts wr
 		writes.Reset()
 		Expect(p.Publish(ctx, "node-a10g", s.devices)).To(Succeed())
 		nf := &nfdv1alpha1.NodeFeature{}
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: "node-a10g-gpustack-device-manager"}, nf)).To(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: "node-a10g-gpustack-device-manager"}, nf)).To(Succeed())
 		d := &workerv1.Devices{}
-		Expect(c.Get(ctx, client.ObjectKey{Name: "node-a10g"}, d)).To(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, d)).To(Succeed())
 		got := want{Writes: len(writes.List()), Count: nf.Spec.Labels["acceleratable.feature.gpustack.ai/nvidia-a10g.count"], Ledger: len(d.Status.Groups)}
 		for _, g := range d.Spec.Groups {
 			got.Cards += len(g.Accelerators)

@@ -31,21 +31,9 @@ import (
 )
 
 // TestUninstall runs the package's Ginkgo suite on a real API server (the integration tier).
-func TestUninstall(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "uninstall cleanup suite")
-}
+func TestUninstall(t *testing.T) { testenv.RunSuite(t, "uninstall cleanup suite", &suite) }
 
-var (
-	suite testenv.EnvtestSuite
-	c     client.Client
-)
-
-var _ = BeforeSuite(func() {
-	suite.Start()
-	c = suite.Client
-})
-var _ = AfterSuite(suite.Stop)
+var suite testenv.EnvtestSuite
 
 const capacityManager = "test-node-capacity"
 
@@ -56,7 +44,7 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 	create := func(objs ...client.Object) {
 		GinkgoHelper()
 		for _, o := range objs {
-			if err := c.Create(ctx, o); err != nil {
+			if err := suite.Client.Create(ctx, o); err != nil {
 				Fail(fmt.Sprintf("cannot create %T %s: %v", o, o.GetName(), err))
 			}
 		}
@@ -90,21 +78,21 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu.sliced.units": resource.MustParse("1600000")}}}
 	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
-	Expect(c.Status().Patch(ctx, node, client.Apply, client.FieldOwner(capacityManager))).To(Succeed())
+	Expect(suite.Client.Status().Patch(ctx, node, client.Apply, client.FieldOwner(capacityManager))).To(Succeed())
 	kubelet := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
 	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
-	Expect(c.Status().Patch(ctx, kubelet, client.Apply, client.FieldOwner("kubelet"))).To(Succeed())
+	Expect(suite.Client.Status().Patch(ctx, kubelet, client.Apply, client.FieldOwner("kubelet"))).To(Succeed())
 
 	var log bytes.Buffer
-	err = Cleanup(ctx, c, Options{Namespace: workerv1.SystemNamespace, WebhookSecret: "gpustack-worker-webhook-tls", Timeout: time.Minute,
+	err = Cleanup(ctx, suite.Client, Options{Namespace: workerv1.SystemNamespace, WebhookSecret: "gpustack-worker-webhook-tls", Timeout: time.Minute,
 		Log: &log, ComposedAnnotation: "gpustack.ai/composed-hash", CapacityFieldManager: capacityManager, AdmissionCheck: "gpustack-node-devices"})
 	if err != nil {
 		Fail(fmt.Sprintf("Cleanup: %v\n%s", err, log.String()))
 	}
 
 	gone := func(o client.Object) bool {
-		err := c.Get(ctx, client.ObjectKeyFromObject(o), o)
+		err := suite.Client.Get(ctx, client.ObjectKeyFromObject(o), o)
 		// envtest runs no namespace controller: a namespace being deleted counts as gone.
 		return apierrors.IsNotFound(err) || err == nil && o.GetDeletionTimestamp() != nil
 	}
@@ -131,7 +119,7 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 		}
 	}
 	got := &corev1.Node{}
-	Expect(c.Get(ctx, client.ObjectKey{Name: "node-a"}, got)).To(Succeed())
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a"}, got)).To(Succeed())
 	if _, ok := got.Status.Capacity["nvidia.com/gpu.sliced.units"]; ok {
 		Fail("the counting key is left in the Node's status")
 	}

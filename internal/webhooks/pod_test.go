@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -23,21 +22,9 @@ import (
 )
 
 // TestWebhooks runs the package's Ginkgo suite on a real API server (the integration tier).
-func TestWebhooks(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "webhooks suite")
-}
+func TestWebhooks(t *testing.T) { testenv.RunSuite(t, "webhooks suite", &suite) }
 
-var (
-	suite testenv.EnvtestSuite
-	c     client.Client
-)
-
-var _ = BeforeSuite(func() {
-	suite.Start()
-	c = suite.Client
-})
-var _ = AfterSuite(suite.Stop)
+var suite testenv.EnvtestSuite
 
 // h100Pool creates the H100 pool's InstanceType, entrance "h100-entrance", and one node's inventory whose card
 // is partitioned into MIG profiles of the H100 80GB.
@@ -48,15 +35,15 @@ func h100Pool() {
 	it.Spec.Acceleratable, it.Spec.AcceleratorGroup = true, "nvidia-h100-80gb-hbm3"
 	it.Spec.Manufacturer, it.Spec.OS, it.Spec.Arch = "nvidia", "linux", "amd64"
 	it.Spec.Memory = ptrQuantity("81559Mi")
-	Expect(c.Create(ctx, it)).To(Succeed())
+	Expect(suite.Client.Create(ctx, it)).To(Succeed())
 	it.Status.Entrance = "h100-entrance"
-	Expect(c.Status().Update(ctx, it)).To(Succeed())
+	Expect(suite.Client.Status().Update(ctx, it)).To(Succeed())
 	card := workerv1.Accelerator{ID: "GPU-1", Status: workerv1.AcceleratorStatus{PhysicalSliced: &workerv1.PhysicalSlicedCapability{Count: 7,
 		Profiles: []workerv1.PartitionProfile{{Name: "1g.10gb", MemoryMiB: 9856, Count: 7}, {Name: "3g.40gb", MemoryMiB: 40192, Count: 2}}}}}
 	d := &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: "node-h100"}, Spec: workerv1.DevicesSpec{Groups: []workerv1.DeviceGroup{{
 		ID: "h100-80gb-hbm3", Manufacturer: "nvidia", Name: "NVIDIA H100 80GB HBM3", Memory: 81559, Accelerators: []workerv1.Accelerator{card}}}}}
-	Expect(c.Create(ctx, d)).To(Succeed())
-	DeferCleanup(func() { _ = c.Delete(ctx, it); _ = c.Delete(ctx, d) })
+	Expect(suite.Client.Create(ctx, d)).To(Succeed())
+	DeferCleanup(func() { _ = suite.Client.Delete(ctx, it); _ = suite.Client.Delete(ctx, d) })
 }
 
 func ptrQuantity(s string) *resource.Quantity {
@@ -111,7 +98,7 @@ var _ = Describe("the Pod webhook's fold against a real API server holding the p
 	}
 	for name, tc := range cases {
 		It(name+": "+tc.reason, func() {
-			err := (&PodFolder{Reader: c}).Default(context.Background(), tc.pod)
+			err := (&PodFolder{Reader: suite.Client}).Default(context.Background(), tc.pod)
 			if tc.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
 					Fail(fmt.Sprintf("%s\nDefault(...): error %v, want %q", tc.reason, err, tc.want.err))

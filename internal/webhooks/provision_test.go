@@ -27,21 +27,21 @@ import (
 var _ = It("provisions the webhooks against a real API server, in turn", func() {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "provision"}}
-	Expect(c.Create(ctx, ns)).To(Succeed())
+	Expect(suite.Client.Create(ctx, ns)).To(Succeed())
 	// The configurations point the API server at a Service that does not exist here: left behind, they would
 	// refuse every later create of the kinds they cover.
 	DeferCleanup(func() {
-		_ = c.Delete(context.Background(), &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: MutatingName}})
-		_ = c.Delete(context.Background(), &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ValidatingName}})
+		_ = suite.Client.Delete(context.Background(), &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: MutatingName}})
+		_ = suite.Client.Delete(context.Background(), &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ValidatingName}})
 	})
 	now := time.Now()
 	service := Serving{Namespace: "provision", Service: "gpustack-worker-webhook", Secret: "gpustack-worker-webhook-tls", CertDir: GinkgoT().TempDir()}
 
 	provision := func(s Serving) KeyPair {
 		GinkgoHelper()
-		Expect(Provision(ctx, c, s, now, 2*time.Second)).To(Succeed())
+		Expect(Provision(ctx, suite.Client, s, now, 2*time.Second)).To(Succeed())
 		secret := &corev1.Secret{}
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Secret}, secret)).To(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Secret}, secret)).To(Succeed())
 		pair := KeyPair{CA: secret.Data["ca.crt"], Cert: secret.Data["tls.crt"], Key: secret.Data["tls.key"]}
 		hosts, _ := s.Hosts()
 		if !pair.Covers(hosts, now) {
@@ -55,8 +55,8 @@ var _ = It("provisions the webhooks against a real API server, in turn", func() 
 		}
 		mutating := &admissionv1.MutatingWebhookConfiguration{}
 		validating := &admissionv1.ValidatingWebhookConfiguration{}
-		Expect(c.Get(ctx, client.ObjectKey{Name: MutatingName}, mutating)).To(Succeed())
-		Expect(c.Get(ctx, client.ObjectKey{Name: ValidatingName}, validating)).To(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: MutatingName}, mutating)).To(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: ValidatingName}, validating)).To(Succeed())
 		configs := []admissionv1.WebhookClientConfig{validating.Webhooks[0].ClientConfig}
 		for _, w := range mutating.Webhooks {
 			configs = append(configs, w.ClientConfig)
@@ -86,7 +86,7 @@ var _ = It("provisions the webhooks against a real API server, in turn", func() 
 	Expect(err).NotTo(HaveOccurred())
 	managed := service
 	managed.CertManager, managed.Secret = true, "issued-by-cert-manager"
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "provision", Name: managed.Secret}, Type: corev1.SecretTypeTLS,
+	if err := suite.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "provision", Name: managed.Secret}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{"ca.crt": issued.CA, "tls.crt": issued.Cert, "tls.key": issued.Key}}); err != nil {
 		Expect(err).NotTo(HaveOccurred())
 	}
@@ -94,7 +94,7 @@ var _ = It("provisions the webhooks against a real API server, in turn", func() 
 		Fail("with cert-manager, the issued pair is not used as it is")
 	}
 	managed.Secret = "never-issued"
-	err = Provision(ctx, c, managed, now, 2*time.Second)
+	err = Provision(ctx, suite.Client, managed, now, 2*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "secret provision/never-issued: cert-manager issued no certificate") {
 		Fail(fmt.Sprintf("with no issued Secret, want an error naming it, got %v", err))
 	}

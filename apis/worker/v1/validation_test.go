@@ -22,19 +22,15 @@ import (
 )
 
 // TestValidation runs the Ginkgo suite of the CRDs' validation on a real kube-apiserver (the integration tier).
-func TestValidation(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "CRD validation suite")
-}
+func TestValidation(t *testing.T) { testenv.RunSuite(t, "CRD validation suite", &suite) }
 
 var suite testenv.EnvtestSuite
 
-var _ = BeforeSuite(func() {
-	suite.Start()
+// The cases' namespaced objects live in default, which the API server creates a moment after it starts.
+var _ = BeforeEach(func() {
 	Expect(suite.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})).
 		To(Or(Succeed(), WithTransform(apierrors.IsAlreadyExists, BeTrue())))
 })
-var _ = AfterSuite(suite.Stop)
 
 // mutation changes an object that has been created; nil means the case only creates.
 type mutation func(client.Object)

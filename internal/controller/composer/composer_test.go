@@ -24,15 +24,9 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
-func TestComposer(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "composer controller suite")
-}
-
 var suite testenv.EnvtestSuite
 
-var _ = BeforeSuite(suite.Start)
-var _ = AfterSuite(suite.Stop)
+func TestComposer(t *testing.T) { testenv.RunSuite(t, "composer controller suite", &suite) }
 
 // profiledNodes returns the inventory's nodes as the cluster shows them once the profiler, the device agents
 // and NFD have done their part: Nodes with the general.* and acceleratable.* labels, and Devices inventories.

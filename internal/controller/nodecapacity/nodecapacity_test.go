@@ -16,15 +16,9 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-func TestNodeCapacity(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "nodecapacity controller suite")
-}
-
 var suite testenv.EnvtestSuite
 
-var _ = BeforeSuite(suite.Start)
-var _ = AfterSuite(suite.Stop)
+func TestNodeCapacity(t *testing.T) { testenv.RunSuite(t, "nodecapacity controller suite", &suite) }
 
 var _ = Describe("Reconcile", func() {
 	ctx := context.Background()

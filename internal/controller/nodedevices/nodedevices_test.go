@@ -22,15 +22,9 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-func TestNodeDevices(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "nodedevices admission check suite")
-}
-
 var suite testenv.EnvtestSuite
 
-var _ = BeforeSuite(suite.Start)
-var _ = AfterSuite(suite.Stop)
+func TestNodeDevices(t *testing.T) { testenv.RunSuite(t, "nodedevices admission check suite", &suite) }
 
 func limits(l map[string]string) corev1.ResourceList {
 	out := corev1.ResourceList{}

@@ -19,15 +19,11 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-func TestPersistentVolume(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "persistentvolume controller suite")
-}
-
 var suite testenv.EnvtestSuite
 
-var _ = BeforeSuite(suite.Start)
-var _ = AfterSuite(suite.Stop)
+func TestPersistentVolume(t *testing.T) {
+	testenv.RunSuite(t, "persistentvolume controller suite", &suite)
+}
 
 func makeVolume(name, class string, mode workerv1.PersistentAccessMode) *workerv1.InstancePersistentVolume {
 	return &workerv1.InstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},

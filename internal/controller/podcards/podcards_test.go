@@ -22,15 +22,9 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-func TestPodCards(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "podcards controller suite")
-}
-
 var suite testenv.EnvtestSuite
 
-var _ = BeforeSuite(suite.Start)
-var _ = AfterSuite(suite.Stop)
+func TestPodCards(t *testing.T) { testenv.RunSuite(t, "podcards controller suite", &suite) }
 
 // makePod returns a Pod bound to node whose one container "main" asks limits, in the given phase, with the
 // cards already recorded for it when recorded is not empty.

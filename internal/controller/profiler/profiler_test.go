@@ -22,15 +22,9 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-func TestProfiler(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "profiler controller suite")
-}
-
 var suite testenv.EnvtestSuite
 
-var _ = BeforeSuite(suite.Start)
-var _ = AfterSuite(suite.Stop)
+func TestProfiler(t *testing.T) { testenv.RunSuite(t, "profiler controller suite", &suite) }
 
 // epycNode is the walkthrough's CPU node as NFD labels it: 16 cores of an AMD EPYC 7R13.
 func epycNode(name string) *corev1.Node {

@@ -18,15 +18,9 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-func TestSetting(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "setting controller suite")
-}
-
 var suite testenv.EnvtestSuite
 
-var _ = BeforeSuite(suite.Start)
-var _ = AfterSuite(suite.Stop)
+func TestSetting(t *testing.T) { testenv.RunSuite(t, "setting controller suite", &suite) }
 
 func makeSetting(name, value string) *workerv1.Setting {
 	return &workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name},

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"path/filepath"
+	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/onsi/ginkgo/v2"
@@ -24,7 +25,15 @@ type EnvtestSuite struct {
 	stop   func()
 }
 
-// Start starts the API server; call it from BeforeSuite. Without the binaries (a plain go test) it skips the
+// RunSuite runs a package's Ginkgo specs against s: started before the first spec, stopped after the last.
+func RunSuite(t *testing.T, description string, s *EnvtestSuite) {
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	ginkgo.BeforeSuite(s.Start)
+	ginkgo.AfterSuite(s.Stop)
+	ginkgo.RunSpecs(t, description)
+}
+
+// Start starts the API server; RunSuite calls it before the first spec. Without the binaries (a plain go test) it skips the
 // suite; with GPUSTACK_BIN set and a binary missing it fails, so `make test` never passes by skipping.
 func (s *EnvtestSuite) Start() {
 	bin, skip, err := BinDir("etcd", "kube-apiserver")
@@ -42,7 +51,7 @@ func (s *EnvtestSuite) Start() {
 	gomega.Expect(s.Client.Create(context.Background(), ns)).To(gomega.Succeed(), "cannot create the system namespace")
 }
 
-// Stop stops the API server; call it from AfterSuite. It is safe when Start skipped or failed half-way.
+// Stop stops the API server; RunSuite calls it after the last spec. It is safe when Start skipped or failed half-way.
 func (s *EnvtestSuite) Stop() {
 	if s.stop != nil {
 		s.stop()
