@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
@@ -29,7 +30,7 @@ type PodFolder struct {
 // budget is left for the Pod rules to refuse. A request for shares on N >= 2 cards is kept to nodes with at least N cards of the
 // pool's group.
 func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
-	queue := pod.Labels["kueue.x-k8s.io/queue-name"]
+	queue := pod.Labels[instancepod.LabelQueueName]
 	cardMiB := int64(0)
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
@@ -90,7 +91,7 @@ func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *core
 	if len(profiles) == 0 {
 		return nil
 	}
-	it, err := d.typeOf(ctx, pod.Namespace, pod.Labels["kueue.x-k8s.io/queue-name"])
+	it, err := d.typeOf(ctx, pod.Namespace, pod.Labels[instancepod.LabelQueueName])
 	if err != nil {
 		return err
 	}

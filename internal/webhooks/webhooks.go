@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // Paths and configuration names of the webhooks. The mutating configuration's name sorts before Kueue's, so
@@ -50,7 +51,7 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 				Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
 			// Only Pods that queue: the fold is for Kueue's credits.
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "kueue.x-k8s.io/queue-name", Operator: metav1.LabelSelectorOpExists}}},
+				{Key: instancepod.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
 		}, {
