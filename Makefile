@@ -78,7 +78,7 @@ DEMO_TOOLS := $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/assets
 TEST_TOOLS := $(DEMO_TOOLS) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) $(STAMP)/crossplane-$(CROSSPLANE_VERSION) \
 	$(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) $(STAMP)/crank-$(CRANK_VERSION) \
-	$(STAMP)/helm-$(HELM_VERSION) $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+	$(STAMP)/helm-$(HELM_VERSION) $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(STAMP)/crossplane-assets
 
 .PHONY: tools
 tools: $(TEST_TOOLS) ## Build every third-party binary the tests and the demo need.
@@ -116,23 +116,30 @@ $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
 		echo ">>   $$c" >&2; go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/$$c k8s.io/kubernetes/cmd/$$c; done
 	@mkdir -p $(STAMP) && touch $@
 
-# Assets copied out of the pinned modules: Kueue's CRDs and webhook manifests, NFD's CRDs, Crossplane's CRDs
-# and KWOK's stages.
-# They are read from the module cache rather than committed, so they always match the binaries.
-moddir = $$(cd hack/tools/$(1) && go list -m -f '{{.Dir}}' $(2))
-$(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/go.mod hack/tools/crossplane/go.mod
+# Assets copied out of the pinned modules: Kueue's CRDs and webhook manifests, NFD's CRDs and KWOK's stages for
+# the demo, and Crossplane's CRDs for the package tests. They are read from the module cache rather than
+# committed, so they always match the binaries; moddir downloads a module first, since a machine that never
+# built it has no copy.
+moddir = $$(cd hack/tools/$(1) && go mod download $(2) && go list -m -f '{{.Dir}}' $(2))
+$(STAMP)/assets: hack/tools/kueue/go.mod hack/tools/nfd/go.mod hack/tools/kwok/go.mod
 	$(call say,collecting CRDs and KWOK stages from the module cache)
-	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/kueue-crds $(ASSETS)/kwok-stages $(ASSETS)/crossplane-crds
+	rm -rf $(ASSETS)/kueue-crds $(ASSETS)/kwok-stages && mkdir -p $(ASSETS)/kueue-crds $(ASSETS)/kwok-stages
 	kueue=$(call moddir,kueue,sigs.k8s.io/kueue); nfd=$(call moddir,nfd,sigs.k8s.io/node-feature-discovery); \
-	kwok=$(call moddir,kwok,sigs.k8s.io/kwok); crossplane=$(call moddir,crossplane,github.com/crossplane/crossplane/v2); \
+	kwok=$(call moddir,kwok,sigs.k8s.io/kwok); \
 	cp $$kueue/config/components/crd/bases/*.yaml $(ASSETS)/kueue-crds/; \
-	cp $$crossplane/cluster/crds/*.yaml $(ASSETS)/crossplane-crds/; \
 	cp $$kueue/config/components/webhook/manifests.yaml $(ASSETS)/kueue-webhooks.yaml; \
 	cp $$nfd/deployment/base/nfd-crds/nfd-api-crds.yaml $(ASSETS)/nfd-crds.yaml; \
 	for s in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
 		pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do \
 		cp $$kwok/kustomize/stage/$$s.yaml $(ASSETS)/kwok-stages/; done; \
 	chmod -R u+w $(ASSETS)
+	@mkdir -p $(STAMP) && touch $@
+
+$(STAMP)/crossplane-assets: hack/tools/crossplane/go.mod
+	$(call say,collecting Crossplane's CRDs from the module cache)
+	rm -rf $(ASSETS)/crossplane-crds && mkdir -p $(ASSETS)/crossplane-crds
+	crossplane=$(call moddir,crossplane,github.com/crossplane/crossplane/v2); \
+	cp $$crossplane/cluster/crds/*.yaml $(ASSETS)/crossplane-crds/; chmod -R u+w $(ASSETS)/crossplane-crds
 	@mkdir -p $(STAMP) && touch $@
 
 ##@ Verify
