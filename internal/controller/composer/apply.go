@@ -46,6 +46,10 @@ func (a *applier) apply(ctx context.Context, desired *unstructured.Unstructured)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, errors.Wrapf(err, "cannot get %s %s", desired.GetKind(), desired.GetName())
 	}
+	if err == nil && !composedByUs(observed) {
+		return false, errors.Errorf("%s %s exists and was not made by the operator: it is left as it is; delete or rename it to "+
+			"let the operator compose it", desired.GetKind(), desired.GetName())
+	}
 	if err == nil && observed.GetAnnotations()[AnnotationComposedHash] == hash && contains(observed.Object, desired.Object) {
 		return false, nil
 	}
@@ -71,6 +75,12 @@ func (a *applier) create(ctx context.Context, desired *unstructured.Unstructured
 		return false, errors.Wrapf(err, "cannot create %s %s", desired.GetKind(), desired.GetName())
 	}
 	return true, nil
+}
+
+// composedByUs reports whether the composer made the object: everything it applies carries its hash.
+func composedByUs(o client.Object) bool {
+	_, ok := o.GetAnnotations()[AnnotationComposedHash]
+	return ok
 }
 
 // delete deletes an object the composer no longer wants.

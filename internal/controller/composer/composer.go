@@ -13,6 +13,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +80,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	for _, w := range out.Warnings {
 		logger.Info("flavors: " + w)
 	}
+	// A failure composes what it can and prunes nonetheless: one object that cannot be written never holds
+	// back the rest of the cluster's pools. The errors come back together, so the key is retried.
+	var errs []error
 	wantFlavors, wantCatalog := map[string]bool{}, map[string]bool{}
 	for _, o := range out.Objects {
 		switch o.GetKind() {
@@ -97,7 +101,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			_, err = a.create(ctx, o)
 		}
 		if err != nil {
-			return reconcile.Result{}, err
+			logger.Error(err, "cannot compose an object of the node inventory")
+			errs = append(errs, err)
 		}
 	}
 
@@ -106,11 +111,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	// Prune only after the queues stopped naming the flavors they no longer want.
-	return reconcile.Result{}, r.prune(ctx, a, liveTypes, wantFlavors, wantCatalog, wantQueues)
+	errs = append(errs, r.prune(ctx, a, liveTypes, wantFlavors, wantCatalog, wantQueues))
+	return reconcile.Result{}, errors.Join(errs...)
 }
 
 // composeTypes runs the instancetype function for every InstanceType. It returns the InstanceTypes that
-// exist, and the LocalQueues wanted, by namespace/name.
+// exist, and the LocalQueues wanted, by namespace/name. A type that cannot be composed or written keeps the
+// queues it has, gets a ComposeFailed event, and does not stop the others; the returned error joins its
+// failures (and only an error listing the cluster aborts).
 func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, s xrs.FunctionSettings) (liveTypes, wantQueues map[string]bool, err error) {
 	namespaces, err := r.userNamespaces(ctx)
 	if err != nil {
@@ -120,19 +128,35 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 	if err := r.Client.List(ctx, types); err != nil {
 		return nil, nil, errors.Wrap(err, "cannot list InstanceTypes")
 	}
+	existing := &kueuev1beta2.LocalQueueList{}
+	if err := r.Client.List(ctx, existing); err != nil {
+		return nil, nil, errors.Wrap(err, "cannot list LocalQueues")
+	}
 	liveTypes, wantQueues = map[string]bool{}, map[string]bool{}
+	keepQueues := func(typ string) {
+		for _, lq := range existing.Items {
+			if lq.Annotations[pools.AnnotationQueue] == typ {
+				wantQueues[lq.Namespace+"/"+lq.Name] = true
+			}
+		}
+	}
+	var errs []error
+	failed := func(it *workerv1.InstanceType, err error) {
+		r.Recorder.Eventf(it, corev1.EventTypeWarning, "ComposeFailed", "cannot compose the pool: %v", err)
+		keepQueues(it.Name)
+		errs = append(errs, err)
+	}
 	for i := range types.Items {
 		it := &types.Items[i]
 		liveTypes[it.Name] = true
 		if it.DeletionTimestamp != nil {
-			if err := r.retire(ctx, a, it); err != nil {
-				return nil, nil, err
-			}
+			errs = append(errs, r.retire(ctx, a, it))
 			continue
 		}
 		if controllerutil.AddFinalizer(it, FinalizerControlled) {
 			if err := r.Client.Update(ctx, it); err != nil {
-				return nil, nil, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name)
+				failed(it, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name))
+				continue
 			}
 		}
 		out, status, err := embedded.InstanceType(ctx, xrs.InstanceTypePoolSpec{
@@ -140,37 +164,50 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			Flavors: embedded.PoolFlavors(it.Spec, flavors), Nodes: embedded.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
 		})
 		if err != nil {
+			// The type's spec is at fault; retrying the same spec changes nothing, so this is no error.
 			r.Recorder.Eventf(it, corev1.EventTypeWarning, "ComposeFailed", "cannot compose the pool: %v", err)
+			keepQueues(it.Name)
 			continue
 		}
-		for _, o := range out.Objects {
-			if o.GetKind() == "LocalQueue" {
-				wantQueues[o.GetNamespace()+"/"+o.GetName()] = true
-			}
-			if _, err := a.apply(ctx, o); err != nil {
-				return nil, nil, err
-			}
+		if err := r.applyPool(ctx, a, out.Objects, wantQueues); err != nil {
+			failed(it, err)
+			continue
 		}
 		if !apiequality.Semantic.DeepEqual(it.Status, status) {
 			it.Status = status
 			if err := r.Client.Status().Update(ctx, it); err != nil {
-				return nil, nil, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name)
+				errs = append(errs, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name))
 			}
 		}
 	}
-	return liveTypes, wantQueues, nil
+	return liveTypes, wantQueues, errors.Join(errs...)
+}
+
+// applyPool applies one pool's objects, noting its LocalQueues in wantQueues; it stops at the first failure.
+func (r *Reconciler) applyPool(ctx context.Context, a *applier, objects []*unstructured.Unstructured, wantQueues map[string]bool) error {
+	for _, o := range objects {
+		if o.GetKind() == "LocalQueue" {
+			wantQueues[o.GetNamespace()+"/"+o.GetName()] = true
+		}
+		if _, err := a.apply(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // retire tears down a deleted InstanceType: its queue drains and goes, then the finalizer is released.
 func (r *Reconciler) retire(ctx context.Context, a *applier, it *workerv1.InstanceType) error {
 	cq := &kueuev1beta2.ClusterQueue{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: it.Name}, cq)
-	if err == nil {
+	if err == nil && composedByUs(cq) {
 		return a.delete(ctx, cq)
 	}
 	if client.IgnoreNotFound(err) != nil {
 		return errors.Wrapf(err, "cannot get the ClusterQueue of InstanceType %s", it.Name)
 	}
+	// No queue of ours is left (a ClusterQueue of the same name that the composer did not make is not its to
+	// delete): the type may go.
 	if controllerutil.RemoveFinalizer(it, FinalizerControlled) {
 		return errors.Wrapf(r.Client.Update(ctx, it), "cannot release InstanceType %s", it.Name)
 	}
@@ -185,7 +222,7 @@ func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, 
 		return errors.Wrap(err, "cannot list ClusterQueues")
 	}
 	for i := range cqs.Items {
-		if !liveTypes[cqs.Items[i].Name] {
+		if !liveTypes[cqs.Items[i].Name] && composedByUs(&cqs.Items[i]) {
 			if err := a.delete(ctx, &cqs.Items[i]); err != nil {
 				return err
 			}
@@ -197,7 +234,7 @@ func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, 
 	}
 	for i := range lqs.Items {
 		lq := &lqs.Items[i]
-		if _, ours := lq.Annotations[pools.AnnotationQueue]; ours && !localQueues[lq.Namespace+"/"+lq.Name] {
+		if _, ours := lq.Annotations[pools.AnnotationQueue]; ours && composedByUs(lq) && !localQueues[lq.Namespace+"/"+lq.Name] {
 			if err := a.delete(ctx, lq); err != nil {
 				return err
 			}
@@ -208,7 +245,7 @@ func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, 
 		return errors.Wrap(err, "cannot list ResourceFlavors")
 	}
 	for i := range rfs.Items {
-		if !flavors[rfs.Items[i].Name] {
+		if !flavors[rfs.Items[i].Name] && composedByUs(&rfs.Items[i]) {
 			if err := a.delete(ctx, &rfs.Items[i]); err != nil {
 				return err
 			}
@@ -219,7 +256,7 @@ func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, 
 		return errors.Wrap(err, "cannot list InstanceTypeFlavors")
 	}
 	for i := range itfs.Items {
-		if !catalog[itfs.Items[i].Name] {
+		if !catalog[itfs.Items[i].Name] && composedByUs(&itfs.Items[i]) {
 			if err := a.delete(ctx, &itfs.Items[i]); err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
@@ -143,4 +145,84 @@ var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once co
 	Expect(cmp.Diff(step2, observe())).To(BeEmpty(), "Step 2: Reconcile(...): -want, +got")
 	recompute("step 2, converged")
 	Expect(writes.List()).To(BeEmpty(), "Step 2: a converged Reconcile(...) wrote")
+})
+
+// cleanChain removes what a spec composed, so the next one starts from an empty chain: without Kueue or the
+// composer running, nothing else would release the InstanceTypes' finalizers.
+func cleanChain() {
+	ctx := context.Background()
+	its := &workerv1.InstanceTypeList{}
+	Expect(suite.Client.List(ctx, its)).To(Succeed())
+	for i := range its.Items {
+		if controllerutil.RemoveFinalizer(&its.Items[i], composer.FinalizerControlled) {
+			Expect(suite.Client.Update(ctx, &its.Items[i])).To(Succeed())
+		}
+	}
+	for _, o := range []client.Object{&workerv1.InstanceType{}, &workerv1.InstanceTypeFlavor{}, &kueue.ClusterQueue{}, &kueue.ResourceFlavor{}} {
+		Expect(suite.Client.DeleteAllOf(ctx, o)).To(Succeed())
+	}
+	Expect(suite.Client.DeleteAllOf(ctx, &kueue.LocalQueue{}, client.InNamespace("default"))).To(Succeed())
+}
+
+var _ = AfterEach(cleanChain)
+
+var _ = Describe("a recompute that meets what it cannot write", func() {
+	ctx := context.Background()
+	chain := reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}}
+	var (
+		r      *composer.Reconciler
+		events *record.FakeRecorder
+	)
+	BeforeEach(func() {
+		suite.Create(profiledNodes("walkthrough.yaml")...)
+		events = record.NewFakeRecorder(100)
+		r = &composer.Reconciler{Client: suite.Client, Recorder: events}
+	})
+
+	It("leaves an object of a composed name that it did not make as it is, says so, and composes the rest", func() {
+		theirs := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--amd-epyc-7r13-linux-amd64-16c",
+			Labels: map[string]string{"owner": "someone"}}}
+		suite.Create(theirs)
+		_, err := r.Reconcile(ctx, chain)
+		Expect(err).To(MatchError(ContainSubstring("ResourceFlavor gpustack--amd-epyc-7r13-linux-amd64-16c exists and was not made by the operator")))
+
+		got := &kueue.ResourceFlavor{}
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(theirs), got)).To(Succeed())
+		Expect(got.Labels).To(Equal(map[string]string{"owner": "someone"}), "their flavor's labels")
+		Expect(got.Spec.NodeLabels).To(BeEmpty(), "their flavor's node labels")
+		Expect(observe().ClusterQueues).To(ConsistOf(walkthrough.Step1Types[1][0], walkthrough.Step1Types[2][0], walkthrough.Step1Types[3][0]),
+			"the three pools are composed all the same")
+	})
+
+	It("goes on past a type whose queue it cannot write, and keeps that type's entrances", func() {
+		theirs := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-pool"}}
+		entrance := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pools.EntranceName("team-pool"),
+			Annotations: map[string]string{pools.AnnotationQueue: "team-pool", composer.AnnotationComposedHash: "from-before"}},
+			Spec: kueue.LocalQueueSpec{ClusterQueue: "team-pool"}}
+		suite.Create(theirs, entrance, builders.MakeInstanceType("team-pool").Obj())
+		_, err := r.Reconcile(ctx, chain)
+		Expect(err).To(MatchError(ContainSubstring("ClusterQueue team-pool exists and was not made by the operator")))
+
+		got := observe()
+		Expect(got.ClusterQueues).To(ContainElements(walkthrough.Step1Types[1][0], walkthrough.Step1Types[2][0], walkthrough.Step1Types[3][0]),
+			"the other pools are composed")
+		Expect(got.LocalQueues).To(ContainElement("default/"+pools.EntranceName("team-pool")), "the failed type's entrance is kept")
+		Expect(events.Events).To(Receive(ContainSubstring("ComposeFailed")))
+		cq := &kueue.ClusterQueue{}
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(theirs), cq)).To(Succeed())
+		Expect(cq.Spec.ResourceGroups).To(BeEmpty(), "their ClusterQueue is left as it is")
+	})
+
+	It("keeps the entrances of a type whose composition fails", func() {
+		broken := builders.MakeInstanceType("broken").Obj()
+		broken.Spec.Acceleratable, broken.Spec.AcceleratorGroup = true, "acme-x1"
+		entrance := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pools.EntranceName("broken"),
+			Annotations: map[string]string{pools.AnnotationQueue: "broken", composer.AnnotationComposedHash: "from-before"}},
+			Spec: kueue.LocalQueueSpec{ClusterQueue: "broken"}}
+		suite.Create(broken, entrance)
+		_, err := r.Reconcile(ctx, chain)
+		Expect(err).NotTo(HaveOccurred(), "a type's own bad spec is its event, not the recompute's error")
+		Expect(observe().LocalQueues).To(ContainElement("default/" + pools.EntranceName("broken")))
+		Expect(events.Events).To(Receive(ContainSubstring("ComposeFailed")))
+	})
 })
