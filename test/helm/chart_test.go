@@ -115,7 +115,7 @@ func TestTemplateWorker(t *testing.T) {
 	d := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"])
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
-	wantArgs := []string{"worker", "--health-probe-bind-address=:8081", "--webhook-port=9443", "--webhook-service=gpustack-operator-worker-webhook",
+	wantArgs := []string{"worker", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080", "--webhook-port=9443", "--webhook-service=gpustack-operator-worker-webhook",
 		"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--device-manager-image=docker.io/gpustack/gpustack-operator:v0.1.0"}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("worker args: -want, +got:\n%s", diff)
@@ -126,6 +126,9 @@ func TestTemplateWorker(t *testing.T) {
 	checkRestricted(t, pod)
 	if _, ok := objs["Service/gpustack-operator-worker-webhook"]; !ok {
 		t.Error("no webhook Service")
+	}
+	if _, ok := objs["Service/gpustack-operator-worker-metrics"]; !ok {
+		t.Error("no metrics Service: the metrics are on by default")
 	}
 	for kind, component := range map[string]string{"ClusterRole": "worker", "Role": "worker"} {
 		got := convert[rbacv1.ClusterRole](t, objs[kind+"/gpustack-operator-"+component])

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"reflect"
 
+	"github.com/gpustack/gpustack-operator/internal/metrics"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,6 +59,7 @@ func (a *applier) apply(ctx context.Context, desired *unstructured.Unstructured)
 	if err := a.client.Patch(ctx, desired, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return false, errors.Wrapf(err, "cannot apply %s %s", desired.GetKind(), desired.GetName())
 	}
+	metrics.ComposeObjects.WithLabelValues("applied").Inc()
 	return true, nil
 }
 
@@ -74,6 +77,7 @@ func (a *applier) create(ctx context.Context, desired *unstructured.Unstructured
 	if err := a.client.Create(ctx, desired.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, errors.Wrapf(err, "cannot create %s %s", desired.GetKind(), desired.GetName())
 	}
+	metrics.ComposeObjects.WithLabelValues("created").Inc()
 	return true, nil
 }
 
@@ -88,7 +92,11 @@ func (a *applier) delete(ctx context.Context, o client.Object) error {
 	if o.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	return errors.Wrapf(client.IgnoreNotFound(a.client.Delete(ctx, o)), "cannot delete %s", o.GetName())
+	if err := client.IgnoreNotFound(a.client.Delete(ctx, o)); err != nil {
+		return errors.Wrapf(err, "cannot delete %s", o.GetName())
+	}
+	metrics.ComposeObjects.WithLabelValues("deleted").Inc()
+	return nil
 }
 
 // hashOf hashes the object's labels, annotations and every top-level field but metadata and status.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	"github.com/gpustack/gpustack-operator/functions/instancetype"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
 	"github.com/gpustack/gpustack-operator/internal/embedded"
+	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/pools"
 )
@@ -41,6 +43,9 @@ var chainKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
+
+	// published are the InstanceTypes whose views the metrics show, so those of types that are gone can go.
+	published map[string]bool
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes;namespaces;pods,verbs=get;list;watch
@@ -53,6 +58,17 @@ type Reconciler struct {
 
 // Reconcile recomputes the chain.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	res, err := r.recompute(ctx)
+	metrics.ComposeDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		metrics.ComposeFailures.Inc()
+	}
+	return res, err
+}
+
+// recompute composes the whole chain once.
+func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	a := &applier{client: r.Client}
 
@@ -173,6 +189,7 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			failed(it, err)
 			continue
 		}
+		metrics.ObserveInstanceType(it.Name, status)
 		if !apiequality.Semantic.DeepEqual(it.Status, status) {
 			it.Status = status
 			if err := r.Client.Status().Update(ctx, it); err != nil {
@@ -180,7 +197,18 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			}
 		}
 	}
+	r.forgetGone(liveTypes)
 	return liveTypes, wantQueues, errors.Join(errs...)
+}
+
+// forgetGone removes the metrics of the InstanceTypes that no longer exist.
+func (r *Reconciler) forgetGone(live map[string]bool) {
+	for name := range r.published {
+		if !live[name] {
+			metrics.ForgetInstanceType(name)
+		}
+	}
+	r.published = live
 }
 
 // applyPool applies one pool's objects, noting its LocalQueues in wantQueues; it stops at the first failure.

@@ -1,6 +1,11 @@
 package composer_test
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gpustack/gpustack-operator/internal/metrics"
+
 	"context"
 	"sort"
 	"testing"
@@ -125,8 +130,16 @@ var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once co
 	recompute("step 1")
 	recompute("step 1, derived types")
 	Expect(cmp.Diff(step1, observe())).To(BeEmpty(), "Step 1: Reconcile(...): -want, +got")
+	// The metrics show the same views as the status: the T4 pool's 4/5 whole cards and 4/50 shares.
+	t4 := walkthrough.Step1Types[3][0]
+	Expect(gauge(metrics.PoolRemaining, t4, metrics.ViewExclusive)).To(Equal(5.0))
+	Expect(gauge(metrics.PoolOnceMax, t4, metrics.ViewExclusive)).To(Equal(4.0))
+	Expect(gauge(metrics.PoolRemaining, t4, metrics.ViewShared)).To(Equal(50.0))
+	Expect(gauge(metrics.PoolRemaining, walkthrough.Step1Types[2][0], metrics.ViewExclusive)).To(Equal(1.0))
+	applied := testutil.ToFloat64(metrics.ComposeObjects.WithLabelValues("applied"))
 	recompute("step 1, converged")
 	Expect(writes.List()).To(BeEmpty(), "Step 1: a converged Reconcile(...) wrote")
+	Expect(testutil.ToFloat64(metrics.ComposeObjects.WithLabelValues("applied"))).To(Equal(applied), "objects applied by a converged recompute")
 
 	node := &corev1.Node{}
 	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node)).To(Succeed())
@@ -143,9 +156,16 @@ var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once co
 		{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", "0/0 0/0 0/0 0/0", "0/0", "Active"},
 		walkthrough.Step1Types[3]}
 	Expect(cmp.Diff(step2, observe())).To(BeEmpty(), "Step 2: Reconcile(...): -want, +got")
+	Expect(gauge(metrics.PoolRemaining, walkthrough.Step1Types[2][0], metrics.ViewExclusive)).To(Equal(0.0),
+		"the A10G pool's whole cards once its node is out")
 	recompute("step 2, converged")
 	Expect(writes.List()).To(BeEmpty(), "Step 2: a converged Reconcile(...) wrote")
 })
+
+// gauge reads one view's gauge of an InstanceType.
+func gauge(g *prometheus.GaugeVec, instanceType, view string) float64 {
+	return testutil.ToFloat64(g.WithLabelValues(instanceType, view))
+}
 
 // cleanChain removes what a spec composed, so the next one starts from an empty chain: without Kueue or the
 // composer running, nothing else would release the InstanceTypes' finalizers.

@@ -1,0 +1,78 @@
+// Package metrics holds the worker's own Prometheus metrics, registered on controller-runtime's registry, so
+// they are served on the worker's metrics endpoint beside the controllers' own.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// The views of an InstanceType, as the label view names them.
+const (
+	ViewExclusive   = "exclusive"
+	ViewShared      = "shared"
+	ViewSliced      = "sliced"
+	ViewPartitioned = "partitioned"
+	ViewCPU         = "cpu"
+)
+
+var (
+	// PoolCapacity is each InstanceType view's size when nothing is allocated.
+	PoolCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpustack_instancetype_capacity",
+		Help: "The size of an InstanceType's view when nothing is allocated (cards, shares, slice units, partitions or cores)."},
+		[]string{"instancetype", "view"})
+	// PoolRemaining is what each InstanceType view still has free.
+	PoolRemaining = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpustack_instancetype_remaining",
+		Help: "What an InstanceType's view still has free."}, []string{"instancetype", "view"})
+	// PoolOnceMax is the largest single request each InstanceType view can take now.
+	PoolOnceMax = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpustack_instancetype_once_max_request",
+		Help: "The largest single request an InstanceType's view can take now."}, []string{"instancetype", "view"})
+	// ComposeDuration is how long a recompute of the chain takes.
+	ComposeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gpustack_compose_duration_seconds",
+		Help: "How long a recompute of the chain takes.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)})
+	// ComposeObjects counts the objects the composer wrote, by what it did (applied, created, deleted).
+	ComposeObjects = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpustack_compose_objects_total",
+		Help: "Objects the composer wrote, by operation: applied, created or deleted (pruned)."}, []string{"operation"})
+	// ComposeFailures counts the recomputes that ended with an error.
+	ComposeFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpustack_compose_failures_total",
+		Help: "Recomputes of the chain that ended with an error (each is retried)."})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(PoolCapacity, PoolRemaining, PoolOnceMax, ComposeDuration, ComposeObjects, ComposeFailures)
+}
+
+// ObserveInstanceType sets the gauges of one InstanceType from its status; a view the status lacks is removed.
+func ObserveInstanceType(name string, st workerv1.InstanceTypeStatus) {
+	views := map[string]*workerv1.CapacityView{ViewExclusive: st.Accelerator, ViewShared: st.AcceleratorShared,
+		ViewSliced: st.AcceleratorSliced, ViewCPU: st.CPU}
+	if st.AcceleratorPartitioned != nil {
+		views[ViewPartitioned] = &st.AcceleratorPartitioned.CapacityView
+	} else {
+		views[ViewPartitioned] = nil
+	}
+	for view, v := range views {
+		if v == nil {
+			forgetView(name, view)
+			continue
+		}
+		PoolCapacity.WithLabelValues(name, view).Set(v.Capacity.AsApproximateFloat64())
+		PoolRemaining.WithLabelValues(name, view).Set(v.Remaining.AsApproximateFloat64())
+		PoolOnceMax.WithLabelValues(name, view).Set(v.OnceMaxRequest.AsApproximateFloat64())
+	}
+}
+
+// ForgetInstanceType removes the gauges of an InstanceType that is gone.
+func ForgetInstanceType(name string) {
+	for _, g := range []*prometheus.GaugeVec{PoolCapacity, PoolRemaining, PoolOnceMax} {
+		g.DeletePartialMatch(prometheus.Labels{"instancetype": name})
+	}
+}
+
+func forgetView(name, view string) {
+	for _, g := range []*prometheus.GaugeVec{PoolCapacity, PoolRemaining, PoolOnceMax} {
+		g.DeleteLabelValues(name, view)
+	}
+}
