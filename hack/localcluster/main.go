@@ -81,6 +81,9 @@ func up(args []string) error {
 		return err
 	}
 	fmt.Printf("The local cluster runs with %d nodes from %s; logs are in %s/logs.\n", len(nodes.Nodes), *inv, absDir)
+	if url := c.MetricsURL(); url != "" {
+		fmt.Printf("metrics: %s\n", url)
+	}
 	fmt.Println("Stop it with: make demo-down")
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
 	return nil

@@ -1,6 +1,11 @@
 package e2e
 
 import (
+	"net/http"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 
@@ -291,6 +296,11 @@ var _ = It("follows Step 4's first half", func() {
 // returns the row.
 var _ = It("follows the walkthrough's Step 3", func() {
 	waitTable(step1Types, "get", "instancetype")
+	// The worker's metrics show the same views as the table, before, during and after the slice.
+	sliced := func() float64 {
+		return poolMetric("gpustack_instancetype_remaining", "gpustack--nvidia-a10g-linux-amd64", "sliced")
+	}
+	Expect(sliced()).To(Equal(100.0), "the A10G pool's free slice units before the slice")
 	kubectl("apply", "-f", testenv.Path("examples", "instances", "sliced-demo.yaml"))
 	DeferCleanup(func() { kubectl("delete", "instance", "sliced-demo", "-n", "default", "--ignore-not-found") })
 	eventually(2*time.Minute, func() (bool, string) {
@@ -301,12 +311,37 @@ var _ = It("follows the walkthrough's Step 3", func() {
 		return []string{"gpustack--nvidia-a10g-linux-amd64", "gpustack-fnv64-c4680bb149644f1c", "8/64Gi/100Gi", views, "0/0", "Active"}
 	}
 	waitTable([][]string{step1Types[0], step1Types[1], a10g("0/0 0/0 80/80 0/0"), step1Types[3]}, "get", "instancetype")
+	Expect(sliced()).To(Equal(80.0), "the A10G pool's free slice units with the slice running")
 	if got := kubectl("get", "pod", "sliced-demo", "-n", "default", "-o", "jsonpath={.spec.nodeName} {.metadata.annotations.device\\.gpustack\\.ai/accelerator\\.allocated}"); !strings.HasPrefix(got, "node-a10g {\"main\":[\"GPU-") {
 		Fail(fmt.Sprintf("the slice's Pod runs on node-a10g with its card recorded: %q", got))
 	}
 	kubectl("delete", "instance", "sliced-demo", "-n", "default")
 	waitTable(step1Types, "get", "instancetype")
+	Expect(sliced()).To(Equal(100.0), "the A10G pool's free slice units after the slice")
 })
+
+// poolMetric reads one view's gauge of an InstanceType from the worker's metrics endpoint.
+func poolMetric(name, instanceType, view string) float64 {
+	GinkgoHelper()
+	resp, err := http.Get(cluster.MetricsURL())
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(families).To(HaveKey(name))
+	for _, m := range families[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["instancetype"] == instanceType && labels["view"] == view {
+			return m.GetGauge().GetValue()
+		}
+	}
+	Fail(fmt.Sprintf("no %s{instancetype=%q,view=%q} on the worker's metrics endpoint", name, instanceType, view))
+	return 0
+}
 
 // instancePhase reads an Instance's phase and message.
 func instancePhase(name string) string {

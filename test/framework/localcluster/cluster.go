@@ -82,7 +82,7 @@ type Cluster struct {
 }
 
 type ports struct {
-	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker, workerWebhook int
+	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker, workerWebhook, workerMetrics int
 }
 
 // Start brings the cluster up and waits until every component is ready and every inventory node is Ready.
@@ -156,6 +156,14 @@ func Stop(dir string) ([]string, error) {
 		order[len(startOrder)-1-i] = name
 	}
 	return stopRecorded(dir, order)
+}
+
+// MetricsURL is the address of the worker's Prometheus metrics, empty when the cluster runs no operator.
+func (c *Cluster) MetricsURL() string {
+	if c.cfg.Operator == "" {
+		return ""
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.workerMetrics)
 }
 
 // Clientset returns a Kubernetes clientset for the administrator.
@@ -284,7 +292,7 @@ func freePorts() (ports, error) {
 	}
 	var p ports
 	for _, dst := range []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.nfd,
-		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook} {
+		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook, &p.workerMetrics} {
 		port, err := next()
 		if err != nil {
 			return p, err

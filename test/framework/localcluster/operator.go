@@ -55,6 +55,7 @@ func (c *Cluster) startWorker(ctx context.Context) error {
 	// simulated agent below does their work.
 	if err := c.start(componentWorker, nil, c.cfg.Operator, "worker", "--kubeconfig="+worker,
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.worker),
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.workerMetrics),
 		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(c.ports.workerWebhook), "--webhook-cert-dir="+certs,
 		"--device-manager-image=gpustack/gpustack-operator:local"); err != nil {
 		return err
