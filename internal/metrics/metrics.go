@@ -35,13 +35,24 @@ var (
 	// ComposeObjects counts the objects the composer wrote, by what it did (applied, created, deleted).
 	ComposeObjects = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpustack_compose_objects_total",
 		Help: "Objects the composer wrote, by operation: applied, created or deleted (pruned)."}, []string{"operation"})
+	// AdmissionDecisions counts the per-card check's verdicts by state (Ready, Retry) and reason.
+	AdmissionDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpustack_admission_check_decisions_total",
+		Help: "Verdicts of the gpustack-node-devices AdmissionCheck, by state and reason."}, []string{"state", "reason"})
+	// AdmissionLatency is how long the per-card check takes to judge one Workload.
+	AdmissionLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gpustack_admission_check_duration_seconds",
+		Help: "How long the gpustack-node-devices AdmissionCheck takes to judge one Workload.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
+	// LedgerConflicts counts claims a ledger rebuild could not charge (their cards gone, taken or full).
+	LedgerConflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpustack_ledger_conflicts_total",
+		Help: "Claims a node's ledger could not charge: their cards gone, taken or full."})
 	// ComposeFailures counts the recomputes that ended with an error.
 	ComposeFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpustack_compose_failures_total",
 		Help: "Recomputes of the chain that ended with an error (each is retried)."})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(PoolCapacity, PoolRemaining, PoolOnceMax, ComposeDuration, ComposeObjects, ComposeFailures)
+	ctrlmetrics.Registry.MustRegister(PoolCapacity, PoolRemaining, PoolOnceMax, ComposeDuration, ComposeObjects, ComposeFailures,
+		AdmissionDecisions, AdmissionLatency, LedgerConflicts)
 }
 
 // ObserveInstanceType sets the gauges of one InstanceType from its status; a view the status lacks is removed.

@@ -5,6 +5,10 @@
 package nodedevices
 
 import (
+	"k8s.io/client-go/tools/record"
+
+	"github.com/gpustack/gpustack-operator/internal/metrics"
+
 	"context"
 	"fmt"
 	"sort"
@@ -43,6 +47,8 @@ type Reconciler struct {
 	// Reader lists Pods and Workloads uncached, so a Pod bound or a Workload admitted a moment ago counts.
 	Reader client.Reader
 	Log    logr.Logger
+	// Recorder gets an event on the Workload for each verdict, saying why it waits or where it fits.
+	Recorder record.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get;list;watch;create
@@ -52,6 +58,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile judges one Workload whose quota is reserved and whose check is pending.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -63,36 +70,59 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if state == nil || state.State != kueue.CheckStatePending || !reserved(wl) || evicted(wl) {
 		return reconcile.Result{}, nil
 	}
-	verdict, msg, err := r.judge(ctx, wl)
+	start := time.Now()
+	v, err := r.judge(ctx, wl)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	state.State, state.Message, state.LastTransitionTime = verdict, msg, metav1.Now()
-	if verdict == kueue.CheckStateRetry {
+	metrics.AdmissionDecisions.WithLabelValues(string(v.state), v.reason).Inc()
+	metrics.AdmissionLatency.Observe(time.Since(start).Seconds())
+	eventType := corev1.EventTypeNormal
+	if v.state != kueue.CheckStateReady {
+		eventType = corev1.EventTypeWarning
+	}
+	r.Recorder.Event(wl, eventType, v.reason, v.message)
+	state.State, state.Message, state.LastTransitionTime = v.state, v.message, metav1.Now()
+	if v.state == kueue.CheckStateRetry {
 		// Kueue gives the quota back and tries again; without a pause it would retry many times a second.
 		state.RequeueAfterSeconds = ptr.To(retryAfterSeconds)
 	}
 	return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(r.Client.Status().Update(ctx, wl)), "cannot set the check's state")
 }
 
+// Reasons of the check's verdicts, in events and in the decisions metric.
+const (
+	ReasonFits           = "CardFits"
+	ReasonNoAccelerator  = "NoAccelerator"
+	ReasonNoSingleFlavor = "NoSingleFlavor"
+	ReasonNoCardWithRoom = "NoCardWithRoom"
+)
+
+// verdict is the check's answer for one Workload.
+type verdict struct {
+	state   kueue.CheckState
+	reason  string
+	message string
+}
+
 // judge places the Workload's Pods on the nodes of its assigned flavors, after the Pods bound to them and the
 // Workloads that passed the check but whose Pods are not bound yet.
-func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (kueue.CheckState, string, error) {
+func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, error) {
 	claims := workloadClaims(wl)
 	if len(claims) == 0 {
-		return kueue.CheckStateReady, "asks for no accelerator", nil
+		return verdict{kueue.CheckStateReady, ReasonNoAccelerator, "asks for no accelerator"}, nil
 	}
 	flavor, err := singleFlavor(wl)
 	if err != nil {
-		return kueue.CheckStateRetry, err.Error(), nil
+		return verdict{kueue.CheckStateRetry, ReasonNoSingleFlavor, err.Error()}, nil
 	}
 	nodes, err := r.nodesOf(ctx, flavor)
 	if err != nil {
-		return "", "", err
+		return verdict{}, err
 	}
 	inflight, err := r.inflight(ctx, wl, flavor)
 	if err != nil {
-		return "", "", err
+		return verdict{}, err
 	}
 	for _, other := range inflight {
 		if _, after, err := pools.Place(nodes, other); err == nil {
@@ -101,9 +131,10 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (kueue.Check
 	}
 	node, _, err := pools.Place(nodes, claims)
 	if err != nil {
-		return kueue.CheckStateRetry, fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(claims), err), nil
+		return verdict{kueue.CheckStateRetry, ReasonNoCardWithRoom,
+			fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(claims), err)}, nil
 	}
-	return kueue.CheckStateReady, "fits on node " + node, nil
+	return verdict{kueue.CheckStateReady, ReasonFits, "fits on node " + node}, nil
 }
 
 // nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods.

@@ -1,6 +1,11 @@
 package nodedevices_test
 
 import (
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/gpustack/gpustack-operator/internal/metrics"
+
 	"context"
 	"strings"
 	"testing"
@@ -63,6 +68,8 @@ type want struct {
 	State   kueue.CheckState
 	Message string
 	Requeue *int32
+	// Event is the reason of the event on the Workload, empty when the check was left alone.
+	Event string
 }
 
 var _ = Describe("Reconcile", func() {
@@ -87,17 +94,28 @@ var _ = Describe("Reconcile", func() {
 			Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
 
 			c, writes := testenv.CountWrites(suite.Client)
-			r := &nodedevices.Reconciler{Client: c, Reader: c, Log: logr.Discard()}
+			events := record.NewFakeRecorder(10)
+			decisions := metrics.AdmissionDecisions.WithLabelValues(string(w.State), w.Event)
+			before := testutil.ToFloat64(decisions)
+			r := &nodedevices.Reconciler{Client: c, Reader: c, Log: logr.Discard(), Recorder: events}
 			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)}
 			_, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(suite.Client.Get(ctx, req.NamespacedName, wl)).To(Succeed())
 			s := wl.Status.AdmissionChecks[0]
 			got := want{State: s.State, Message: s.Message, Requeue: s.RequeueAfterSeconds}
+			select {
+			case e := <-events.Events:
+				got.Event = strings.Fields(e)[1]
+			default:
+			}
 			if strings.HasPrefix(got.Message, w.Message) {
 				got.Message = w.Message
 			}
 			Expect(cmp.Diff(w, got)).To(BeEmpty(), "Reconcile(...): -want, +got")
+			if w.Event != "" {
+				Expect(testutil.ToFloat64(decisions)-before).To(Equal(1.0), "decisions counted for %s/%s", w.State, w.Event)
+			}
 
 			writes.Reset()
 			_, err = r.Reconcile(ctx, req)
@@ -105,13 +123,14 @@ var _ = Describe("Reconcile", func() {
 			Expect(writes.List()).To(BeEmpty(), "a second Reconcile(...) wrote")
 		},
 		Entry("a whole card on a node whose one card is free is Ready, naming the node",
-			"fits", whole, true, false, want{State: kueue.CheckStateReady, Message: "fits on node fits"}),
+			"fits", whole, true, false, want{State: kueue.CheckStateReady, Message: "fits on node fits", Event: nodedevices.ReasonFits}),
 		Entry("when a bound Pod holds the only card, the check asks Kueue to retry in 5 seconds and says why",
 			"cardheld", whole, true, true,
-			want{State: kueue.CheckStateRetry, Message: "pool flavor cardheld cannot take", Requeue: ptr.To[int32](5)}),
+			want{State: kueue.CheckStateRetry, Message: "pool flavor cardheld cannot take", Requeue: ptr.To[int32](5),
+				Event: nodedevices.ReasonNoCardWithRoom}),
 		Entry("a Workload that asks for no accelerator passes",
 			"noaccelerator", map[string]string{"cpu": "1"}, true, false,
-			want{State: kueue.CheckStateReady, Message: "asks for no accelerator"}),
+			want{State: kueue.CheckStateReady, Message: "asks for no accelerator", Event: nodedevices.ReasonNoAccelerator}),
 		Entry("before Kueue reserves quota the check is left Pending",
 			"notreserved", whole, false, false, want{State: kueue.CheckStatePending, Message: "waiting"}),
 	)

@@ -4,6 +4,8 @@
 package podcards
 
 import (
+	"github.com/gpustack/gpustack-operator/internal/metrics"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -76,6 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	ledger, placed, problems := pools.Ledger(d, claims)
 	for _, p := range problems {
+		metrics.LedgerConflicts.Inc()
 		r.Recorder.Event(d, corev1.EventTypeWarning, "LedgerConflict", p.Error())
 	}
 	var errs []error

@@ -1,6 +1,10 @@
 package podcards_test
 
 import (
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gpustack/gpustack-operator/internal/metrics"
+
 	"context"
 	"fmt"
 	"testing"
@@ -109,6 +113,7 @@ var _ = Describe("Reconcile", func() {
 			makePod("conflict-first", node, corev1.PodRunning, whole, ""))
 		suite.Create(makePod("conflict-second", node, corev1.PodRunning, whole, ""))
 		events := record.NewFakeRecorder(10)
+		conflicts := testutil.ToFloat64(metrics.LedgerConflicts)
 		r := &podcards.Reconciler{Client: suite.Client, Recorder: events, ReleaseTerminated: true}
 		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: node}})
 		Expect(err).NotTo(HaveOccurred())
@@ -117,5 +122,6 @@ var _ = Describe("Reconcile", func() {
 		a := d.Status.Groups[0].Accelerators[0]
 		Expect([]int64{a.Allocated, a.Remaining}).To(Equal([]int64{pools.M, 0}), "the one card: allocated, remaining")
 		Expect(events.Events).To(Receive(HavePrefix("Warning LedgerConflict")))
+		Expect(testutil.ToFloat64(metrics.LedgerConflicts)-conflicts).To(Equal(1.0), "ledger conflicts counted")
 	})
 })
