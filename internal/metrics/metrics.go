@@ -40,7 +40,7 @@ var (
 		Help: "Verdicts of the gpustack-node-devices AdmissionCheck, by state and reason."}, []string{"state", "reason"})
 	// AdmissionLatency is how long the per-card check takes to judge one Workload.
 	AdmissionLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gpustack_admission_check_duration_seconds",
-		Help: "How long the gpustack-node-devices AdmissionCheck takes to judge one Workload.",
+		Help:    "How long the gpustack-node-devices AdmissionCheck takes to judge one Workload.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
 	// LedgerConflicts counts claims a ledger rebuild could not charge (their cards gone, taken or full).
 	LedgerConflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpustack_ledger_conflicts_total",
