@@ -181,6 +181,10 @@ const (
 	InstanceTypeDraining InstanceTypePhase = "Draining"
 )
 
+// ConditionReady is the type of the condition that says whether an InstanceType's pool admits work, or an
+// Instance runs; when it is False, its reason names the step that holds it.
+const ConditionReady = "Ready"
+
 // CapacityView is one projection of a pool's capacity.
 type CapacityView struct {
 	// Capacity is the size of the view when nothing is allocated.

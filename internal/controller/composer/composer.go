@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -157,10 +160,19 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		}
 	}
 	var errs []error
-	failed := func(it *workerv1.InstanceType, err error) {
-		r.Recorder.Eventf(it, corev1.EventTypeWarning, "ComposeFailed", "cannot compose the pool: %v", err)
+	// failed reports a type that cannot be composed (retry false: its own spec is at fault, so retrying the
+	// same spec changes nothing) or written, keeping the queues it has.
+	failed := func(it *workerv1.InstanceType, err error, retry bool) {
+		r.Recorder.Eventf(it, corev1.EventTypeWarning, ReasonComposeFailed, "cannot compose the pool: %v", err)
 		keepQueues(it.Name)
-		errs = append(errs, err)
+		if retry {
+			errs = append(errs, err)
+		}
+		if apimeta.SetStatusCondition(&it.Status.Conditions, composeFailed(err, it.Generation)) {
+			if err := r.Client.Status().Update(ctx, it); err != nil {
+				errs = append(errs, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name))
+			}
+		}
 	}
 	for i := range types.Items {
 		it := &types.Items[i]
@@ -171,7 +183,7 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		}
 		if controllerutil.AddFinalizer(it, FinalizerControlled) {
 			if err := r.Client.Update(ctx, it); err != nil {
-				failed(it, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name))
+				failed(it, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name), true)
 				continue
 			}
 		}
@@ -180,16 +192,16 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			Flavors: embedded.PoolFlavors(it.Spec, flavors), Nodes: embedded.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
 		})
 		if err != nil {
-			// The type's spec is at fault; retrying the same spec changes nothing, so this is no error.
-			r.Recorder.Eventf(it, corev1.EventTypeWarning, "ComposeFailed", "cannot compose the pool: %v", err)
-			keepQueues(it.Name)
+			failed(it, err, false)
 			continue
 		}
 		if err := r.applyPool(ctx, a, out.Objects, wantQueues); err != nil {
-			failed(it, err)
+			failed(it, err, true)
 			continue
 		}
 		metrics.ObserveInstanceType(it.Name, status)
+		status.Conditions = append([]metav1.Condition(nil), it.Status.Conditions...)
+		apimeta.SetStatusCondition(&status.Conditions, poolReady(status, it.Generation))
 		if !apiequality.Semantic.DeepEqual(it.Status, status) {
 			it.Status = status
 			if err := r.Client.Status().Update(ctx, it); err != nil {

@@ -3,6 +3,7 @@ package composer_test
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 
@@ -136,6 +137,10 @@ var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once co
 	Expect(gauge(metrics.PoolOnceMax, t4, metrics.ViewExclusive)).To(Equal(4.0))
 	Expect(gauge(metrics.PoolRemaining, t4, metrics.ViewShared)).To(Equal(50.0))
 	Expect(gauge(metrics.PoolRemaining, walkthrough.Step1Types[2][0], metrics.ViewExclusive)).To(Equal(1.0))
+	for _, row := range walkthrough.Step1Types[1:] {
+		Expect(readyOf(row[0])).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "Active")),
+			"the Ready condition of %s", row[0])
+	}
 	applied := testutil.ToFloat64(metrics.ComposeObjects.WithLabelValues("applied"))
 	recompute("step 1, converged")
 	Expect(writes.List()).To(BeEmpty(), "Step 1: a converged Reconcile(...) wrote")
@@ -161,6 +166,16 @@ var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once co
 	recompute("step 2, converged")
 	Expect(writes.List()).To(BeEmpty(), "Step 2: a converged Reconcile(...) wrote")
 })
+
+// readyOf returns an InstanceType's Ready condition.
+func readyOf(name string) metav1.Condition {
+	GinkgoHelper()
+	it := &workerv1.InstanceType{}
+	Expect(suite.Client.Get(context.Background(), client.ObjectKey{Name: name}, it)).To(Succeed())
+	c := apimeta.FindStatusCondition(it.Status.Conditions, workerv1.ConditionReady)
+	Expect(c).NotTo(BeNil(), "InstanceType %s has no Ready condition", name)
+	return *c
+}
 
 // gauge reads one view's gauge of an InstanceType.
 func gauge(g *prometheus.GaugeVec, instanceType, view string) float64 {
@@ -227,6 +242,8 @@ var _ = Describe("a recompute that meets what it cannot write", func() {
 		Expect(got.ClusterQueues).To(ContainElements(walkthrough.Step1Types[1][0], walkthrough.Step1Types[2][0], walkthrough.Step1Types[3][0]),
 			"the other pools are composed")
 		Expect(got.LocalQueues).To(ContainElement("default/"+pools.EntranceName("team-pool")), "the failed type's entrance is kept")
+		Expect(readyOf("team-pool")).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", composer.ReasonComposeFailed),
+			HaveField("Message", ContainSubstring("ClusterQueue team-pool exists and was not made by the operator"))))
 		Expect(events.Events).To(Receive(ContainSubstring("ComposeFailed")))
 		cq := &kueue.ClusterQueue{}
 		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(theirs), cq)).To(Succeed())
@@ -243,6 +260,8 @@ var _ = Describe("a recompute that meets what it cannot write", func() {
 		_, err := r.Reconcile(ctx, chain)
 		Expect(err).NotTo(HaveOccurred(), "a type's own bad spec is its event, not the recompute's error")
 		Expect(observe().LocalQueues).To(ContainElement("default/" + pools.EntranceName("broken")))
+		Expect(readyOf("broken")).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", composer.ReasonComposeFailed),
+			HaveField("Message", ContainSubstring("acme-x1"))))
 		Expect(events.Events).To(Receive(ContainSubstring("ComposeFailed")))
 	})
 })

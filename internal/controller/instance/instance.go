@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -278,6 +280,7 @@ func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance,
 			st.PodIPs = append(st.PodIPs, ip.IP)
 		}
 	}
+	apimeta.SetStatusCondition(&st.Conditions, ReadyCondition(phase, msg, inst.Generation))
 	if apiequality.Semantic.DeepEqual(*st, inst.Status) {
 		return nil
 	}

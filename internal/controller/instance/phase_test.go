@@ -103,3 +103,41 @@ func TestWaitMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestReadyCondition(t *testing.T) {
+	type args struct {
+		phase workerv1.InstancePhase
+		msg   string
+	}
+	cases := map[string]struct {
+		reason string
+		args   args
+		want   metav1.Condition
+	}{
+		"Ready": {
+			reason: "A Ready Instance is Ready, with a message a person can read.",
+			args:   args{workerv1.InstanceReady, ""},
+			want: metav1.Condition{Type: workerv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
+				Message: "the Instance's Pod runs and is ready", ObservedGeneration: 3},
+		},
+		"Starting": {
+			reason: "A starting Instance is not Ready; the reason names the step that holds it, the message says why.",
+			args:   args{workerv1.InstanceStarting, "waiting for a card with room: ..."},
+			want: metav1.Condition{Type: workerv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Starting",
+				Message: "waiting for a card with room: ...", ObservedGeneration: 3},
+		},
+		"NoPhaseYet": {
+			reason: "An Instance without a phase is Pending, a valid condition reason.",
+			args:   args{"", "waiting"},
+			want: metav1.Condition{Type: workerv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Pending",
+				Message: "waiting", ObservedGeneration: 3},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ReadyCondition(tc.args.phase, tc.args.msg, 3)); diff != "" {
+				t.Errorf("%s\nReadyCondition(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
