@@ -3,6 +3,8 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -45,6 +47,9 @@ var (
 	// LedgerConflicts counts claims a ledger rebuild could not charge (their cards gone, taken or full).
 	LedgerConflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpustack_ledger_conflicts_total",
 		Help: "Claims a node's ledger could not charge: their cards gone, taken or full."})
+	// Instances counts the Instances in each phase.
+	Instances = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpustack_instances",
+		Help: "Instances by phase."}, []string{"phase"})
 	// ComposeFailures counts the recomputes that ended with an error.
 	ComposeFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "gpustack_compose_failures_total",
 		Help: "Recomputes of the chain that ended with an error (each is retried)."})
@@ -52,7 +57,7 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(PoolCapacity, PoolRemaining, PoolOnceMax, ComposeDuration, ComposeObjects, ComposeFailures,
-		AdmissionDecisions, AdmissionLatency, LedgerConflicts)
+		AdmissionDecisions, AdmissionLatency, LedgerConflicts, Instances)
 }
 
 // ObserveInstanceType sets the gauges of one InstanceType from its status; a view the status lacks is removed.
@@ -85,5 +90,35 @@ func ForgetInstanceType(name string) {
 func forgetView(name, view string) {
 	for _, g := range []*prometheus.GaugeVec{PoolCapacity, PoolRemaining, PoolOnceMax} {
 		g.DeleteLabelValues(name, view)
+	}
+}
+
+// instancePhases is each Instance's last phase, by namespace/name, behind the Instances gauge.
+var instancePhases = struct {
+	sync.Mutex
+	by map[string]string
+}{by: map[string]string{}}
+
+// SetInstancePhase records an Instance's phase (key: namespace/name) in the Instances gauge.
+func SetInstancePhase(key, phase string) {
+	instancePhases.Lock()
+	defer instancePhases.Unlock()
+	if old, ok := instancePhases.by[key]; ok {
+		if old == phase {
+			return
+		}
+		Instances.WithLabelValues(old).Dec()
+	}
+	instancePhases.by[key] = phase
+	Instances.WithLabelValues(phase).Inc()
+}
+
+// ForgetInstance removes an Instance that is gone from the Instances gauge.
+func ForgetInstance(key string) {
+	instancePhases.Lock()
+	defer instancePhases.Unlock()
+	if old, ok := instancePhases.by[key]; ok {
+		Instances.WithLabelValues(old).Dec()
+		delete(instancePhases.by, key)
 	}
 }

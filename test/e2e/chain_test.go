@@ -395,9 +395,30 @@ var _ = It("runs the per-card check on the real Kueue", func() {
 		got := instancePhase("sixty-5")
 		return strings.Contains(got, "the largest free piece is 40%"), "the wait names the largest free piece: " + got
 	})
+	// kubectl describe tells the story: the Instance is not Ready, held at Starting, and its Workload has the
+	// check's event saying why.
+	Expect(readyCondition("instance", "sixty-5")).To(HavePrefix("False Starting waiting for a card with room"))
+	eventually(time.Minute, func() (bool, string) {
+		out := kubectl("get", "events", "-n", "default", "--field-selector", "reason=NoCardWithRoom,involvedObject.kind=Workload",
+			"-o", "custom-columns=MESSAGE:.message", "--no-headers")
+		return strings.Contains(out, "the largest free piece is 40%"), "the Workloads' NoCardWithRoom events: " + out
+	})
 	kubectl("delete", "instance", "sixty-0", "-n", "default")
 	waitPhase("sixty-5", "Ready")
+	Expect(readyCondition("instance", "sixty-5")).To(HavePrefix("True Ready"))
+	Expect(readyCondition("instancetype", t4)).To(HavePrefix("True Active"))
 })
+
+// readyCondition reads an object's Ready condition as "status reason message" (an Instance in default).
+func readyCondition(kind, name string) string {
+	GinkgoHelper()
+	args := []string{"get", kind, name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} ` +
+		`{.status.conditions[?(@.type=="Ready")].reason} {.status.conditions[?(@.type=="Ready")].message}`}
+	if kind == "instance" {
+		args = append(args, "-n", "default")
+	}
+	return kubectl(args...)
+}
 
 // Follows the walkthrough's Step 4: custom-demo takes the A10G through an authored sibling type and
 // both rows drop to 0/0 0/0 0/0 0/0; deleting the type drains it, custom-demo stops and the derived pool is

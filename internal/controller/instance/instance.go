@@ -3,6 +3,8 @@
 package instance
 
 import (
+	"github.com/gpustack/gpustack-operator/internal/metrics"
+
 	"context"
 	"fmt"
 	"time"
@@ -45,6 +47,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	inst := &workerv1.Instance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetInstance(req.String())
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if inst.DeletionTimestamp != nil {
@@ -281,6 +286,7 @@ func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance,
 		}
 	}
 	apimeta.SetStatusCondition(&st.Conditions, ReadyCondition(phase, msg, inst.Generation))
+	metrics.SetInstancePhase(inst.Namespace+"/"+inst.Name, string(phase))
 	if apiequality.Semantic.DeepEqual(*st, inst.Status) {
 		return nil
 	}
