@@ -107,7 +107,8 @@ func runWorker(args []string) error {
 	if err := (&composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the composer")
 	}
-	if err := (&setting.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
+	if err := (&setting.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-settings")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the settings controller")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.

@@ -3,6 +3,11 @@
 package setting
 
 import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,11 +21,14 @@ import (
 // Reconciler refreshes one Setting's status.
 type Reconciler struct {
 	Client client.Client
+	// Recorder gets an event on the Setting whenever its effective value changes.
+	Recorder record.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile writes the Setting's status when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -28,8 +36,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	before := s.Status.Value
 	if err := settings.UpdateStatus(ctx, r.Client, s); err != nil {
 		return reconcile.Result{}, err
+	}
+	if s.Status.Value != before {
+		was := strconv.Quote(before)
+		if before == "" {
+			was = "unset"
+		}
+		r.Recorder.Eventf(s, corev1.EventTypeNormal, "SettingChanged", "%s is now %q (was %s; default %q)",
+			s.Name, s.Status.Value, was, s.Status.Default)
 	}
 	values, _, err := settings.Load(ctx, r.Client)
 	if err != nil {

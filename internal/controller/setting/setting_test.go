@@ -1,6 +1,10 @@
 package setting_test
 
 import (
+	"fmt"
+
+	"k8s.io/client-go/tools/record"
+
 	"context"
 	"testing"
 
@@ -55,7 +59,8 @@ var _ = Describe("Reconcile", func() {
 			suite.Create(objects...)
 			DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), makeSecret(nil)) })
 			c, writes := testenv.CountWrites(suite.Client)
-			r := &setting.Reconciler{Client: c}
+			events := record.NewFakeRecorder(10)
+			r := &setting.Reconciler{Client: c, Recorder: events}
 			req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: name}}
 			_, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
@@ -68,11 +73,14 @@ var _ = Describe("Reconcile", func() {
 				got.Secret[k] = string(v)
 			}
 			Expect(cmp.Diff(w, got)).To(BeEmpty(), "Reconcile(...): -want, +got")
+			Expect(events.Events).To(Receive(Equal(fmt.Sprintf("Normal SettingChanged %s is now %q (was unset; default %q)",
+				name, w.Status.Value, w.Status.Default))), "the Setting's event")
 
 			writes.Reset()
 			_, err = r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(writes.List()).To(BeEmpty(), "a second Reconcile(...) wrote")
+			Expect(events.Events).NotTo(Receive(), "an event from a reconcile that changed nothing")
 		},
 		Entry("a Setting's value becomes its effective value, and the Secret is created with that key alone",
 			[]client.Object{makeSetting(aware, "true")}, aware,
@@ -92,7 +100,7 @@ var _ = Describe("Reconcile", func() {
 
 	It("takes a Setting deleted before its reconcile as no error, and writes nothing", func() {
 		c, writes := testenv.CountWrites(suite.Client)
-		r := &setting.Reconciler{Client: c}
+		r := &setting.Reconciler{Client: c, Recorder: record.NewFakeRecorder(10)}
 		req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: "container-registry"}}
 		_, err := r.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
