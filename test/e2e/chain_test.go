@@ -48,8 +48,6 @@ var (
 // The walkthrough's Step 1: the operator composes the seed's flavors, queues, pools, catalog and ledgers from
 // the four nodes.
 var _ = Describe("the walkthrough's Step 1", func() {
-	BeforeEach(func() { waitTable(step1Types, "get", "instancetype") })
-
 	DescribeTable("kubectl shows what the seed shows",
 		func(args []string, want [][]string) {
 			Expect(cmp.Diff(want, kubectlTable(args...))).To(BeEmpty(), "kubectl %s: -want, +got", strings.Join(args, " "))
@@ -99,7 +97,6 @@ var _ = Describe("the walkthrough's Step 1", func() {
 // Follows Step 2: flipping gpustack.ai/managed on the node's worker NodeFeature takes its card out
 // of the A10G pool and its cores out of the generic pool, and back.
 var _ = It("follows Step 2", func() {
-	waitTable(step1Types, "get", "instancetype")
 	patch := func(v string) {
 		kubectl("-n", "gpustack-system", "patch", "nodefeature", "node-a10g-gpustack-worker", "--type=merge",
 			"-p", fmt.Sprintf(`{"spec":{"labels":{"gpustack.ai/managed":%q}}}`, v))
@@ -124,7 +121,6 @@ var _ = It("follows Step 2", func() {
 // Follows Step 5: CPU awareness splits the pools and the catalog by CPU key and leaves every
 // ResourceFlavor unchanged; the collapsed pools remain (create-only).
 var _ = It("follows Step 5", func() {
-	waitTable(step1Types, "get", "instancetype")
 	setAware := func(v string) {
 		kubectl("-n", "gpustack-system", "patch", "setting", "instance-type-aware-cpu-manufacturer", "--type=merge",
 			"-p", fmt.Sprintf(`{"spec":{"value":%q}}`, v))
@@ -176,7 +172,6 @@ var _ = It("follows Step 5", func() {
 // Gives a node a label the composer cannot read: the node gets an event naming the label
 // and leaves the pools, and the rest of the cluster is still composed.
 var _ = It("gives a node a label the composer cannot read", func() {
-	waitTable(step1Types, "get", "instancetype")
 	kubectl("label", "node", "node-cpu", "general.feature.gpustack.ai/bogus.count=many")
 	DeferCleanup(func() { kubectl("label", "node", "node-cpu", "general.feature.gpustack.ai/bogus.count-") })
 	waitTable([][]string{
@@ -202,7 +197,6 @@ var _ = It("gives a node a label the composer cannot read", func() {
 // Forces 100 recomputes of the converged chain through a client that counts every
 // write, and expects none.
 var _ = It("forces 100 recomputes of the converged chain through a client that counts every write, and expects none", func() {
-	waitTable(step1Types, "get", "instancetype")
 	c, err := client.NewWithWatch(cluster.RESTConfig, client.Options{Scheme: k.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	counting, writes := testenv.CountWrites(c)
@@ -273,7 +267,6 @@ func createAuthoredType() {
 // same card, with its own unit and entrance (FNV-1a of its name, not the walkthrough's stale hash), and
 // deleting it removes its queue before the type goes.
 var _ = It("follows Step 4's first half", func() {
-	waitTable(step1Types, "get", "instancetype")
 	createAuthoredType()
 	waitTable([][]string{
 		step1Types[0],
@@ -295,7 +288,6 @@ var _ = It("follows Step 4's first half", func() {
 // scheduler; the ledger charges the slice on the card and the A10G row reads 0/0 0/0 80/80 0/0; deleting it
 // returns the row.
 var _ = It("follows the walkthrough's Step 3", func() {
-	waitTable(step1Types, "get", "instancetype")
 	// The worker's metrics show the same views as the table, before, during and after the slice.
 	sliced := func() float64 {
 		return poolMetric("gpustack_instancetype_remaining", "gpustack--nvidia-a10g-linux-amd64", "sliced")
@@ -361,7 +353,6 @@ func waitPhase(name, want string) {
 // T4 cards five 60 % slices run, one per card, and a sixth, which quota would admit, waits for a card with
 // room with the check's Retry message until one of the five goes.
 var _ = It("runs the per-card check on the real Kueue", func() {
-	waitTable(step1Types, "get", "instancetype")
 	eventually(time.Minute, func() (bool, string) {
 		out := kubectl("get", "clusterqueue", "gpustack--nvidia-tesla-t4-linux-amd64", "-o", "jsonpath={.spec.admissionChecksStrategy.admissionChecks[*].name}")
 		return out == "gpustack-node-devices", "the T4 queue references the node-devices check: " + out
@@ -424,7 +415,6 @@ func readyCondition(kind, name string) string {
 // both rows drop to 0/0 0/0 0/0 0/0; deleting the type drains it, custom-demo stops and the derived pool is
 // whole again; pointed at another type with stop cleared, custom-demo runs again (Step 5's re-purposing).
 var _ = It("follows the walkthrough's Step 4", func() {
-	waitTable(step1Types, "get", "instancetype")
 	ctx := context.Background()
 	createAuthoredType()
 	custom := func(views string) []string {
@@ -461,7 +451,6 @@ var _ = It("follows the walkthrough's Step 4", func() {
 // four mounts; a pin to a node that does not exist is refused at creation by the worker's webhook; a pin the
 // scheduler cannot satisfy waits with the scheduler's own reason in phaseMessage.
 var _ = It("follows the walkthrough's Step 6", func() {
-	waitTable(step1Types, "get", "instancetype")
 	setHostPath := func(v string) {
 		kubectl("-n", "gpustack-system", "patch", "setting", "instance-host-path-volume-allowed", "--type=merge",
 			"-p", fmt.Sprintf(`{"spec":{"value":%q}}`, v))
@@ -527,7 +516,6 @@ var _ = It("follows the walkthrough's Step 6", func() {
 // the worker's webhook folds it into 800,000 units (half of a 16 GiB card), overwriting what the client set,
 // and defaults the compute budget to 100 %.
 var _ = It("creates, as a server-side dry run, a raw Pod that asks the T4 pool for a slice of 8192 MiB", func() {
-	waitTable(step1Types, "get", "instancetype")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fold", Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpustack-fnv64-6b371caa2da0b799"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{
@@ -580,6 +568,5 @@ var _ = It("runs an Instance that asks for a port on the generic CPU pool", func
 // Sends the claims the Argo CD example syncs to the API server as a server-side dry
 // run: every webhook and policy accepts them as Argo CD would apply them.
 var _ = It("sends the claims the Argo CD example syncs to the API server as a server-side dry run", func() {
-	waitTable(step1Types, "get", "instancetype")
 	kubectl("apply", "--server-side", "--dry-run=server", "-f", testenv.Path("examples", "gitops", "claims"))
 })

@@ -59,6 +59,10 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 })
 
+// Every spec starts from the walkthrough's Step 1 (the four nodes composed into three pools), whatever ran
+// before it: specs run in random order, and each leaves the cluster as it found it.
+var _ = BeforeEach(func() { waitTable(step1Types, "get", "instancetype") })
+
 var _ = AfterSuite(func() {
 	if cluster == nil {
 		return
