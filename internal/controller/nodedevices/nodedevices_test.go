@@ -117,10 +117,7 @@ var _ = Describe("Reconcile", func() {
 				Expect(testutil.ToFloat64(decisions)-before).To(Equal(1.0), "decisions counted for %s/%s", w.State, w.Event)
 			}
 
-			writes.Reset()
-			_, err = r.Reconcile(ctx, req)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(writes.List()).To(BeEmpty(), "a second Reconcile(...) wrote")
+			writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
 		},
 		Entry("a whole card on a node whose one card is free is Ready, naming the node",
 			"fits", whole, true, false, want{State: kueue.CheckStateReady, Message: "fits on node fits", Event: nodedevices.ReasonFits}),

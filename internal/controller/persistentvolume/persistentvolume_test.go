@@ -77,10 +77,7 @@ var _ = Describe("Reconcile", func() {
 			got := want{Claim: spec, Owned: metav1.IsControlledBy(pvc, v), Status: v.Status}
 			Expect(cmp.Diff(w, got)).To(BeEmpty(), "Reconcile(...): -want, +got")
 
-			writes.Reset()
-			_, err = r.Reconcile(ctx, req)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(writes.List()).To(BeEmpty(), "a converged Reconcile(...) wrote")
+			writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
 		},
 		Entry("no class and no mode: the cluster's default class and ReadWriteOnce; an unbound claim is Pending",
 			makeVolume("defaults", "", ""), false,

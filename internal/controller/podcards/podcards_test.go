@@ -85,10 +85,7 @@ var _ = Describe("Reconcile", func() {
 			}
 			Expect(cmp.Diff(w, got)).To(BeEmpty(), "Reconcile(...): -want, +got")
 
-			writes.Reset()
-			_, err = r.Reconcile(ctx, req)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(writes.List()).To(BeEmpty(), "a second Reconcile(...) wrote")
+			writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
 		},
 		Entry("a whole card is placed on the first free card and recorded on the Pod",
 			"whole", makePod("whole", "whole", corev1.PodRunning, whole, ""),

@@ -83,10 +83,7 @@ var _ = Describe("Reconcile", func() {
 			Expect(cmp.Diff(w, got)).To(BeEmpty(), "Reconcile(...): -want, +got")
 			Expect(nf.Labels).To(HaveKeyWithValue(nfdv1alpha1.NodeFeatureObjNodeNameLabel, node.GetName()))
 
-			writes.Reset()
-			_, err = r.Reconcile(ctx, req)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(writes.List()).To(BeEmpty(), "a second Reconcile(...) wrote")
+			writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
 		},
 		Entry("a new node is managed, with its CPU's gKey, core count and manufacturer",
 			[]client.Object{epycNode("new")}, want{Feature: with(epyc, pools.LabelManaged, "true")}),

@@ -76,10 +76,7 @@ var _ = Describe("Reconcile", func() {
 			Expect(events.Events).To(Receive(Equal(fmt.Sprintf("Normal SettingChanged %s is now %q (was unset; default %q)",
 				name, w.Status.Value, w.Status.Default))), "the Setting's event")
 
-			writes.Reset()
-			_, err = r.Reconcile(ctx, req)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(writes.List()).To(BeEmpty(), "a second Reconcile(...) wrote")
+			writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
 			Expect(events.Events).NotTo(Receive(), "an event from a reconcile that changed nothing")
 		},
 		Entry("a Setting's value becomes its effective value, and the Secret is created with that key alone",

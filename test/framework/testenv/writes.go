@@ -1,6 +1,9 @@
 package testenv
 
 import (
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
 	"context"
 	"sync"
 
@@ -21,6 +24,15 @@ func (w *Writes) List() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.list...)
+}
+
+// ExpectConverged runs reconcile once more and expects it to succeed without a single write: a controller
+// that is converged leaves the API server alone.
+func (w *Writes) ExpectConverged(reconcile func() error) {
+	ginkgo.GinkgoHelper()
+	w.Reset()
+	gomega.Expect(reconcile()).To(gomega.Succeed())
+	gomega.Expect(w.List()).To(gomega.BeEmpty(), "a converged reconcile wrote")
 }
 
 // Reset forgets the writes so far.
