@@ -185,6 +185,21 @@ const (
 // Instance runs; when it is False, its reason names the step that holds it.
 const ConditionReady = "Ready"
 
+// ReadyCondition is a Ready condition: True when ready, its reason the step (phase) it is at, "Pending" when
+// there is none yet, and its message why. LastTransitionTime is left for meta.SetStatusCondition, which keeps
+// it while the status stays the same.
+func ReadyCondition(ready bool, reason, message string, generation int64) metav1.Condition {
+	c := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: message,
+		ObservedGeneration: generation}
+	if ready {
+		c.Status = metav1.ConditionTrue
+	}
+	if c.Reason == "" {
+		c.Reason = "Pending"
+	}
+	return c
+}
+
 // CapacityView is one projection of a pool's capacity.
 type CapacityView struct {
 	// Capacity is the size of the view when nothing is allocated.

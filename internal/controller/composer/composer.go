@@ -125,12 +125,18 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 		}
 	}
 
-	liveTypes, wantQueues, err := r.composeTypes(ctx, a, inventory.Flavors, nodes, fnSettings)
+	// The LocalQueues as they stand: a type that fails keeps its own, and prune removes the others it no
+	// longer wants.
+	queues := &kueuev1beta2.LocalQueueList{}
+	if err := r.Client.List(ctx, queues); err != nil {
+		return reconcile.Result{}, errors.Wrap(err, "cannot list LocalQueues")
+	}
+	liveTypes, wantQueues, err := r.composeTypes(ctx, a, inventory.Flavors, nodes, queues.Items, fnSettings)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	// Prune only after the queues stopped naming the flavors they no longer want.
-	errs = append(errs, r.prune(ctx, a, liveTypes, wantFlavors, wantCatalog, wantQueues))
+	errs = append(errs, r.prune(ctx, a, liveTypes, wantFlavors, wantCatalog, wantQueues, queues.Items))
 	return reconcile.Result{}, errors.Join(errs...)
 }
 
@@ -138,7 +144,7 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 // exist, and the LocalQueues wanted, by namespace/name. A type that cannot be composed or written keeps the
 // queues it has, gets a ComposeFailed event, and does not stop the others; the returned error joins its
 // failures (and only an error listing the cluster aborts).
-func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, s xrs.FunctionSettings) (liveTypes, wantQueues map[string]bool, err error) {
+func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, queues []kueuev1beta2.LocalQueue, s xrs.FunctionSettings) (liveTypes, wantQueues map[string]bool, err error) {
 	namespaces, err := r.userNamespaces(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -147,13 +153,9 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 	if err := r.Client.List(ctx, types); err != nil {
 		return nil, nil, errors.Wrap(err, "cannot list InstanceTypes")
 	}
-	existing := &kueuev1beta2.LocalQueueList{}
-	if err := r.Client.List(ctx, existing); err != nil {
-		return nil, nil, errors.Wrap(err, "cannot list LocalQueues")
-	}
 	liveTypes, wantQueues = map[string]bool{}, map[string]bool{}
 	keepQueues := func(typ string) {
-		for _, lq := range existing.Items {
+		for _, lq := range queues {
 			if lq.Annotations[pools.AnnotationQueue] == typ {
 				wantQueues[lq.Namespace+"/"+lq.Name] = true
 			}
@@ -256,7 +258,7 @@ func (r *Reconciler) retire(ctx context.Context, a *applier, it *workerv1.Instan
 
 // prune deletes the composer's objects that are no longer wanted: flavors, catalog entries, queues of types
 // that are gone, and entrance queues of namespaces or types that are gone.
-func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, catalog, localQueues map[string]bool) error {
+func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, catalog, localQueues map[string]bool, queues []kueuev1beta2.LocalQueue) error {
 	cqs := &kueuev1beta2.ClusterQueueList{}
 	if err := r.Client.List(ctx, cqs, client.MatchingLabels{pools.LabelResourceType: pools.ResourceTypeInstTypes}); err != nil {
 		return errors.Wrap(err, "cannot list ClusterQueues")
@@ -268,12 +270,8 @@ func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, 
 			}
 		}
 	}
-	lqs := &kueuev1beta2.LocalQueueList{}
-	if err := r.Client.List(ctx, lqs); err != nil {
-		return errors.Wrap(err, "cannot list LocalQueues")
-	}
-	for i := range lqs.Items {
-		lq := &lqs.Items[i]
+	for i := range queues {
+		lq := &queues[i]
 		if _, ours := lq.Annotations[pools.AnnotationQueue]; ours && composedByUs(lq) && !localQueues[lq.Namespace+"/"+lq.Name] {
 			if err := a.delete(ctx, lq); err != nil {
 				return err

@@ -10,28 +10,23 @@ import (
 const ReasonComposeFailed = "ComposeFailed"
 
 // poolReady is an InstanceType's Ready condition for the status its pool was composed with: True while the
-// pool is Active; otherwise False, its reason the phase. LastTransitionTime is left for
-// meta.SetStatusCondition, which keeps it while the status stays the same.
+// pool is Active; otherwise False, its reason the phase.
 func poolReady(st workerv1.InstanceTypeStatus, generation int64) metav1.Condition {
-	c := metav1.Condition{Type: workerv1.ConditionReady, Status: metav1.ConditionFalse, Reason: string(st.Phase),
-		Message: st.PhaseMessage, ObservedGeneration: generation}
-	if st.Phase == workerv1.InstanceTypeActive {
-		c.Status = metav1.ConditionTrue
+	active := st.Phase == workerv1.InstanceTypeActive
+	msg := st.PhaseMessage
+	switch {
+	case msg != "":
+	case active:
+		msg = "the pool's ClusterQueue and entrance LocalQueues are composed"
+	case st.Phase != "":
+		msg = "the pool is " + string(st.Phase)
+	default:
+		msg = "the pool is Pending"
 	}
-	if c.Reason == "" {
-		c.Reason = "Pending"
-	}
-	if c.Message == "" {
-		c.Message = "the pool's ClusterQueue and entrance LocalQueues are composed"
-		if c.Status == metav1.ConditionFalse {
-			c.Message = "the pool is " + c.Reason
-		}
-	}
-	return c
+	return workerv1.ReadyCondition(active, string(st.Phase), msg, generation)
 }
 
 // composeFailed is an InstanceType's Ready condition while its pool cannot be composed or written.
 func composeFailed(err error, generation int64) metav1.Condition {
-	return metav1.Condition{Type: workerv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonComposeFailed,
-		Message: err.Error(), ObservedGeneration: generation}
+	return workerv1.ReadyCondition(false, ReasonComposeFailed, err.Error(), generation)
 }

@@ -97,19 +97,10 @@ func WaitMessage(pod *corev1.Pod, wl *kueue.Workload) string {
 }
 
 // ReadyCondition is an Instance's Ready condition for its phase: True once Ready; otherwise False, its reason
-// the phase that holds it and its message the phase's. LastTransitionTime is left for
-// meta.SetStatusCondition, which keeps it while the status stays the same.
+// the phase that holds it and its message the phase's.
 func ReadyCondition(phase workerv1.InstancePhase, msg string, generation int64) metav1.Condition {
-	c := metav1.Condition{Type: workerv1.ConditionReady, Status: metav1.ConditionFalse, Reason: string(phase), Message: msg,
-		ObservedGeneration: generation}
-	if phase == workerv1.InstanceReady {
-		c.Status = metav1.ConditionTrue
-		if c.Message == "" {
-			c.Message = "the Instance's Pod runs and is ready"
-		}
+	if phase == workerv1.InstanceReady && msg == "" {
+		msg = "the Instance's Pod runs and is ready"
 	}
-	if c.Reason == "" {
-		c.Reason = "Pending"
-	}
-	return c
+	return workerv1.ReadyCondition(phase == workerv1.InstanceReady, string(phase), msg, generation)
 }
