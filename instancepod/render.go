@@ -48,6 +48,9 @@ type Options struct {
 	SSHImage string
 	// NodeHostname is the kubernetes.io/hostname label of the node the Instance pins, read from the Node.
 	NodeHostname string
+	// NodeFlavorLabels are the nodeLabels of the pool's flavor that holds the pinned node (FlavorLabelsOf):
+	// the Pod asks them too, so that Kueue assigns that flavor.
+	NodeFlavorLabels map[string]string
 }
 
 // Pod renders the Instance's Pod, or says which field of the Instance the type cannot serve.
@@ -117,6 +120,9 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 			return nil, errors.Errorf("spec.nodeName: node %q has no kubernetes.io/hostname label to pin to", inst.Spec.NodeName)
 		}
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: o.NodeHostname}
+		for k, v := range o.NodeFlavorLabels {
+			pod.Spec.NodeSelector[k] = v
+		}
 	}
 	return pod, nil
 }

@@ -154,15 +154,17 @@ func TestPod(t *testing.T) {
 		{MountPath: "/data", Persistent: &workerv1.PersistentVolumeReference{Name: "data"}},
 		{MountPath: "/etc/app", ConfigMap: &workerv1.ObjectReference{Name: "app"}, ReadOnly: true},
 	}
-	pod, err := Pod(inst, a10gType(), Options{Overcommit: true, SSHImage: "gpustack/ssh-server:v1.3.0", NodeHostname: "node-a10g"})
+	pod, err := Pod(inst, a10gType(), Options{Overcommit: true, SSHImage: "gpustack/ssh-server:v1.3.0", NodeHostname: "node-a10g",
+		NodeFlavorLabels: map[string]string{"acceleratable.feature.gpustack.ai/nvidia-a10g.count": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := pod.Labels[LabelQueueName]; got != "gpustack-fnv64-c4680bb149644f1c" {
 		t.Errorf("The Pod queues on its type's entrance: %q", got)
 	}
-	if diff := cmp.Diff(map[string]string{"kubernetes.io/hostname": "node-a10g"}, pod.Spec.NodeSelector); diff != "" {
-		t.Errorf("A pin is a hostname nodeSelector: -want, +got:\n%s", diff)
+	wantSelector := map[string]string{"kubernetes.io/hostname": "node-a10g", "acceleratable.feature.gpustack.ai/nvidia-a10g.count": "1"}
+	if diff := cmp.Diff(wantSelector, pod.Spec.NodeSelector); diff != "" {
+		t.Errorf("A pin is a hostname nodeSelector plus the labels of the node's flavor: -want, +got:\n%s", diff)
 	}
 	var mounts []string
 	for _, m := range pod.Spec.Containers[0].VolumeMounts {

@@ -47,8 +47,8 @@ func Flavors(nodes []Node, mixedOnNode bool) []Flavor {
 		if !n.Managed {
 			continue
 		}
-		if n.CPU.Cores > 0 && (mixedOnNode || len(n.Groups) == 0) {
-			add(n, "", "", n.CPU.Cores, !mixedOnNode)
+		if n.CPU.Cores > 0 && (mixedOnNode || CPUOnly(n, mixedOnNode)) {
+			add(n, "", "", n.CPU.Cores, CPUOnly(n, mixedOnNode))
 		}
 		for _, g := range n.Groups {
 			if g.Count > 0 {

@@ -18,3 +18,7 @@ func WorkerLabels(cpuVendor, cpuName, cpuFamily, cpuID string, cores int64, mana
 	}
 	return l
 }
+
+// CPUOnly reports whether a node carries feature.gpustack.ai/cpu-only: with instance-type-mixed-on-node off,
+// only nodes without accelerators feed CPU flavors, and those flavors ask for this label.
+func CPUOnly(n Node, mixedOnNode bool) bool { return !mixedOnNode && len(n.Groups) == 0 }

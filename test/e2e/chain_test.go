@@ -448,7 +448,7 @@ var _ = It("follows the walkthrough's Step 4", func() {
 })
 
 // Follows the walkthrough's Step 6: pinned-demo's Pod carries the hostname nodeSelector and the
-// four mounts; a pin to a node that does not exist is refused at creation by the worker's webhook; a pin the
+// four mounts, and becomes Ready on node-t4-b once its claim is bound; a pin to a node that does not exist is refused at creation by the worker's webhook; a pin the
 // scheduler cannot satisfy waits with the scheduler's own reason in phaseMessage.
 var _ = It("follows the walkthrough's Step 6", func() {
 	setHostPath := func(v string) {
@@ -497,6 +497,14 @@ var _ = It("follows the walkthrough's Step 6", func() {
 		return string(out) == "node-t4-b /workspace /mnt/datasets /etc/model/config.json /mnt/host-cache",
 			"pinned-demo's Pod: " + string(out)
 	})
+	// The pin also asks node-t4-b's own flavor, so Kueue assigns the 4-card flavor and the Pod runs there.
+	waitPhase("pinned-demo", "Ready")
+	if got := kubectl("get", "instance", "pinned-demo", "-n", "default", "-o", "jsonpath={.status.nodeName}"); got != "node-t4-b" {
+		Fail(fmt.Sprintf("pinned-demo runs on node-t4-b, got %q", got))
+	}
+	if got := kubectl("get", "workload", "-n", "default", "-o", `jsonpath={range .items[?(@.metadata.ownerReferences[0].name=="pinned-demo")]}{.status.admission.podSetAssignments[0].flavors}{end}`); !strings.Contains(got, "-4d") {
+		Fail(fmt.Sprintf("Kueue assigns pinned-demo the flavor of node-t4-b's four cards, got %q", got))
+	}
 
 	gone := builders.MakeInstance("default", "pinned-gone", "gpustack--nvidia-tesla-t4-linux-amd64").Accelerators(1).NodeName("node-gone").Obj()
 	err := k.Create(ctx, gone)
@@ -563,6 +571,35 @@ var _ = It("runs an Instance that asks for a port on the generic CPU pool", func
 		return strings.HasPrefix(got, "http 3") && strings.HasSuffix(svc, strings.TrimPrefix(got, "http ")) && strings.HasPrefix(svc, "NodePort"),
 			fmt.Sprintf("status %q, service %q", got, svc)
 	})
+})
+
+// Turns instance-type-mixed-on-node off: accelerated nodes leave the CPU pools, the profiler marks node-cpu
+// cpu-only (the label its CPU flavor now asks for), and a CPU Instance runs there.
+var _ = It("runs a CPU Instance with instance-type-mixed-on-node off", func() {
+	setMixed := func(v string) {
+		kubectl("-n", "gpustack-system", "patch", "setting", workerv1.SettingInstanceTypeMixedOnNode, "--type=merge",
+			"-p", fmt.Sprintf(`{"spec":{"value":%q}}`, v))
+	}
+	setMixed("false")
+	DeferCleanup(func() {
+		setMixed("true")
+		waitTable(step1Types, "get", "instancetype")
+	})
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "instancetype", "gpustack--generic-linux-amd64", "-o", "jsonpath={.status.summary.cpu}")
+		return got == "16/16", "the generic CPU pool holds node-cpu alone: " + got
+	})
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "nodes", "-l", "feature.gpustack.ai/cpu-only=true", "-o", "jsonpath={.items[*].metadata.name}")
+		return got == "node-cpu", "the nodes marked cpu-only: " + got
+	})
+	inst := builders.MakeInstance("default", "cpu-only", "gpustack--generic-linux-amd64").Obj()
+	Expect(k.Create(context.Background(), inst)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+	waitPhase("cpu-only", "Ready")
+	if got := kubectl("get", "instance", "cpu-only", "-n", "default", "-o", "jsonpath={.status.nodeName}"); got != "node-cpu" {
+		Fail(fmt.Sprintf("the CPU Instance runs on node-cpu, got %q", got))
+	}
 })
 
 // Sends the claims the Argo CD example syncs to the API server as a server-side dry

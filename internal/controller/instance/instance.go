@@ -244,6 +244,11 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 			return nil, "", errors.Wrap(err, "cannot get the pinned node")
 		}
 		o.NodeHostname = node.Labels[corev1.LabelHostname]
+		flavors, err := r.poolFlavors(ctx, it.Name)
+		if err != nil {
+			return nil, "", err
+		}
+		o.NodeFlavorLabels = instancepod.FlavorLabelsOf(node.Labels, flavors)
 	}
 	pod, err := instancepod.Pod(inst, it, o)
 	if err != nil {
@@ -264,6 +269,31 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 	}
 	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[instancepod.LabelQueueName])
 	return pod, "", nil
+}
+
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=clusterqueues;resourceflavors,verbs=get;list;watch
+
+// poolFlavors returns the nodeLabels of the flavors in the type's ClusterQueue (which has the type's name);
+// none while the queue does not exist yet.
+func (r *Reconciler) poolFlavors(ctx context.Context, typ string) ([]map[string]string, error) {
+	cq := &kueue.ClusterQueue{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: typ}, cq); err != nil {
+		return nil, errors.Wrapf(client.IgnoreNotFound(err), "cannot get the ClusterQueue of instance type %s", typ)
+	}
+	var out []map[string]string
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, fq := range g.Flavors {
+			rf := &kueue.ResourceFlavor{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: string(fq.Name)}, rf); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", fq.Name)
+			}
+			out = append(out, rf.Spec.NodeLabels)
+		}
+	}
+	return out, nil
 }
 
 // setStatus writes the phase, message and the Pod's placement when they changed.

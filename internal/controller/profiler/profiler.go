@@ -55,7 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.publish(ctx, node, values.Bool(workerv1.SettingNodeManagementManual)); err != nil {
+	if err := r.publish(ctx, node, values.Bool(workerv1.SettingNodeManagementManual), values.Bool(workerv1.SettingInstanceTypeMixedOnNode)); err != nil {
 		r.Recorder.Eventf(node, corev1.EventTypeWarning, "ProfileFailed", "cannot publish the worker NodeFeature: %v", err)
 		return reconcile.Result{}, err
 	}
@@ -63,8 +63,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // publish writes the worker NodeFeature when its labels differ. An existing gpustack.ai/managed value is kept:
-// it is how an administrator takes a node out of its pools.
-func (r *Reconciler) publish(ctx context.Context, node *corev1.Node, manual bool) error {
+// it is how an administrator takes a node out of its pools. With mixedOnNode off, a node without
+// accelerators is marked cpu-only, the label its CPU flavor asks for.
+func (r *Reconciler) publish(ctx context.Context, node *corev1.Node, manual, mixedOnNode bool) error {
 	cores := node.Status.Capacity.Cpu().Value()
 	nf := &nfdv1alpha1.NodeFeature{}
 	key := client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: NodeFeatureName(node.Name)}
@@ -82,6 +83,10 @@ func (r *Reconciler) publish(ctx context.Context, node *corev1.Node, manual bool
 	}
 	labels := pools.WorkerLabels(node.Labels[pools.LabelCPUVendor], node.Annotations[pools.AnnotationCPUName],
 		node.Labels[pools.LabelCPUFamily], node.Labels[pools.LabelCPUModelID], cores, managed)
+	// A node whose labels cannot be read is not marked: the composer reports it and leaves it out of the pools.
+	if n, err := pools.NodeFromLabels(node.Name, node.Labels, node.Annotations); err == nil && pools.CPUOnly(n, mixedOnNode) {
+		labels[pools.LabelCPUOnly] = "true"
+	}
 	if !exists {
 		nf = &nfdv1alpha1.NodeFeature{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{

@@ -112,6 +112,27 @@ var _ = Describe("Reconcile", func() {
 		Expect(nf.Spec.Labels).NotTo(HaveKey(pools.LabelManaged))
 	})
 
+	It("marks only the nodes without accelerators cpu-only when instance-type-mixed-on-node is off", func() {
+		gpu := epycNode("mixed-off-gpu")
+		gpu.Labels["acceleratable.feature.gpustack.ai/nvidia-a10g"] = "true"
+		gpu.Labels["acceleratable.feature.gpustack.ai/nvidia-a10g.count"] = "1"
+		suite.Create(&workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace,
+			Name: workerv1.SettingInstanceTypeMixedOnNode}, Spec: workerv1.SettingSpec{Value: "false"}},
+			epycNode("mixed-off-cpu"), gpu)
+		r := &profiler.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10)}
+		for node, want := range map[string]map[string]string{
+			"mixed-off-cpu": with(with(epyc, pools.LabelManaged, "true"), pools.LabelCPUOnly, "true"),
+			"mixed-off-gpu": with(epyc, pools.LabelManaged, "true"),
+		} {
+			DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), workerFeature(node, nil)) })
+			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: node}})
+			Expect(err).NotTo(HaveOccurred())
+			nf := &nfdv1alpha1.NodeFeature{}
+			Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(workerFeature(node, nil)), nf)).To(Succeed())
+			Expect(cmp.Diff(want, nf.Spec.Labels)).To(BeEmpty(), "the worker labels of %s: -want, +got", node)
+		}
+	})
+
 	It("deletes the Devices object of a node that is gone", func() {
 		suite.Create(builders.MakeDevices("gone").Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj())
 		r := &profiler.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10)}
