@@ -1,6 +1,8 @@
 package instancetype
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,12 +90,43 @@ func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 		}
 	}
 	switch {
-	case in.Deleting:
+	case in.Deleting || drainingEmpty(in):
 		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
 	case in.Type.Inactive:
 		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
 	}
 	return cq
+}
+
+// drainingEmpty reports whether a pool that lost its last flavor still holds reservations: with
+// instance-type-drain-when-no-flavors its queue drains them (HoldAndDrain) and returns to no stop policy once
+// none is left, so a pool whose nodes come back admits again.
+func drainingEmpty(in *xrs.InstanceTypePoolSpec) bool {
+	if !in.Settings.DrainWhenNoFlavors || in.ReservingWorkloads == 0 {
+		return false
+	}
+	pool := PoolOf(in.Type)
+	for _, f := range in.Flavors {
+		if pool.Matches(f) {
+			return false
+		}
+	}
+	return true
+}
+
+// phase is the type's phase and its message, as the ClusterQueue's stop policy and reservations make it.
+func phase(in *xrs.InstanceTypePoolSpec) (workerv1.InstanceTypePhase, string) {
+	switch {
+	case in.Deleting && in.ReservingWorkloads > 0:
+		return workerv1.InstanceTypeDraining, fmt.Sprintf("the type is being deleted: its queue drains %d workload(s)", in.ReservingWorkloads)
+	case in.Deleting:
+		return workerv1.InstanceTypeInactive, "the type is being deleted: its queue is drained and goes"
+	case drainingEmpty(in):
+		return workerv1.InstanceTypeDraining, fmt.Sprintf("the pool has no flavors left: its queue drains %d workload(s)", in.ReservingWorkloads)
+	case in.Type.Inactive:
+		return workerv1.InstanceTypeInactive, "spec.inactive holds the queue"
+	}
+	return workerv1.InstanceTypeActive, ""
 }
 
 // LocalQueue returns the pool's entrance in one namespace.
@@ -114,15 +147,8 @@ func Status(in *xrs.InstanceTypePoolSpec) workerv1.InstanceTypeStatus {
 		nodes[n.Name] = n
 	}
 	v := pools.PoolViews(PoolOf(in.Type), in.Flavors, nodes)
-	st := workerv1.InstanceTypeStatus{
-		Phase: workerv1.InstanceTypeActive, Entrance: pools.EntranceName(in.Name), ObservedGeneration: in.Generation,
-	}
-	switch {
-	case in.Deleting:
-		st.Phase, st.PhaseMessage = workerv1.InstanceTypeDraining, "the type is being deleted: its queue drains"
-	case in.Type.Inactive:
-		st.Phase, st.PhaseMessage = workerv1.InstanceTypeInactive, "spec.inactive holds the queue"
-	}
+	st := workerv1.InstanceTypeStatus{Entrance: pools.EntranceName(in.Name), ObservedGeneration: in.Generation}
+	st.Phase, st.PhaseMessage = phase(in)
 	if in.Type.Acceleratable {
 		st.Accelerator, st.AcceleratorShared, st.AcceleratorSliced = view(v.Exclusive), view(v.Shared), view(v.Sliced)
 		st.AcceleratorPartitioned = &workerv1.PartitionedView{CapacityView: *view(v.Partitioned)}

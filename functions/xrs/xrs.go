@@ -42,11 +42,13 @@ type FunctionSettings struct {
 	DerivedFromNode bool `json:"derivedFromNode"`
 	// NodeDevicesCheckActive is true once the gpustack-node-devices AdmissionCheck is Active.
 	NodeDevicesCheckActive bool `json:"nodeDevicesCheckActive,omitempty"`
+	// DrainWhenNoFlavors is instance-type-drain-when-no-flavors.
+	DrainWhenNoFlavors bool `json:"drainWhenNoFlavors,omitempty"`
 }
 
 // DefaultFunctionSettings are the settings' built-in defaults.
 func DefaultFunctionSettings() FunctionSettings {
-	return FunctionSettings{MixedOnNode: true, DerivedFromNode: true}
+	return FunctionSettings{MixedOnNode: true, DerivedFromNode: true, DrainWhenNoFlavors: true}
 }
 
 // NodeInventorySpec is the flavors function's input.
@@ -85,6 +87,9 @@ type InstanceTypePoolSpec struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Deleting is true once the InstanceType is being deleted.
 	Deleting bool `json:"deleting,omitempty"`
+	// ReservingWorkloads is how many Workloads the pool's ClusterQueue still reserves quota for, from its
+	// status: a draining queue is Draining while any are left, Inactive after.
+	ReservingWorkloads int32 `json:"reservingWorkloads,omitempty"`
 	// Type is the InstanceType's spec.
 	Type workerv1.InstanceTypeSpec `json:"type"`
 	// Flavors are the ResourceFlavors of the pool (others are ignored).

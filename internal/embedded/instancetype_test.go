@@ -125,11 +125,45 @@ func TestInstanceTypePipeline(t *testing.T) {
 			},
 		},
 		"Deleting": {
-			reason: "A type being deleted drains its queue.",
-			in:     spec(a10g, func(s *xrs.InstanceTypePoolSpec) { s.Deleting = true }),
+			reason: "A type being deleted drains its queue: Draining while the queue reserves quota for a Workload.",
+			in:     spec(a10g, func(s *xrs.InstanceTypePoolSpec) { s.Deleting, s.ReservingWorkloads = true, 1 }),
 			want: pool{
 				Quotas:     a10gQuotas,
 				StopPolicy: "HoldAndDrain", LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeDraining,
+				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
+			},
+		},
+		"Drained": {
+			reason: "A type being deleted whose queue reserves nothing more is Inactive, still on HoldAndDrain, until the queue goes.",
+			in:     spec(a10g, func(s *xrs.InstanceTypePoolSpec) { s.Deleting = true }),
+			want: pool{
+				Quotas:     a10gQuotas,
+				StopPolicy: "HoldAndDrain", LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeInactive,
+				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
+			},
+		},
+		"NoFlavorsDraining": {
+			reason: "A pool that lost its last flavor while its queue still reserves quota drains it (instance-type-drain-when-no-flavors).",
+			in: spec(builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Obj(),
+				func(s *xrs.InstanceTypePoolSpec) { s.Namespaces, s.ReservingWorkloads = nil, 2 }),
+			want: pool{StopPolicy: "HoldAndDrain", Phase: workerv1.InstanceTypeDraining,
+				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"NoFlavorsNoDrain": {
+			reason: "With instance-type-drain-when-no-flavors off, a pool without flavors only empties its groups.",
+			in: spec(builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Obj(),
+				func(s *xrs.InstanceTypePoolSpec) {
+					s.Namespaces, s.ReservingWorkloads, s.Settings.DrainWhenNoFlavors = nil, 2, false
+				}),
+			want: pool{Phase: workerv1.InstanceTypeActive,
+				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"ReservingWithFlavors": {
+			reason: "Reservations alone drain nothing while the pool has flavors.",
+			in:     spec(a10g, func(s *xrs.InstanceTypePoolSpec) { s.ReservingWorkloads = 1 }),
+			want: pool{
+				Quotas:      a10gQuotas,
+				LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeActive,
 				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
 			},
 		},

@@ -76,6 +76,7 @@ func (v Values) Functions() xrs.FunctionSettings {
 		MixedOnNode:          v.Bool(workerv1.SettingInstanceTypeMixedOnNode),
 		AwareCPUManufacturer: v.Bool(workerv1.SettingInstanceTypeAwareCPUManufacturer),
 		DerivedFromNode:      v.Bool(workerv1.SettingInstanceTypeDerivedFromNode),
+		DrainWhenNoFlavors:   v.Bool(workerv1.SettingInstanceTypeDrainWhenNoFlavors),
 	}
 }
 

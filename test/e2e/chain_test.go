@@ -437,6 +437,11 @@ var _ = It("follows the walkthrough's Step 4", func() {
 	kubectl("delete", "instancetype", "a10g-12c128g", "--wait=false")
 	waitPhase("custom-demo", "Stopped")
 	waitTable(step1Types, "get", "instancetype")
+	// kubectl describe tells the story: the type's queue drained (HoldAndDrain), and the Instance stopped.
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "events", "-n", "default", "-o", `jsonpath={range .items[*]}{.involvedObject.name}/{.reason}{"\n"}{end}`)
+		return strings.Contains(got, "a10g-12c128g/Draining") && strings.Contains(got, "custom-demo/Drained"), "the events:\n" + got
+	})
 	if got := kubectl("get", "instance", "custom-demo", "-n", "default", "-o", "jsonpath={.spec.stop}"); got != "true" {
 		Fail(fmt.Sprintf("the drained Instance carries spec.stop: true, got %q", got))
 	}

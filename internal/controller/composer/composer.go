@@ -179,25 +179,39 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 	for i := range types.Items {
 		it := &types.Items[i]
 		liveTypes[it.Name] = true
-		if it.DeletionTimestamp != nil {
-			errs = append(errs, r.retire(ctx, a, it))
+		deleting := it.DeletionTimestamp != nil
+		cq, err := r.queueOf(ctx, it.Name)
+		if err != nil {
+			failed(it, err, true)
 			continue
 		}
-		if controllerutil.AddFinalizer(it, FinalizerControlled) {
+		if deleting && cq == nil {
+			// No queue of ours is left (a ClusterQueue of the same name that the composer did not make is not
+			// its to delete): the type may go.
+			errs = append(errs, r.release(ctx, it))
+			continue
+		}
+		if !deleting && controllerutil.AddFinalizer(it, FinalizerControlled) {
 			if err := r.Client.Update(ctx, it); err != nil {
 				failed(it, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name), true)
 				continue
 			}
 		}
-		out, status, err := embedded.InstanceType(ctx, xrs.InstanceTypePoolSpec{
-			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec,
+		spec := xrs.InstanceTypePoolSpec{
+			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec, Deleting: deleting,
 			Flavors: embedded.PoolFlavors(it.Spec, flavors), Nodes: embedded.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
-		})
+		}
+		if cq != nil {
+			spec.ReservingWorkloads = cq.Status.ReservingWorkloads
+		}
+		out, status, err := embedded.InstanceType(ctx, spec)
 		if err != nil {
 			failed(it, err, false)
 			continue
 		}
-		if err := r.applyPool(ctx, a, out.Objects, wantQueues); err != nil {
+		// A queue already deleted has its HoldAndDrain: applying to it could recreate it once Kueue lets it go.
+		terminating := cq != nil && cq.DeletionTimestamp != nil
+		if err := r.applyPool(ctx, a, out.Objects, wantQueues, !terminating); err != nil {
 			failed(it, err, true)
 			continue
 		}
@@ -209,6 +223,13 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			if err := r.Client.Status().Update(ctx, it); err != nil {
 				errs = append(errs, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name))
 			}
+		}
+		if deleting && !terminating {
+			// The queue now holds and drains; Kueue's own finalizer keeps it until no Workload is left, and its
+			// going brings the composer back to release the type.
+			r.Recorder.Eventf(it, corev1.EventTypeNormal, ReasonDraining,
+				"the type is being deleted: its ClusterQueue holds and drains %d workload(s), then goes", cq.Status.ReservingWorkloads)
+			errs = append(errs, a.delete(ctx, cq))
 		}
 	}
 	r.forgetGone(liveTypes)
@@ -225,11 +246,15 @@ func (r *Reconciler) forgetGone(live map[string]bool) {
 	r.published = live
 }
 
-// applyPool applies one pool's objects, noting its LocalQueues in wantQueues; it stops at the first failure.
-func (r *Reconciler) applyPool(ctx context.Context, a *applier, objects []*unstructured.Unstructured, wantQueues map[string]bool) error {
+// applyPool applies one pool's objects (only notes them when write is false), noting its LocalQueues in
+// wantQueues; it stops at the first failure.
+func (r *Reconciler) applyPool(ctx context.Context, a *applier, objects []*unstructured.Unstructured, wantQueues map[string]bool, write bool) error {
 	for _, o := range objects {
 		if o.GetKind() == "LocalQueue" {
 			wantQueues[o.GetNamespace()+"/"+o.GetName()] = true
+		}
+		if !write {
+			continue
 		}
 		if _, err := a.apply(ctx, o); err != nil {
 			return err
@@ -238,18 +263,20 @@ func (r *Reconciler) applyPool(ctx context.Context, a *applier, objects []*unstr
 	return nil
 }
 
-// retire tears down a deleted InstanceType: its queue drains and goes, then the finalizer is released.
-func (r *Reconciler) retire(ctx context.Context, a *applier, it *workerv1.InstanceType) error {
+// queueOf returns the type's ClusterQueue, nil when there is none or the composer did not make it.
+func (r *Reconciler) queueOf(ctx context.Context, name string) (*kueuev1beta2.ClusterQueue, error) {
 	cq := &kueuev1beta2.ClusterQueue{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: it.Name}, cq)
-	if err == nil && composedByUs(cq) {
-		return a.delete(ctx, cq)
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, cq); err != nil {
+		return nil, errors.Wrapf(client.IgnoreNotFound(err), "cannot get the ClusterQueue of InstanceType %s", name)
 	}
-	if client.IgnoreNotFound(err) != nil {
-		return errors.Wrapf(err, "cannot get the ClusterQueue of InstanceType %s", it.Name)
+	if !composedByUs(cq) {
+		return nil, nil
 	}
-	// No queue of ours is left (a ClusterQueue of the same name that the composer did not make is not its to
-	// delete): the type may go.
+	return cq, nil
+}
+
+// release lets a deleted InstanceType go once its queue is gone.
+func (r *Reconciler) release(ctx context.Context, it *workerv1.InstanceType) error {
 	if controllerutil.RemoveFinalizer(it, FinalizerControlled) {
 		return errors.Wrapf(r.Client.Update(ctx, it), "cannot release InstanceType %s", it.Name)
 	}

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -264,4 +265,62 @@ var _ = Describe("a recompute that meets what it cannot write", func() {
 			HaveField("Message", ContainSubstring("acme-x1"))))
 		Expect(events.Events).To(Receive(ContainSubstring("ComposeFailed")))
 	})
+})
+
+// Deletes the A10G type while its queue still reserves quota for a Workload, and plays Kueue's part by hand
+// (the queue's status and its resource-in-use finalizer): the queue holds and drains, the type reads
+// Draining, then Inactive once nothing is reserved, and goes with its queue.
+var _ = It("retires a deleted type through HoldAndDrain: Draining, then Inactive, then gone with its queue", func() {
+	ctx := context.Background()
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	events := record.NewFakeRecorder(100)
+	r := &composer.Reconciler{Client: suite.Client, Recorder: events}
+	recompute := func() {
+		GinkgoHelper()
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	recompute()
+	recompute()
+	name := walkthrough.Step1Types[2][0]
+	const kueueFinalizer = "kueue.x-k8s.io/resource-in-use"
+	cq := &kueue.ClusterQueue{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+	controllerutil.AddFinalizer(cq, kueueFinalizer)
+	Expect(suite.Client.Update(ctx, cq)).To(Succeed())
+	cq.Status.ReservingWorkloads = 1
+	Expect(suite.Client.Status().Update(ctx, cq)).To(Succeed())
+	setReserving := func(n int32) {
+		GinkgoHelper()
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+		cq.Status.ReservingWorkloads = n
+		Expect(suite.Client.Status().Update(ctx, cq)).To(Succeed())
+	}
+	phase := func() (workerv1.InstanceTypePhase, string) {
+		GinkgoHelper()
+		it := &workerv1.InstanceType{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, it)).To(Succeed())
+		return it.Status.Phase, readyOf(name).Reason
+	}
+
+	Expect(suite.Client.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	recompute()
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+	Expect(cq.Spec.StopPolicy).To(HaveValue(Equal(kueue.HoldAndDrain)), "the queue of a deleted type holds and drains")
+	Expect(cq.DeletionTimestamp).NotTo(BeNil(), "the queue is deleted once, Kueue's finalizer keeps it while it drains")
+	Expect(events.Events).To(Receive(Equal("Normal Draining the type is being deleted: its ClusterQueue holds and drains 1 workload(s), then goes")))
+	p, reason := phase()
+	Expect(p).To(Equal(workerv1.InstanceTypeDraining))
+	Expect(reason).To(Equal(string(workerv1.InstanceTypeDraining)), "the Ready condition's reason")
+
+	setReserving(0)
+	recompute()
+	p, _ = phase()
+	Expect(p).To(Equal(workerv1.InstanceTypeInactive), "nothing reserved: the type is Inactive until its queue goes")
+
+	controllerutil.RemoveFinalizer(cq, kueueFinalizer)
+	Expect(suite.Client.Update(ctx, cq)).To(Succeed())
+	recompute()
+	err := suite.Client.Get(ctx, client.ObjectKey{Name: name}, &workerv1.InstanceType{})
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the type goes with its queue: Get says %v", err)
 })

@@ -9,6 +9,9 @@ import (
 // ReasonComposeFailed is the Ready condition's reason while a pool cannot be composed or written.
 const ReasonComposeFailed = "ComposeFailed"
 
+// ReasonDraining is the event of an InstanceType whose deletion drains its queue.
+const ReasonDraining = "Draining"
+
 // poolReady is an InstanceType's Ready condition for the status its pool was composed with: True while the
 // pool is Active; otherwise False, its reason the phase.
 func poolReady(st workerv1.InstanceTypeStatus, generation int64) metav1.Condition {

@@ -68,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	if !inst.Spec.Stop {
-		drained, err := r.drain(ctx, inst)
+		drained, err := r.drain(ctx, inst, pod == nil)
 		if err != nil || drained {
 			// Stopping the Instance changes it, which brings it back here.
 			return reconcile.Result{}, err
@@ -203,23 +203,36 @@ func (r *Reconciler) ensureService(ctx context.Context, inst *workerv1.Instance)
 	return ports, nil
 }
 
-// drain stops an Instance whose type is being deleted or is gone, so the type's queue can drain and go. The
-// Instance stays, stopped, and can be pointed at another type and started again.
-func (r *Reconciler) drain(ctx context.Context, inst *workerv1.Instance) (bool, error) {
+// drain stops an Instance whose type is being deleted or is gone, so the type's queue can drain and go, and,
+// before its Pod is (re)created, one whose queue drains (HoldAndDrain); an administrator's Hold (the type's
+// spec.inactive) stops nothing. The Instance stays, stopped, and can be pointed at another type and started
+// again.
+func (r *Reconciler) drain(ctx context.Context, inst *workerv1.Instance, creating bool) (bool, error) {
 	it := &workerv1.InstanceType{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it)
+	reason := fmt.Sprintf("instance type %s is being deleted or is gone", inst.Spec.Type)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return false, errors.Wrap(err, "cannot get the instance type")
-	case it.DeletionTimestamp == nil:
+	case it.DeletionTimestamp != nil:
+	case !creating:
 		return false, nil
+	default:
+		cq := &kueue.ClusterQueue{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: it.Name}, cq); err != nil {
+			return false, errors.Wrap(client.IgnoreNotFound(err), "cannot get the instance type's ClusterQueue")
+		}
+		if cq.Spec.StopPolicy == nil || *cq.Spec.StopPolicy != kueue.HoldAndDrain {
+			return false, nil
+		}
+		reason = fmt.Sprintf("the queue of instance type %s drains (HoldAndDrain)", inst.Spec.Type)
 	}
 	inst.Spec.Stop = true
 	if err := r.Client.Update(ctx, inst); err != nil {
 		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot stop the Instance")
 	}
-	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "Drained", "stopped: instance type %s is being deleted or is gone", inst.Spec.Type)
+	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "Drained", "stopped: %s", reason)
 	return true, nil
 }
 
