@@ -9,7 +9,9 @@ import (
 
 	"context"
 	"sort"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
@@ -17,12 +19,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -323,4 +329,52 @@ var _ = It("retires a deleted type through HoldAndDrain: Draining, then Inactive
 	recompute()
 	err := suite.Client.Get(ctx, client.ObjectKey{Name: name}, &workerv1.InstanceType{})
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the type goes with its queue: Get says %v", err)
+})
+
+// Runs the composer in a manager, as the worker does, through a client whose every third write fails with a
+// Conflict or a 500: the workqueue retries with backoff, and the chain converges to the walkthrough's Step 1
+// all the same, no write lost.
+var _ = It("converges through injected conflicts and server errors", func() {
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	var faults *testenv.Faults
+	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{
+		Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.NewWithWatch(cfg, o)
+			if err != nil {
+				return nil, err
+			}
+			var fc client.WithWatch
+			fc, faults = testenv.InjectFaults(c, 3)
+			return fc, nil
+		},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&composer.Reconciler{Client: mgr.GetClient(), Recorder: record.NewFakeRecorder(1000)}).SetupWithManager(mgr)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	var once sync.Once
+	// Stopped before the chain is cleaned: a running composer would compose it again.
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	DeferCleanup(stop)
+
+	entrances := []string{}
+	for _, row := range walkthrough.Step1Types[1:] {
+		entrances = append(entrances, "default/"+row[1])
+	}
+	sort.Strings(entrances)
+	Eventually(func(g Gomega) {
+		got := observe()
+		g.Expect(got.Types).To(Equal(walkthrough.Step1Types), "the InstanceTypes")
+		g.Expect(got.LocalQueues).To(Equal(entrances), "the entrances")
+		g.Expect(got.ClusterQueues).To(HaveLen(3), "the pools' queues")
+		g.Expect(got.ResourceFlavors).To(HaveLen(7), "the flavors")
+	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	Expect(faults.Injected()).To(BeNumerically(">", 5), "writes that failed on purpose")
+	stop()
 })

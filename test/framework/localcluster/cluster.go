@@ -74,6 +74,9 @@ type Cluster struct {
 	cfg   Config
 	procs []*process
 	ports ports
+	// commands are the command lines components were started with, by component, so the fault suite can
+	// restart one it killed.
+	commands map[string]command
 
 	// Kubeconfig is the path of the administrator's kubeconfig.
 	Kubeconfig string
@@ -187,6 +190,10 @@ func (c *Cluster) start(name string, env []string, argv ...string) error {
 		return err
 	}
 	c.procs = append(c.procs, p)
+	if c.commands == nil {
+		c.commands = map[string]command{}
+	}
+	c.commands[name] = command{env: env, argv: argv}
 	return nil
 }
 

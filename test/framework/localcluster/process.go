@@ -32,7 +32,8 @@ func startProcess(dir, name string, detach bool, env []string, argv ...string) (
 	if err := os.MkdirAll(filepath.Join(dir, "pids"), 0o755); err != nil {
 		return nil, errors.Wrap(err, "cannot create pid directory")
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	// Appended: a component the fault suite restarts keeps the log of its first life.
+	logf, err := os.OpenFile(filepath.Join(dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot open log of %s", name)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
@@ -22,6 +23,8 @@ import (
 type EnvtestSuite struct {
 	// Client talks to the API server.
 	Client client.WithWatch
+	// Config is the API server's administrator configuration, for a spec that runs a manager.
+	Config *rest.Config
 	stop   func()
 }
 
@@ -43,7 +46,7 @@ func (s *EnvtestSuite) Start() {
 	}
 	cfg, stop, err := StartEnvtest(bin, Path("package", "crds"), filepath.Join(bin, "assets", "kueue-crds"),
 		filepath.Join(bin, "assets", "nfd-crds.yaml"))
-	s.stop = stop
+	s.stop, s.Config = stop, cfg
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	s.Client, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "cannot create the suite's client")

@@ -6,8 +6,12 @@ import (
 
 	"context"
 	"sync"
+	"sync/atomic"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
@@ -56,42 +60,95 @@ func (w *Writes) add(verb string, o client.Object) {
 // subresources, is recorded before it goes to the API server.
 func CountWrites(c client.WithWatch) (client.WithWatch, *Writes) {
 	w := &Writes{}
+	return interceptWrites(c, func(verb string, o client.Object) error {
+		w.add(verb, o)
+		return nil
+	}), w
+}
+
+// Faults counts the errors InjectFaults injected.
+type Faults struct{ injected, writes atomic.Int64 }
+
+// Injected returns how many writes failed on purpose.
+func (f *Faults) Injected() int64 { return f.injected.Load() }
+
+// InjectFaults wraps c so that every nth write fails before it reaches the API server, alternately with a
+// Conflict (409) and an InternalError (500), as a busy or restarting API server answers; the others go through.
+func InjectFaults(c client.WithWatch, every int64) (client.WithWatch, *Faults) {
+	f := &Faults{}
+	return interceptWrites(c, func(verb string, o client.Object) error {
+		if f.writes.Add(1)%every != 0 {
+			return nil
+		}
+		name := "?"
+		if o != nil {
+			name = o.GetName()
+		}
+		gr := schema.GroupResource{Resource: verb}
+		if f.injected.Add(1)%2 == 0 {
+			return apierrors.NewInternalError(errors.Errorf("injected fault on %s %s", verb, name))
+		}
+		return apierrors.NewConflict(gr, name, errors.Errorf("injected fault on %s %s", verb, name))
+	}), f
+}
+
+// interceptWrites wraps c so that hook sees every write, of objects and of their subresources, before it goes
+// to the API server; an error from hook is the write's error.
+func interceptWrites(c client.WithWatch, hook func(verb string, o client.Object) error) client.WithWatch {
 	return interceptor.NewClient(c, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			w.add("create", o)
+			if err := hook("create", o); err != nil {
+				return err
+			}
 			return c.Create(ctx, o, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			w.add("update", o)
+			if err := hook("update", o); err != nil {
+				return err
+			}
 			return c.Update(ctx, o, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			w.add("patch", o)
+			if err := hook("patch", o); err != nil {
+				return err
+			}
 			return c.Patch(ctx, o, p, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			w.add("apply", nil)
+			if err := hook("apply", nil); err != nil {
+				return err
+			}
 			return c.Apply(ctx, o, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			w.add("delete", o)
+			if err := hook("delete", o); err != nil {
+				return err
+			}
 			return c.Delete(ctx, o, opts...)
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteAllOfOption) error {
-			w.add("deleteallof", o)
+			if err := hook("deleteallof", o); err != nil {
+				return err
+			}
 			return c.DeleteAllOf(ctx, o, opts...)
 		},
 		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, o, s client.Object, opts ...client.SubResourceCreateOption) error {
-			w.add(sub+" create", o)
+			if err := hook(sub+" create", o); err != nil {
+				return err
+			}
 			return c.SubResource(sub).Create(ctx, o, s, opts...)
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add(sub+" update", o)
+			if err := hook(sub+" update", o); err != nil {
+				return err
+			}
 			return c.SubResource(sub).Update(ctx, o, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add(sub+" patch", o)
+			if err := hook(sub+" patch", o); err != nil {
+				return err
+			}
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		},
-	}), w
+	})
 }

@@ -1,0 +1,111 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The components the fault suite kills, pauses and restarts.
+const (
+	ComponentEtcd      = componentEtcd
+	ComponentAPIServer = componentAPIServer
+	ComponentWorker    = componentWorker
+	ComponentAgents    = componentAgents
+)
+
+// command is a component's command line.
+type command struct {
+	env  []string
+	argv []string
+}
+
+// Kill sends SIGKILL to a component's process group, as `kill -9` would, and waits until it has exited.
+func (c *Cluster) Kill(name string) error {
+	for i, p := range c.procs {
+		if p.name != name {
+			continue
+		}
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			return errors.Errorf("%s did not exit after SIGKILL", name)
+		}
+		// A killed component is not a failure that waitFor should report.
+		c.procs = append(c.procs[:i], c.procs[i+1:]...)
+		_ = os.Remove(filepath.Join(c.cfg.Dir, "pids", name+".pid"))
+		return nil
+	}
+	return errors.Errorf("%s is not running", name)
+}
+
+// Pause stops a component with SIGSTOP: it holds its connections and state but does nothing, as a process
+// the kernel does not schedule (a long GC pause, a frozen VM); Resume continues it.
+func (c *Cluster) Pause(name string) error { return c.signal(name, syscall.SIGSTOP) }
+
+// Resume continues a component paused by Pause.
+func (c *Cluster) Resume(name string) error { return c.signal(name, syscall.SIGCONT) }
+
+func (c *Cluster) signal(name string, sig syscall.Signal) error {
+	for _, p := range c.procs {
+		if p.name == name {
+			return errors.Wrapf(syscall.Kill(-p.cmd.Process.Pid, sig), "cannot signal %s", name)
+		}
+	}
+	return errors.Errorf("%s is not running", name)
+}
+
+// Restart starts a component that Kill stopped again, with its first command line, and waits until it is
+// ready: etcd healthy, kube-apiserver ready, the worker ready (its webhooks answer).
+func (c *Cluster) Restart(ctx context.Context, name string) error {
+	cmd, ok := c.commands[name]
+	if !ok {
+		return errors.Errorf("%s was never started", name)
+	}
+	for _, p := range c.procs {
+		if p.name == name {
+			return errors.Errorf("%s is still running: Kill it first", name)
+		}
+	}
+	if err := c.start(name, cmd.env, cmd.argv...); err != nil {
+		return err
+	}
+	var ready func(context.Context) error
+	switch name {
+	case componentEtcd:
+		url := "http://127.0.0.1:" + strconv.Itoa(c.ports.etcdClient) + "/health"
+		ready = func(ctx context.Context) error { return httpOK(ctx, url) }
+	case componentAPIServer:
+		cs, err := kubernetes.NewForConfig(c.RESTConfig)
+		if err != nil {
+			return errors.Wrap(err, "cannot create client")
+		}
+		ready = func(ctx context.Context) error {
+			_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+			return err
+		}
+	case componentWorker:
+		url := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.ports.worker)
+		ready = func(ctx context.Context) error { return httpOK(ctx, url) }
+	default:
+		return nil
+	}
+	return c.waitFor(ctx, name+" after its restart", 2*time.Minute, ready)
+}
+
+// Log returns what a component has logged, over all its lives.
+func (c *Cluster) Log(name string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(c.cfg.Dir, "logs", name+".log"))
+	return string(data), errors.Wrapf(err, "cannot read the log of %s", name)
+}
+
+// EtcdURL is the address of etcd's client endpoint.
+func (c *Cluster) EtcdURL() string { return "http://127.0.0.1:" + strconv.Itoa(c.ports.etcdClient) }
