@@ -46,6 +46,8 @@ type Options struct {
 	Overcommit bool
 	// SSHImage is instance-ssh-server-image.
 	SSHImage string
+	// BuiltIn is how the built-in images (SSHImage) are pulled.
+	BuiltIn BuiltInImages
 	// NodeHostname is the kubernetes.io/hostname label of the node the Instance pins, read from the Node.
 	NodeHostname string
 	// NodeFlavorLabels are the nodeLabels of the pool's flavor that holds the pinned node (FlavorLabelsOf):
@@ -82,7 +84,7 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), Privileged: ptr.To(inst.Spec.Privileged)},
 	}
 	sshd := corev1.Container{
-		Name: SSHContainer, Image: o.SSHImage, ImagePullPolicy: corev1.PullIfNotPresent, Stdin: true, TTY: true,
+		Name: SSHContainer, Image: o.BuiltIn.Image(o.SSHImage), ImagePullPolicy: o.BuiltIn.pullPolicy(), Stdin: true, TTY: true,
 		Env:       []corev1.EnvVar{{Name: "VOLUME_MOUNT_PATH", Value: mount}},
 		Resources: res.SSH,
 		SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
@@ -114,6 +116,11 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 	}
 	if inst.Spec.ImagePullSecret != "" {
 		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: inst.Spec.ImagePullSecret}}
+	}
+	for _, s := range o.BuiltIn.PullSecrets {
+		if s != inst.Spec.ImagePullSecret {
+			pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		}
 	}
 	if inst.Spec.NodeName != "" {
 		if o.NodeHostname == "" {

@@ -307,6 +307,12 @@ var _ = It("follows the walkthrough's Step 3", func() {
 	if got := kubectl("get", "pod", "sliced-demo", "-n", "default", "-o", "jsonpath={.spec.nodeName} {.metadata.annotations.device\\.gpustack\\.ai/accelerator\\.allocated}"); !strings.HasPrefix(got, "node-a10g {\"main\":[\"GPU-") {
 		Fail(fmt.Sprintf("the slice's Pod runs on node-a10g with its card recorded: %q", got))
 	}
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "instance", "sliced-demo", "-n", "default", "-o", "jsonpath={.status.allocations} {.status.accessAddresses} {.status.hostIPs}")
+		fields := strings.Fields(got)
+		return len(fields) == 3 && strings.HasPrefix(fields[0], `["GPU-`) && fields[1] == fields[2],
+			"the Instance shows its card and, with no access setting, its node's IP as its address: " + got
+	})
 	kubectl("delete", "instance", "sliced-demo", "-n", "default")
 	waitTable(step1Types, "get", "instancetype")
 	Expect(sliced()).To(Equal(100.0), "the A10G pool's free slice units after the slice")

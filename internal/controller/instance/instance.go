@@ -35,7 +35,14 @@ import (
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
+	// Now is the clock that bounds rebuilding a Pod the kubelet refused; time.Now when nil.
+	Now func() time.Time
 }
+
+// rebuildWindow is how long after an Instance's creation a Pod the kubelet refused at admission
+// (UnexpectedAdmissionError: a device plugin could not give what Kueue admitted) is rebuilt; after it the
+// Instance shows the failure.
+const rebuildWindow = 5 * time.Minute
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances/status,verbs=get;update;patch
@@ -55,16 +62,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if inst.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
+	values, _, err := settings.Load(ctx, r.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	pod := &corev1.Pod{}
-	err := r.Client.Get(ctx, req.NamespacedName, pod)
+	err = r.Client.Get(ctx, req.NamespacedName, pod)
 	switch {
 	case apierrors.IsNotFound(err):
 		pod = nil
 	case err != nil:
 		return reconcile.Result{}, errors.Wrap(err, "cannot get the Instance's Pod")
 	case !metav1.IsControlledBy(pod, inst):
-		return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStarting,
+		return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting,
 			fmt.Sprintf("a Pod named %s that this Instance does not own is in the way", pod.Name), nil)
+	case r.rebuild(inst, pod):
+		// The Pod's deletion brings the Instance back here, to create it again.
+		if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, errors.Wrap(err, "cannot delete the Pod the kubelet refused")
+		}
+		r.Recorder.Eventf(inst, corev1.EventTypeWarning, "PodRebuilt", "the kubelet refused the Pod (%s: %s); building it again",
+			pod.Status.Reason, pod.Status.Message)
+		return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, "rebuilding the Pod the kubelet refused: "+pod.Status.Message, nil)
 	}
 
 	if !inst.Spec.Stop {
@@ -81,28 +100,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 		}
 		if pod != nil {
-			return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStopping, "stopping: waiting for the Pod to go", pod)
+			return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStopping, "stopping: waiting for the Pod to go", pod)
 		}
-		return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStopped, "", nil)
+		return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStopped, "", nil)
 	}
 	if pod == nil {
-		values, _, err := settings.Load(ctx, r.Client)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
 		if msg, err := r.claimsHold(ctx, inst, values); err != nil || msg != "" {
 			if err != nil {
 				return reconcile.Result{}, err
 			}
 			// Claims bind outside this controller's watch: look again in a while.
-			return reconcile.Result{RequeueAfter: claimRecheck}, r.setStatus(ctx, inst, workerv1.InstanceStarting, msg, nil)
+			return reconcile.Result{RequeueAfter: claimRecheck}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
 		}
 		created, msg, err := r.createPod(ctx, inst, values)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if created == nil {
-			return reconcile.Result{}, r.setStatus(ctx, inst, workerv1.InstanceStarting, msg, nil)
+			return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
 		}
 		pod = created
 	}
@@ -121,9 +136,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ports != nil {
 		st := inst.Status.DeepCopy()
 		st.Ports = ports
-		return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, phase, msg, pod)
+		return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
 	}
-	return reconcile.Result{}, r.setStatus(ctx, inst, phase, msg, pod)
+	return reconcile.Result{}, r.setStatus(ctx, inst, values, phase, msg, pod)
+}
+
+// rebuild reports whether the Pod is one the kubelet refused at admission (UnexpectedAdmissionError) within
+// rebuildWindow of the Instance's creation.
+func (r *Reconciler) rebuild(inst *workerv1.Instance, pod *corev1.Pod) bool {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	return pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == "UnexpectedAdmissionError" &&
+		now().Sub(inst.CreationTimestamp.Time) < rebuildWindow
 }
 
 // claimRecheck is how often an Instance held by an unbound claim looks at it again.
@@ -247,7 +273,10 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		return nil, "", errors.Wrap(err, "cannot get the instance type")
 	}
 	o := instancepod.Options{Overcommit: values.Bool(workerv1.SettingInstanceGeneralOvercommit),
-		SSHImage: values[workerv1.SettingInstanceSSHServerImage]}
+		SSHImage: values[workerv1.SettingInstanceSSHServerImage],
+		BuiltIn: instancepod.BuiltInImages{Registry: values[workerv1.SettingContainerRegistry],
+			Namespace: values[workerv1.SettingContainerNamespace], PullSecrets: instancepod.SplitList(values[workerv1.SettingImagePullSecrets]),
+			PullPolicy: corev1.PullPolicy(values[workerv1.SettingImagePullPolicy])}}
 	if inst.Spec.NodeName != "" {
 		node := &corev1.Node{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeName}, node); err != nil {
@@ -310,15 +339,15 @@ func (r *Reconciler) poolFlavors(ctx context.Context, typ string) ([]map[string]
 }
 
 // setStatus writes the phase, message and the Pod's placement when they changed.
-func (r *Reconciler) setStatus(ctx context.Context, inst *workerv1.Instance, phase workerv1.InstancePhase, msg string, pod *corev1.Pod) error {
-	return r.setStatusFrom(ctx, inst, inst.Status.DeepCopy(), phase, msg, pod)
+func (r *Reconciler) setStatus(ctx context.Context, inst *workerv1.Instance, values settings.Values, phase workerv1.InstancePhase, msg string, pod *corev1.Pod) error {
+	return r.setStatusFrom(ctx, inst, inst.Status.DeepCopy(), values, phase, msg, pod)
 }
 
-// setStatusFrom writes st, with the phase, message and the Pod's placement, when it differs from the
-// Instance's status.
-func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance, st *workerv1.InstanceStatus, phase workerv1.InstancePhase, msg string, pod *corev1.Pod) error {
+// setStatusFrom writes st, with the phase, message and the Pod's placement (its node, addresses and cards),
+// when it differs from the Instance's status.
+func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance, st *workerv1.InstanceStatus, values settings.Values, phase workerv1.InstancePhase, msg string, pod *corev1.Pod) error {
 	st.Phase, st.PhaseMessage, st.ObservedGeneration = phase, msg, inst.Generation
-	st.NodeName, st.HostIPs, st.PodIPs = "", nil, nil
+	st.NodeName, st.HostIPs, st.PodIPs, st.AccessAddresses, st.Allocations = "", nil, nil, nil, nil
 	if pod != nil {
 		st.NodeName = pod.Spec.NodeName
 		for _, ip := range pod.Status.HostIPs {
@@ -327,6 +356,9 @@ func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance,
 		for _, ip := range pod.Status.PodIPs {
 			st.PodIPs = append(st.PodIPs, ip.IP)
 		}
+		st.AccessAddresses = instancepod.AccessAddresses(st.HostIPs, values[workerv1.SettingInstanceAccessStaticAddress],
+			values[workerv1.SettingInstanceAccessWildcardDNS])
+		st.Allocations = instancepod.Allocations(pod)
 	}
 	apimeta.SetStatusCondition(&st.Conditions, ReadyCondition(phase, msg, inst.Generation))
 	metrics.SetInstancePhase(inst.Namespace+"/"+inst.Name, string(phase))

@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -89,4 +91,100 @@ var _ = It("pins an Instance with its node's hostname and the labels of the pool
 	Expect(pod.Spec.NodeSelector).To(Equal(map[string]string{
 		corev1.LabelHostname: "t4-b.example", t4: "true", t4 + ".count": "4",
 	}), "the Pod's nodeSelector: the node's own hostname label and its flavor's labels")
+})
+
+// refuse plays the kubelet refusing the Instance's Pod at admission, as it does when a device plugin cannot
+// give what Kueue admitted.
+func refuse(pod *corev1.Pod) {
+	GinkgoHelper()
+	pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, "UnexpectedAdmissionError"
+	pod.Status.Message = "Allocate failed due to not enough shared cards on the node"
+	Expect(suite.Client.Status().Update(context.Background(), pod)).To(Succeed())
+}
+
+var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionError)", func() {
+	ctx := context.Background()
+
+	It("is rebuilt within five minutes of the Instance's creation", func() {
+		typ := builders.MakeInstanceType("rebuild").Obj()
+		inst := builders.MakeInstance("default", "rebuild", typ.Name).Obj()
+		suite.Create(typ, inst)
+		_, pod, _ := reconcileOnce(inst)
+		Expect(pod).NotTo(BeNil())
+		refuse(pod)
+
+		got, gone, events := reconcileOnce(inst)
+		Expect(gone).To(BeNil(), "the refused Pod is deleted")
+		Expect(events).To(ContainElement(HavePrefix("Warning PodRebuilt the kubelet refused the Pod (UnexpectedAdmissionError")))
+		Expect(got.Status.PhaseMessage).To(HavePrefix("rebuilding the Pod the kubelet refused"))
+		_, again, _ := reconcileOnce(inst)
+		Expect(again).NotTo(BeNil(), "a new Pod")
+		Expect(again.UID).NotTo(Equal(pod.UID), "the new Pod is another Pod")
+	})
+
+	It("is left failed, and says so, once five minutes have passed", func() {
+		typ := builders.MakeInstanceType("refused").Obj()
+		inst := builders.MakeInstance("default", "refused", typ.Name).Obj()
+		suite.Create(typ, inst)
+		_, pod, _ := reconcileOnce(inst)
+		Expect(pod).NotTo(BeNil())
+		refuse(pod)
+
+		r := &instance.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10),
+			Now: func() time.Time { return time.Now().Add(6 * time.Minute) }}
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
+		Expect(err).NotTo(HaveOccurred())
+		got := &workerv1.Instance{}
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), got)).To(Succeed())
+		Expect(got.Status.Phase).To(Equal(workerv1.InstanceFailed))
+		Expect(got.Status.PhaseMessage).To(Equal("Allocate failed due to not enough shared cards on the node"))
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})).To(Succeed(), "the failed Pod stays for its events")
+	})
+})
+
+// The settings instance-access-static-address and instance-access-wildcard-dns decide the addresses; the device
+// plugin's record on the Pod gives the cards.
+var _ = DescribeTable("fills accessAddresses and allocations from the running Pod",
+	func(settings map[string]string, wantAddresses []string) {
+		for name, value := range settings {
+			suite.Create(&workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name},
+				Spec: workerv1.SettingSpec{Value: value}})
+		}
+		typ := builders.MakeInstanceType("reach").Obj()
+		inst := builders.MakeInstance("default", "reach", typ.Name).Obj()
+		suite.Create(typ, inst)
+		_, pod, _ := reconcileOnce(inst)
+		Expect(pod).NotTo(BeNil())
+		pod.Annotations = map[string]string{"device.gpustack.ai/accelerator.allocated": `{"main":["GPU-2","GPU-1"]}`}
+		Expect(suite.Client.Update(context.Background(), pod)).To(Succeed())
+		pod.Status.HostIP, pod.Status.HostIPs = "10.0.0.5", []corev1.HostIP{{IP: "10.0.0.5"}}
+		Expect(suite.Client.Status().Update(context.Background(), pod)).To(Succeed())
+
+		got, _, _ := reconcileOnce(inst)
+		Expect(got.Status.AccessAddresses).To(Equal(wantAddresses), "accessAddresses")
+		Expect(got.Status.Allocations).To(BeEmpty(), "a CPU Instance's Pod claims no card, whatever is recorded")
+	},
+	Entry("neither setting: the host IPs", map[string]string{}, []string{"10.0.0.5"}),
+	Entry("a wildcard DNS names the host IP", map[string]string{workerv1.SettingInstanceAccessWildcardDNS: "nip.io"}, []string{"10.0.0.5.nip.io"}),
+	Entry("a static address wins", map[string]string{workerv1.SettingInstanceAccessStaticAddress: "gpu.example.com",
+		workerv1.SettingInstanceAccessWildcardDNS: "nip.io"}, []string{"gpu.example.com"}),
+)
+
+var _ = It("pulls the built-in SSH sidecar as container-registry, container-namespace, image-pull-secrets and image-pull-policy say", func() {
+	for name, value := range map[string]string{
+		workerv1.SettingContainerRegistry: "mirror.example.com", workerv1.SettingContainerNamespace: "gpustack-mirror",
+		workerv1.SettingImagePullSecrets: "mirror-a, mirror-b", workerv1.SettingImagePullPolicy: "Always",
+	} {
+		suite.Create(&workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name},
+			Spec: workerv1.SettingSpec{Value: value}})
+	}
+	typ := builders.MakeInstanceType("mirrored").Obj()
+	inst := builders.MakeInstance("default", "mirrored", typ.Name).Obj()
+	suite.Create(typ, inst)
+	_, pod, _ := reconcileOnce(inst)
+	Expect(pod).NotTo(BeNil())
+	Expect(pod.Spec.Containers[1].Image).To(Equal("mirror.example.com/gpustack-mirror/ssh-server:v1.3.0"))
+	Expect(pod.Spec.Containers[1].ImagePullPolicy).To(Equal(corev1.PullAlways))
+	Expect(pod.Spec.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "mirror-a"}, {Name: "mirror-b"}}))
+	Expect(pod.Spec.Containers[0].Image).To(Equal(inst.Spec.Image), "the Instance's own image is its author's")
 })
