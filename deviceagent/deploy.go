@@ -76,6 +76,8 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: DaemonSetName(v.Key), Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			// One node's agent at a time, so a bad image never takes every node's cards out of the ledger at once.
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{

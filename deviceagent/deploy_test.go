@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // TestDeployment renders the agents' objects from the worker's environment.
@@ -66,11 +68,17 @@ var _ = It("applies the agents' objects to a real API server twice: the server a
 	apply := func() map[string]string {
 		versions := map[string]string{}
 		for _, o := range objs {
-			o := o.DeepCopyObject().(client.Object)
-			//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
-			Expect(suite.Client.Patch(ctx, o, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership)).
-				To(Succeed(), "cannot apply %T %s", o, o.GetName())
-			versions[o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName()] = o.GetResourceVersion()
+			u, err := scheme.ForApply(o)
+			Expect(err).NotTo(HaveOccurred())
+			sent := u.DeepCopy()
+			//nolint:staticcheck // client.Apply with an unstructured object is the documented way to server-side apply it.
+			Expect(suite.Client.Patch(ctx, u, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership)).
+				To(Succeed(), "cannot apply %s %s", u.GetKind(), u.GetName())
+			versions[u.GetKind()+"/"+u.GetName()] = u.GetResourceVersion()
+			// The worker's field manager owns exactly what it sent, and sent no empty value.
+			Expect(testenv.ZeroPaths(sent.Object)).To(BeEmpty(), "empty fields sent with %s %s", u.GetKind(), u.GetName())
+			Expect(testenv.OwnershipDiff(u, "gpustack-operator", sent.Object)).To(BeEmpty(),
+				"the fields gpustack-operator owns on %s %s: -sent and not owned, +owned and not sent", u.GetKind(), u.GetName())
 		}
 		return versions
 	}

@@ -175,9 +175,13 @@ func deployAgents(ctx context.Context, c client.Client, d deviceagent.Deployment
 		return errors.Wrap(err, "cannot render the device agents")
 	}
 	for _, o := range objs {
-		//nolint:staticcheck // client.Apply with typed objects that carry their TypeMeta.
-		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership); err != nil {
-			return errors.Wrapf(err, "cannot apply %s %s", o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+		u, err := scheme.ForApply(o)
+		if err != nil {
+			return err
+		}
+		//nolint:staticcheck // client.Apply with an unstructured object is the documented way to server-side apply it.
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership); err != nil {
+			return errors.Wrapf(err, "cannot apply %s %s", u.GetKind(), u.GetName())
 		}
 	}
 	return nil

@@ -33,8 +33,7 @@ const (
 			"general.feature.gpustack.ai/amd-epyc-7r13.count": "16", "gpustack.ai/managed": "true",
 			"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}}}`
 	genericEntry = `{"apiVersion": "worker.gpustack.ai/v1", "kind": "InstanceTypeFlavor", "metadata": {"name": "gpustack--generic"},
-		"spec": {"acceleratable": false, "acceleratorGroup": "", "cores": "", "generalGroup": "generic",
-			"manufacturer": "generic", "product": ""}}`
+		"spec": {"acceleratable": false, "generalGroup": "generic", "manufacturer": "generic"}}`
 	genericType = `{"apiVersion": "worker.gpustack.ai/v1", "kind": "InstanceType",
 		"metadata": {"name": "gpustack--generic-linux-amd64", "annotations": {"gpustack.ai/compose-policy": "create-only"},
 			"labels": {"feature.gpustack.ai/acceleratable": "false", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 )
 
 // FieldManager is the field manager the worker applies its webhook configurations with.
@@ -92,8 +94,12 @@ func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, t
 	validating.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
 	for _, o := range []client.Object{mutating, validating} {
 		o.SetLabels(map[string]string{"app.kubernetes.io/part-of": "gpustack-operator"})
-		//nolint:staticcheck // client.Apply with typed objects that carry their TypeMeta.
-		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		u, err := scheme.ForApply(o)
+		if err != nil {
+			return err
+		}
+		//nolint:staticcheck // client.Apply with an unstructured object is the documented way to server-side apply it.
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return errors.Wrapf(err, "cannot apply webhook configuration %s", o.GetName())
 		}
 	}

@@ -16,7 +16,11 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // Provisions the webhooks against a real API server, in turn: self-signed behind a Service,
@@ -39,7 +43,25 @@ var _ = It("provisions the webhooks against a real API server, in turn", func() 
 
 	provision := func(s Serving) KeyPair {
 		GinkgoHelper()
-		Expect(Provision(ctx, suite.Client, s, now, 2*time.Second)).To(Succeed())
+		var sent []*unstructured.Unstructured
+		c := interceptor.NewClient(suite.Client, interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+				if u, ok := o.(*unstructured.Unstructured); ok && p == client.Apply {
+					sent = append(sent, u.DeepCopy())
+				}
+				return c.Patch(ctx, o, p, opts...)
+			},
+		})
+		Expect(Provision(ctx, c, s, now, 2*time.Second)).To(Succeed())
+		Expect(sent).To(HaveLen(2), "the two webhook configurations are applied")
+		for _, u := range sent {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(u.GroupVersionKind())
+			Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(u), live)).To(Succeed())
+			Expect(testenv.ZeroPaths(u.Object)).To(BeEmpty(), "empty fields sent with %s", u.GetName())
+			Expect(testenv.OwnershipDiff(live, FieldManager, u.Object)).To(BeEmpty(),
+				"the fields %s owns on %s: -sent and not owned, +owned and not sent", FieldManager, u.GetName())
+		}
 		secret := &corev1.Secret{}
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Secret}, secret)).To(Succeed())
 		pair := KeyPair{CA: secret.Data["ca.crt"], Cert: secret.Data["tls.crt"], Key: secret.Data["tls.key"]}

@@ -13,17 +13,21 @@ type InstanceTypeFlavorSpec struct {
 	Acceleratable bool `json:"acceleratable"`
 
 	// AcceleratorGroup is the accelerator key (nvidia-a10g); empty for a CPU entry.
-	AcceleratorGroup string `json:"acceleratorGroup"`
+	// +optional
+	AcceleratorGroup string `json:"acceleratorGroup,omitempty"`
 
 	// GeneralGroup is the CPU key (amd-epyc-7r32), generic for the collapsed CPU entry, and empty for a
 	// collapsed accelerator entry.
-	GeneralGroup string `json:"generalGroup"`
+	// +optional
+	GeneralGroup string `json:"generalGroup,omitempty"`
 
 	// Manufacturer is the accelerator manufacturer, or the CPU manufacturer of a CPU entry.
 	Manufacturer string `json:"manufacturer"`
 
-	// Product is the accelerator product (NVIDIA-A10G), or the CPU model name of a CPU entry.
-	Product string `json:"product"`
+	// Product is the accelerator product (NVIDIA-A10G), or the CPU model name of a CPU entry; empty when
+	// unknown.
+	// +optional
+	Product string `json:"product,omitempty"`
 
 	// Family is the accelerator architecture family (Ampere), when known.
 	// +optional
@@ -33,8 +37,9 @@ type InstanceTypeFlavorSpec struct {
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 
-	// Cores is the number of compute cores of one accelerator.
-	Cores string `json:"cores"`
+	// Cores is the number of compute cores of one accelerator; empty for a CPU entry.
+	// +optional
+	Cores string `json:"cores,omitempty"`
 
 	// Sliceable is true when one accelerator can be soft-sliced; empty for a CPU entry.
 	// +optional

@@ -22,7 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -377,4 +379,37 @@ var _ = It("converges through injected conflicts and server errors", func() {
 	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	Expect(faults.Injected()).To(BeNumerically(">", 5), "writes that failed on purpose")
 	stop()
+})
+
+// Reads the managedFields of every object after the composer's first apply: it sends no empty field, and its
+// field manager owns exactly the fields it sent (two levels deep), so no zero value and no field the API server
+// or Kueue defaulted is its.
+var _ = It("owns exactly the fields it applies", func() {
+	ctx := context.Background()
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	var sent []*unstructured.Unstructured
+	c := interceptor.NewClient(suite.Client, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if u, ok := o.(*unstructured.Unstructured); ok && p == client.Apply {
+				sent = append(sent, u.DeepCopy())
+			}
+			return c.Patch(ctx, o, p, opts...)
+		},
+	})
+	r := &composer.Reconciler{Client: c, Recorder: record.NewFakeRecorder(100)}
+	for range 2 {
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	kinds := map[string]bool{}
+	for _, desired := range sent {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(desired.GroupVersionKind())
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(desired), live)).To(Succeed())
+		Expect(testenv.ZeroPaths(desired.Object)).To(BeEmpty(), "empty fields sent with %s %s", desired.GetKind(), desired.GetName())
+		Expect(testenv.OwnershipDiff(live, composer.FieldManager, desired.Object)).To(BeEmpty(),
+			"the fields %s owns on %s %s: -sent and not owned, +owned and not sent", composer.FieldManager, desired.GetKind(), desired.GetName())
+		kinds[desired.GetKind()] = true
+	}
+	Expect(kinds).To(HaveLen(4), "applied kinds: %v", kinds)
 })

@@ -150,5 +150,11 @@ func interceptWrites(c client.WithWatch, hook func(verb string, o client.Object)
 			}
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		},
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, o runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			if err := hook(sub+" apply", nil); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Apply(ctx, o, opts...)
+		},
 	})
 }
