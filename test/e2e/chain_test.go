@@ -400,6 +400,11 @@ var _ = It("runs the per-card check on the real Kueue", func() {
 			"-o", "custom-columns=MESSAGE:.message", "--no-headers")
 		return strings.Contains(out, "the largest free piece is 40%"), "the Workloads' NoCardWithRoom events: " + out
 	})
+	eventually(time.Minute, func() (bool, string) {
+		out := kubectl("get", "events", "-n", "default", "--field-selector", "reason=NoCardWithRoom,involvedObject.kind=Instance,involvedObject.name=sixty-5",
+			"-o", "custom-columns=MESSAGE:.message", "--no-headers")
+		return strings.Contains(out, "the largest free piece is 40%"), "sixty-5's NoCardWithRoom events: " + out
+	})
 	kubectl("delete", "instance", "sixty-0", "-n", "default")
 	waitPhase("sixty-5", "Ready")
 	Expect(readyCondition("instance", "sixty-5")).To(HavePrefix("True Ready"))

@@ -29,6 +29,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -82,6 +83,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		eventType = corev1.EventTypeWarning
 	}
 	r.Recorder.Event(wl, eventType, v.reason, v.message)
+	// The Instance that made the Workload tells the same story, so `kubectl describe instance` shows it.
+	inst, err := r.instanceOf(ctx, wl)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if inst != nil {
+		r.Recorder.Event(inst, eventType, v.reason, v.message)
+	}
 	state.State, state.Message, state.LastTransitionTime = v.state, v.message, metav1.Now()
 	if v.state == kueue.CheckStateRetry {
 		// Kueue gives the quota back and tries again; without a pause it would retry many times a second.
@@ -222,6 +231,31 @@ func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool,
 		return pod.Spec.NodeName == "", nil
 	}
 	return false, nil
+}
+
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances,verbs=get;list;watch
+
+// instanceOf returns the Instance whose Pod the Workload was made for, nil for a Workload of another Pod.
+func (r *Reconciler) instanceOf(ctx context.Context, wl *kueue.Workload) (*workerv1.Instance, error) {
+	for _, o := range wl.OwnerReferences {
+		if o.Kind != "Pod" {
+			continue
+		}
+		pod := &corev1.Pod{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}, pod); err != nil {
+			return nil, errors.Wrap(client.IgnoreNotFound(err), "cannot get a Workload's Pod")
+		}
+		name := pod.Labels[instancepod.LabelInstance]
+		if name == "" {
+			return nil, nil
+		}
+		inst := &workerv1.Instance{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: name}, inst); err != nil {
+			return nil, errors.Wrap(client.IgnoreNotFound(err), "cannot get the Workload's Instance")
+		}
+		return inst, nil
+	}
+	return nil, nil
 }
 
 // SetupWithManager registers the check: its AdmissionCheck is created (Kueue's CRDs may come later, so it

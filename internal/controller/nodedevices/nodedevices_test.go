@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -131,4 +132,35 @@ var _ = Describe("Reconcile", func() {
 		Entry("before Kueue reserves quota the check is left Pending",
 			"notreserved", whole, false, false, want{State: kueue.CheckStatePending, Message: "waiting"}),
 	)
+})
+
+var _ = It("tells the verdict to the Instance whose Pod the Workload was made for, too", func() {
+	ctx := context.Background()
+	const key = "for-instance"
+	rf := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
+		Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}}
+	inst := builders.MakeInstance("default", key, "a10g").Accelerators(1).Obj()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key,
+		Labels: map[string]string{instancepod.LabelInstance: key}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Limits: limits(whole)}}}}}
+	suite.Create(rf, builders.MakeNode(key).Label("pool", key).Obj(),
+		builders.MakeDevices(key).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj(), inst, pod)
+	wl, st := makeWorkload(key, key, whole, true)
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
+	suite.Create(wl)
+	wl.Status = st
+	Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
+
+	events := record.NewFakeRecorder(10)
+	r := &nodedevices.Reconciler{Client: suite.Client, Reader: suite.Client, Log: logr.Discard(), Recorder: events}
+	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
+	Expect(err).NotTo(HaveOccurred())
+	close(events.Events)
+	var got []string
+	for e := range events.Events {
+		got = append(got, e)
+	}
+	Expect(got).To(Equal([]string{"Normal CardFits fits on node for-instance", "Normal CardFits fits on node for-instance"}),
+		"one event on the Workload, the same on its Instance")
 })
