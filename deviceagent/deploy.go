@@ -3,6 +3,7 @@ package deviceagent
 import (
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -63,6 +64,9 @@ func (d Deployment) Objects() ([]client.Object, error) {
 	return out, nil
 }
 
+// MetricsPort is the port the agents serve their Prometheus metrics on.
+const MetricsPort = 8080
+
 func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 	labels := map[string]string{"app.kubernetes.io/name": "gpustack-device-manager", "app.kubernetes.io/part-of": "gpustack-operator",
 		"gpustack.ai/manufacturer": v.Key}
@@ -87,7 +91,9 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					PriorityClassName: "system-node-critical",
 					Containers: []corev1.Container{{
-						Name: "device-manager", Image: d.Image, Args: []string{"device-manager"}, Env: env,
+						Name: "device-manager", Image: d.Image, Env: env,
+						Args:  []string{"device-manager", "--metrics-bind-address=:" + strconv.Itoa(MetricsPort)},
+						Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
 						// Reading every card and its driver, and the kubelet's plugin socket, needs the host's devices,
 						// as root: the image's own user is the unprivileged one the worker runs as.
 						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)},

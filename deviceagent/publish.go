@@ -29,8 +29,9 @@ type Publisher struct {
 	Client client.Client
 }
 
-// Publish writes what the node's provider detected.
+// Publish writes what the node's provider detected, and sets the node's card gauges.
 func (p *Publisher) Publish(ctx context.Context, node string, devices []providers.Device) error {
+	ObserveCards(node, devices)
 	if err := p.publishNodeFeature(ctx, node, providers.NodeLabels(devices)); err != nil {
 		return err
 	}

@@ -4,8 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"sigs.k8s.io/yaml"
 
@@ -34,6 +39,7 @@ func runDeviceManager(args []string) error {
 	node := fs.String("node", "", "the node to report for; with --simulate-inventory, empty means every node of the file")
 	interval := fs.Duration("interval", 30*time.Second, "how often to detect again")
 	pluginDir := fs.String("device-plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory; empty serves no device plugin (simulated nodes never serve one)")
+	metricsAddr := fs.String("metrics-bind-address", "0", "address of the Prometheus metrics endpoint (the cards by health); 0 turns it off")
 	print := fs.Bool("print", false, "detect once with the hardware backends and print the labels and the Devices spec that would be published, without a cluster")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -55,6 +61,9 @@ func runDeviceManager(args []string) error {
 		return errors.Wrap(err, "cannot create a client")
 	}
 	ctx := ctrl.SetupSignalHandler()
+	if err := serveMetrics(ctx, *metricsAddr, logger); err != nil {
+		return err
+	}
 	if *inventoryFile == "" {
 		// One real node: detect, publish and serve the kubelet device plugin.
 		for name, p := range agents {
@@ -137,4 +146,28 @@ func printDetected(node string) error {
 	}
 	_, err = os.Stdout.Write(out)
 	return err
+}
+
+// serveMetrics serves the agent's metrics on addr until ctx ends; "0" or "" serves none.
+func serveMetrics(ctx context.Context, addr string, logger logr.Logger) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return errors.Wrap(err, "cannot listen for metrics")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(deviceagent.Registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "metrics server stopped")
+		}
+	}()
+	return nil
 }

@@ -55,10 +55,11 @@ var (
 		Help: "Recomputes of the chain that ended with an error (each is retried)."})
 )
 
-func init() {
-	ctrlmetrics.Registry.MustRegister(PoolCapacity, PoolRemaining, PoolOnceMax, ComposeDuration, ComposeObjects, ComposeFailures,
-		AdmissionDecisions, AdmissionLatency, LedgerConflicts, Instances)
-}
+// collectors are the worker's own metrics, served with controller-runtime's on its metrics endpoint.
+var collectors = []prometheus.Collector{PoolCapacity, PoolRemaining, PoolOnceMax, ComposeDuration, ComposeObjects,
+	ComposeFailures, AdmissionDecisions, AdmissionLatency, LedgerConflicts, Instances}
+
+func init() { ctrlmetrics.Registry.MustRegister(collectors...) }
 
 // ObserveInstanceType sets the gauges of one InstanceType from its status; a view the status lacks is removed.
 func ObserveInstanceType(name string, st workerv1.InstanceTypeStatus) {

@@ -321,7 +321,13 @@ var _ = It("follows the walkthrough's Step 3", func() {
 // poolMetric reads one view's gauge of an InstanceType from the worker's metrics endpoint.
 func poolMetric(name, instanceType, view string) float64 {
 	GinkgoHelper()
-	resp, err := http.Get(cluster.MetricsURL())
+	return scrape(cluster.MetricsURL(), name, map[string]string{"instancetype": instanceType, "view": view})
+}
+
+// scrape reads the gauge of the series with these labels from a Prometheus endpoint.
+func scrape(url, name string, want map[string]string) float64 {
+	GinkgoHelper()
+	resp, err := http.Get(url) //nolint:gosec // the local cluster's own endpoint
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -333,11 +339,15 @@ func poolMetric(name, instanceType, view string) float64 {
 		for _, l := range m.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		if labels["instancetype"] == instanceType && labels["view"] == view {
+		match := true
+		for k, v := range want {
+			match = match && labels[k] == v
+		}
+		if match {
 			return m.GetGauge().GetValue()
 		}
 	}
-	Fail(fmt.Sprintf("no %s{instancetype=%q,view=%q} on the worker's metrics endpoint", name, instanceType, view))
+	Fail(fmt.Sprintf("no %s%v at %s", name, want, url))
 	return 0
 }
 

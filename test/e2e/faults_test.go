@@ -373,10 +373,15 @@ var _ = It("keeps the ledgers when the device agent is killed and restarted", fu
 		return out
 	}
 	before := ledgers()
+	agentCards := func() float64 {
+		return scrape(cluster.AgentMetricsURL(), "gpustack_device_cards", map[string]string{"node": "node-t4-b", "manufacturer": "nvidia", "health": "healthy"})
+	}
+	Expect(agentCards()).To(Equal(4.0), "node-t4-b's healthy cards on the agent's metrics endpoint")
 	Expect(cluster.Kill(localcluster.ComponentAgents)).To(Succeed())
 	Expect(cluster.Restart(ctx, localcluster.ComponentAgents)).To(Succeed())
 	Consistently(ledgers).WithTimeout(10*time.Second).WithPolling(time.Second).Should(Equal(before),
 		"the Devices objects after the agent's restart")
+	Expect(agentCards()).To(Equal(4.0), "node-t4-b's healthy cards after the agent's restart")
 
 	// A fourth 60 % slice fits only on a T4 card the first two left alone.
 	extra := builders.MakeInstance("default", "agent-3", t4Pool).Slice(60, 100).Obj()

@@ -160,6 +160,16 @@ func TestTemplateOptions(t *testing.T) {
 		t.Errorf("cleanup rules differ from package/rbac/cleanup: -want, +got:\n%s", diff)
 	}
 
+	objs = render(t, "worker.metrics.serviceMonitor.enabled=true")
+	for _, name := range []string{"ServiceMonitor/gpustack-operator-worker", "PodMonitor/gpustack-operator-device-manager"} {
+		if objs[name] == nil {
+			t.Errorf("with the ServiceMonitor option, %s is not rendered", name)
+		}
+	}
+	if objs := render(t); objs["ServiceMonitor/gpustack-operator-worker"] != nil || objs["PodMonitor/gpustack-operator-device-manager"] != nil {
+		t.Error("the prometheus-operator monitors are rendered by default; they need its CRDs")
+	}
+
 	objs = render(t, "worker.certmanager.enabled=true")
 	for _, name := range []string{"Issuer/gpustack-operator-selfsigned", "Certificate/gpustack-operator-webhook-ca", "Issuer/gpustack-operator-ca", "Certificate/gpustack-operator-webhook"} {
 		if objs[name] == nil {

@@ -85,7 +85,7 @@ type Cluster struct {
 }
 
 type ports struct {
-	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker, workerWebhook, workerMetrics int
+	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker, workerWebhook, workerMetrics, agentMetrics int
 }
 
 // Start brings the cluster up and waits until every component is ready and every inventory node is Ready.
@@ -167,6 +167,15 @@ func (c *Cluster) MetricsURL() string {
 		return ""
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.workerMetrics)
+}
+
+// AgentMetricsURL is the address of the simulated device agents' Prometheus metrics, empty when the cluster
+// runs no operator.
+func (c *Cluster) AgentMetricsURL() string {
+	if c.cfg.Operator == "" {
+		return ""
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.agentMetrics)
 }
 
 // Clientset returns a Kubernetes clientset for the administrator.
@@ -299,7 +308,7 @@ func freePorts() (ports, error) {
 	}
 	var p ports
 	for _, dst := range []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.nfd,
-		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook, &p.workerMetrics} {
+		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook, &p.workerMetrics, &p.agentMetrics} {
 		port, err := next()
 		if err != nil {
 			return p, err

@@ -85,7 +85,7 @@ func (c *Cluster) startAgents(ctx context.Context) error {
 		return err
 	}
 	return c.start(componentAgents, nil, c.cfg.Operator, "device-manager", "--kubeconfig="+agent,
-		"--simulate-inventory="+inv)
+		"--simulate-inventory="+inv, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.agentMetrics))
 }
 
 // installWorkerWebhooks registers the worker's webhooks with loopback URLs and the local CA.
