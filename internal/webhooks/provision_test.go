@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -43,16 +42,9 @@ var _ = It("provisions the webhooks against a real API server, in turn", func() 
 
 	provision := func(s Serving) KeyPair {
 		GinkgoHelper()
-		var sent []*unstructured.Unstructured
-		c := interceptor.NewClient(suite.Client, interceptor.Funcs{
-			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-				if u, ok := o.(*unstructured.Unstructured); ok && p == client.Apply {
-					sent = append(sent, u.DeepCopy())
-				}
-				return c.Patch(ctx, o, p, opts...)
-			},
-		})
+		c, applied := testenv.RecordApplies(suite.Client)
 		Expect(Provision(ctx, c, s, now, 2*time.Second)).To(Succeed())
+		sent := applied()
 		Expect(sent).To(HaveLen(2), "the two webhook configurations are applied")
 		for _, u := range sent {
 			live := &unstructured.Unstructured{}

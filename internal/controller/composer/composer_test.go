@@ -19,15 +19,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
@@ -387,22 +386,14 @@ var _ = It("converges through injected conflicts and server errors", func() {
 var _ = It("owns exactly the fields it applies", func() {
 	ctx := context.Background()
 	suite.Create(profiledNodes("walkthrough.yaml")...)
-	var sent []*unstructured.Unstructured
-	c := interceptor.NewClient(suite.Client, interceptor.Funcs{
-		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			if u, ok := o.(*unstructured.Unstructured); ok && p == client.Apply {
-				sent = append(sent, u.DeepCopy())
-			}
-			return c.Patch(ctx, o, p, opts...)
-		},
-	})
+	c, applied := testenv.RecordApplies(suite.Client)
 	r := &composer.Reconciler{Client: c, Recorder: record.NewFakeRecorder(100)}
 	for range 2 {
 		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	kinds := map[string]bool{}
-	for _, desired := range sent {
+	for _, desired := range applied() {
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(desired.GroupVersionKind())
 		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(desired), live)).To(Succeed())

@@ -1,11 +1,16 @@
 package testenv
 
 import (
+	"context"
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // OwnershipDiff compares the fields a manager owns on a live object, two levels deep ("spec.nodeLabels",
@@ -101,4 +106,26 @@ func sortedSet(set map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RecordApplies wraps c so that every object server-side applied through it is kept, as it was sent, for
+// OwnershipDiff and ZeroPaths; applied returns them in order.
+func RecordApplies(c client.WithWatch) (wrapped client.WithWatch, applied func() []*unstructured.Unstructured) {
+	var mu sync.Mutex
+	var sent []*unstructured.Unstructured
+	wrapped = interceptor.NewClient(c, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if u, ok := o.(*unstructured.Unstructured); ok && p.Type() == types.ApplyPatchType {
+				mu.Lock()
+				sent = append(sent, u.DeepCopy())
+				mu.Unlock()
+			}
+			return c.Patch(ctx, o, p, opts...)
+		},
+	})
+	return wrapped, func() []*unstructured.Unstructured {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]*unstructured.Unstructured(nil), sent...)
+	}
 }
