@@ -35,6 +35,11 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
 
+// leaseName is the Lease the worker replicas elect their leader with.
+const leaseName = "gpustack-operator-worker"
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=gpustack-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 func runWorker(args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig; in-cluster configuration when empty")
@@ -48,6 +53,7 @@ func runWorker(args []string) error {
 	webhookSecret := fs.String("webhook-secret", "gpustack-worker-webhook-tls", "Secret with the webhooks' tls.crt, tls.key and ca.crt")
 	webhookCertManager := fs.Bool("webhook-cert-manager", false, "cert-manager issues the webhook Secret: wait for it instead of self-signing")
 	agentImage := fs.String("device-manager-image", "", "deploy the device agents with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
+	leaderElect := fs.Bool("leader-elect", true, "run the controllers and the AdmissionCheck on one replica at a time, the holder of the Lease "+leaseName+" in the worker's namespace; every replica serves the webhooks")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
@@ -62,6 +68,10 @@ func runWorker(args []string) error {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{workerv1.SystemNamespace: {}}},
 		}},
+		// Two composers would prune each other's objects and two checks could both admit onto the last free
+		// card: one replica leads. It gives the Lease back when it stops, so a rolling update hands over at once.
+		LeaderElection: *leaderElect, LeaderElectionID: leaseName, LeaderElectionNamespace: podNamespace(),
+		LeaderElectionReleaseOnCancel: true,
 	}
 	if *webhookCertDir == "" {
 		*webhookCertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")

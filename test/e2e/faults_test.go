@@ -269,7 +269,30 @@ func restartControlPlane() {
 	Expect(cluster.Kill(localcluster.ComponentAPIServer)).To(Succeed())
 	Expect(cluster.Kill(localcluster.ComponentEtcd)).To(Succeed())
 	Expect(cluster.Restart(ctx, localcluster.ComponentEtcd)).To(Succeed())
-	Expect(cluster.Restart(ctx, localcluster.ComponentAPIServer)).To(Succeed())
+	restartAPIServer()
+	waitAdmitsInstances()
+}
+
+// restartAPIServer kills the API server if it runs and starts it again.
+func restartAPIServer() {
+	GinkgoHelper()
+	_ = cluster.Kill(localcluster.ComponentAPIServer)
+	Expect(cluster.Restart(context.Background(), localcluster.ComponentAPIServer)).To(Succeed())
+}
+
+// waitAdmitsInstances waits until the API server admits Instances again: a restarted API server, ready, still
+// refuses them for a while, until its admission policies resolve their Setting params ("failed to find
+// resource referenced by paramKind"); whoever creates one meanwhile retries. The worker's webhooks must answer.
+func waitAdmitsInstances() {
+	GinkgoHelper()
+	ctx := context.Background()
+	start := time.Now()
+	eventually(3*time.Minute, func() (bool, string) {
+		probe := builders.MakeInstance("default", "admission-probe", genericPool).Obj()
+		err := k.Create(ctx, probe, client.DryRunAll)
+		return err == nil, fmt.Sprintf("a dry-run Instance after the API server's restart: %v", err)
+	})
+	GinkgoWriter.Printf("the restarted API server admitted Instances after %s\n", time.Since(start).Round(100*time.Millisecond))
 }
 
 // Pauses the worker (SIGSTOP), takes node-a10g out of its pools, compacts etcd and restarts the API server, so
@@ -299,8 +322,7 @@ var _ = It("relists after its watches expire (410 Gone) and misses no change", f
 		return got == "false", "NFD carries managed=false onto node-a10g: " + got
 	})
 	compactEtcd()
-	Expect(cluster.Kill(localcluster.ComponentAPIServer)).To(Succeed())
-	Expect(cluster.Restart(ctx, localcluster.ComponentAPIServer)).To(Succeed())
+	restartAPIServer()
 
 	// What the worker will meet: a watch from the resourceVersion it last saw is gone.
 	cs, err := kubernetes.NewForConfig(cluster.RESTConfig)
@@ -316,6 +338,7 @@ var _ = It("relists after its watches expire (410 Gone) and misses no change", f
 	Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "a watch from before the compaction: %v", err)
 
 	resume()
+	waitAdmitsInstances()
 	waitTable([][]string{
 		step1Types[0],
 		{genericPool, "gpustack-fnv64-3b93966fd73eb9ec", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "48/68", "Active"},

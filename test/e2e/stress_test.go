@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,13 +101,27 @@ var _ = It("adds five nodes of four L4 cards each (20 cards) and fires 200 slice
 	GinkgoWriter.Printf("%d of 200 Instances ran on 20 cards", last)
 })
 
-// checkCards checks the invariants on the stress nodes and returns how many Pods run there.
+// checkCards checks the invariants on the nodes and returns how many Pods run there.
 func checkCards(ctx context.Context, nodes []simulated.Node) int {
 	GinkgoHelper()
+	running, problems := cardProblems(ctx, nodes)
+	if len(problems) > 0 {
+		Fail(strings.Join(problems, "\n"))
+	}
+	return running
+}
+
+// cardProblems returns how many Pods run on the nodes and what breaks the invariants there: a card's ledger
+// below zero or past its slots, or the running Pods recorded on a card holding more than the card has.
+func cardProblems(ctx context.Context, nodes []simulated.Node) (int, []string) {
 	running := 0
+	var problems []string
 	for _, n := range nodes {
 		d := &workerv1.Devices{}
-		Expect(k.Get(ctx, client.ObjectKey{Name: n.Name}, d)).To(Succeed())
+		if err := k.Get(ctx, client.ObjectKey{Name: n.Name}, d); err != nil {
+			problems = append(problems, fmt.Sprintf("node %s: %v", n.Name, err))
+			continue
+		}
 		slots := map[string]int32{}
 		for _, g := range d.Spec.Groups {
 			for _, a := range g.Accelerators {
@@ -118,12 +133,15 @@ func checkCards(ctx context.Context, nodes []simulated.Node) int {
 		for _, g := range d.Status.Groups {
 			for _, a := range g.Accelerators {
 				if a.Remaining < 0 || a.Remaining > pools.M || a.AllocatedSlices > slots[a.ID] {
-					Fail(fmt.Sprintf("node %s card %s: %d credits left, %d of %d slices", n.Name, a.ID, a.Remaining, a.AllocatedSlices, slots[a.ID]))
+					problems = append(problems, fmt.Sprintf("node %s card %s: %d credits left, %d of %d slices", n.Name, a.ID, a.Remaining, a.AllocatedSlices, slots[a.ID]))
 				}
 			}
 		}
 		var pods corev1.PodList
-		Expect(k.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name})).To(Succeed())
+		if err := k.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
+			problems = append(problems, fmt.Sprintf("node %s: %v", n.Name, err))
+			continue
+		}
 		used := map[string]int64{}
 		exclusive := map[string]int{}
 		for i := range pods.Items {
@@ -146,9 +164,9 @@ func checkCards(ctx context.Context, nodes []simulated.Node) int {
 		}
 		for card, u := range used {
 			if u > pools.M || exclusive[card] > 1 {
-				Fail(fmt.Sprintf("node %s card %s holds %d credits of running Pods (%d exclusive): a Pod does not fit", n.Name, card, u, exclusive[card]))
+				problems = append(problems, fmt.Sprintf("node %s card %s holds %d credits of running Pods (%d exclusive): a Pod does not fit", n.Name, card, u, exclusive[card]))
 			}
 		}
 	}
-	return running
+	return running, problems
 }

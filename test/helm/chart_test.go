@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -124,6 +125,22 @@ func TestTemplateWorker(t *testing.T) {
 		t.Errorf("image %s, service account %s", c.Image, pod.ServiceAccountName)
 	}
 	checkRestricted(t, pod)
+	// Two replicas by default, spread over nodes, one kept through voluntary disruptions; they elect a leader.
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("worker replicas = %v, want 2", d.Spec.Replicas)
+	}
+	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" {
+		t.Errorf("the replicas prefer different nodes: %+v", pod.Affinity)
+	}
+	pdb := convert[policyv1.PodDisruptionBudget](t, objs["PodDisruptionBudget/gpustack-operator-worker"])
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.Selector == nil ||
+		!cmp.Equal(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+		t.Errorf("the worker's PodDisruptionBudget keeps one of its Pods: %+v", pdb.Spec)
+	}
+	if objs := render(t, "worker.replicas=1"); objs["PodDisruptionBudget/gpustack-operator-worker"] != nil {
+		t.Error("a single replica gets a PodDisruptionBudget, which would block every node drain")
+	}
 	if _, ok := objs["Service/gpustack-operator-worker-webhook"]; !ok {
 		t.Error("no webhook Service")
 	}

@@ -120,7 +120,8 @@ func TestInstallUninstall(t *testing.T) {
 	webhook, health := testenv.FreePort(t), testenv.FreePort(t)
 	out, err := helm(t, env, "install", release, chart, "--namespace", namespace, "--wait", "--timeout", "3m",
 		"--set", "worker.webhook.url=https://127.0.0.1:"+webhook, "--set", "worker.webhook.port="+webhook,
-		"--set", "worker.healthPort="+health, "--set", "cleanupOnUninstall=true")
+		// One replica: the stand-in kubelet runs Pods as processes of this machine, which would share their ports.
+		"--set", "worker.healthPort="+health, "--set", "cleanupOnUninstall=true", "--set", "worker.replicas=1")
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}

@@ -11,7 +11,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -77,6 +79,8 @@ type Cluster struct {
 	// commands are the command lines components were started with, by component, so the fault suite can
 	// restart one it killed.
 	commands map[string]command
+	// workers are the ports of each worker replica, by component.
+	workers map[string]workerPorts
 
 	// Kubeconfig is the path of the administrator's kubeconfig.
 	Kubeconfig string
@@ -157,6 +161,14 @@ func Stop(dir string) ([]string, error) {
 	order := make([]string, len(startOrder))
 	for i, name := range startOrder {
 		order[len(startOrder)-1-i] = name
+	}
+	// Then whatever else was started (another worker replica).
+	pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*.pid"))
+	for _, p := range pids {
+		name := strings.TrimSuffix(filepath.Base(p), ".pid")
+		if !slices.Contains(order, name) {
+			order = append([]string{name}, order...)
+		}
 	}
 	return stopRecorded(dir, order)
 }

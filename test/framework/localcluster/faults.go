@@ -2,7 +2,6 @@ package localcluster
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,10 +91,10 @@ func (c *Cluster) Restart(ctx context.Context, name string) error {
 			_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 			return err
 		}
-	case componentWorker:
-		url := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.ports.worker)
-		ready = func(ctx context.Context) error { return httpOK(ctx, url) }
 	default:
+		if _, ok := c.workers[name]; ok {
+			return c.waitWorker(ctx, name)
+		}
 		return nil
 	}
 	return c.waitFor(ctx, name+" after its restart", 2*time.Minute, ready)

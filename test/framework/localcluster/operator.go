@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"time"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -36,6 +38,34 @@ func (c *Cluster) startOperator(ctx context.Context) error {
 
 // startWorker runs the worker as its service account, with webhooks on loopback, and registers them.
 func (c *Cluster) startWorker(ctx context.Context) error {
+	if err := c.startWorkerReplica(ctx, componentWorker, workerPorts{health: c.ports.worker, webhook: c.ports.workerWebhook,
+		metrics: c.ports.workerMetrics}); err != nil {
+		return err
+	}
+	return c.installWorkerWebhooks(ctx, componentWorker)
+}
+
+// workerPorts are the loopback ports of one worker replica.
+type workerPorts struct{ health, webhook, metrics int }
+
+// StartWorker starts another replica of the worker, as a component of that name with ports of its own, and
+// waits until it is ready. The replicas elect a leader through the Lease gpustack-operator-worker; the webhooks
+// stay registered at the replica they were (ServeWebhooksFrom moves them).
+func (c *Cluster) StartWorker(ctx context.Context, name string) error {
+	var ports []int
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return errors.Wrap(err, "cannot find a free port")
+		}
+		defer func() { _ = l.Close() }()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return c.startWorkerReplica(ctx, name, workerPorts{health: ports[0], webhook: ports[1], metrics: ports[2]})
+}
+
+// startWorkerReplica runs one worker replica as the worker's service account and waits until it is ready.
+func (c *Cluster) startWorkerReplica(ctx context.Context, name string, p workerPorts) error {
 	worker, err := c.serviceAccount(ctx, "worker", workerv1.SystemNamespace)
 	if err != nil {
 		return err
@@ -51,20 +81,46 @@ func (c *Cluster) startWorker(ctx context.Context) error {
 			return err
 		}
 	}
+	if c.workers == nil {
+		c.workers = map[string]workerPorts{}
+	}
+	c.workers[name] = p
 	// The worker deploys the device agents' DaemonSets as on a real cluster; KWOK runs their Pods, while the
 	// simulated agent below does their work.
-	if err := c.start(componentWorker, nil, c.cfg.Operator, "worker", "--kubeconfig="+worker,
-		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.worker),
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.workerMetrics),
-		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(c.ports.workerWebhook), "--webhook-cert-dir="+certs,
+	if err := c.start(name, nil, c.cfg.Operator, "worker", "--kubeconfig="+worker,
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(p.health),
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(p.metrics),
+		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(p.webhook), "--webhook-cert-dir="+certs,
 		"--device-manager-image=gpustack/gpustack-operator:local"); err != nil {
 		return err
 	}
-	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.ports.worker)
-	if err := c.waitFor(ctx, "the operator's worker", time.Minute, func(ctx context.Context) error { return httpOK(ctx, ready) }); err != nil {
-		return err
+	return c.waitWorker(ctx, name)
+}
+
+// waitWorker waits until a worker replica is ready: its webhooks answer.
+func (c *Cluster) waitWorker(ctx context.Context, name string) error {
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.workers[name].health)
+	return c.waitFor(ctx, "the operator's worker "+name, 2*time.Minute, func(ctx context.Context) error { return httpOK(ctx, ready) })
+}
+
+// WorkerMetricsURL is the address of a worker replica's Prometheus metrics.
+func (c *Cluster) WorkerMetricsURL(name string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.workers[name].metrics)
+}
+
+// ServeWebhooksFrom registers the worker's webhooks at a replica's port, in place of where they were.
+func (c *Cluster) ServeWebhooksFrom(ctx context.Context, name string) error {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
 	}
-	return c.installWorkerWebhooks(ctx)
+	if err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, webhooks.MutatingName, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+		return errors.Wrap(err, "cannot delete the worker's mutating webhooks")
+	}
+	if err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, webhooks.ValidatingName, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+		return errors.Wrap(err, "cannot delete the worker's validating webhooks")
+	}
+	return c.installWorkerWebhooks(ctx, name)
 }
 
 // startAgents runs one simulated device agent for every inventory node, as the device-manager service account.
@@ -88,8 +144,8 @@ func (c *Cluster) startAgents(ctx context.Context) error {
 		"--simulate-inventory="+inv, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.agentMetrics))
 }
 
-// installWorkerWebhooks registers the worker's webhooks with loopback URLs and the local CA.
-func (c *Cluster) installWorkerWebhooks(ctx context.Context) error {
+// installWorkerWebhooks registers the worker's webhooks with loopback URLs of a replica and the local CA.
+func (c *Cluster) installWorkerWebhooks(ctx context.Context, replica string) error {
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {
 		return errors.Wrap(err, "cannot create client")
@@ -98,7 +154,7 @@ func (c *Cluster) installWorkerWebhooks(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot read CA")
 	}
-	base := "https://127.0.0.1:" + strconv.Itoa(c.ports.workerWebhook)
+	base := "https://127.0.0.1:" + strconv.Itoa(c.workers[replica].webhook)
 	mutating, validating := webhooks.Configurations(func(path string) admissionv1.WebhookClientConfig {
 		url := base + path
 		return admissionv1.WebhookClientConfig{URL: &url, CABundle: ca}

@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
+	"context"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+)
+
+// leading reads a worker replica's leader_election_master_status for the worker's Lease: whether it leads. A
+// replica that does not answer (killed) or has not run for the Lease yet does not lead.
+func leading(replica string) bool {
+	resp, err := http.Get(cluster.WorkerMetricsURL(replica)) //nolint:gosec // the local cluster's own endpoint
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return false
+	}
+	for _, m := range families["leader_election_master_status"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "name" && l.GetValue() == "gpustack-operator-worker" && m.GetGauge().GetValue() == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Runs a second worker replica beside the first, sends 50 slices at a pool of two cards, and kills the leader
+// with SIGKILL mid-way. Throughout, at most one replica leads and no card holds more than it has; the other
+// replica takes the lead in under 30 s and admits the slices that wait.
+var _ = It("hands the lead to the other worker replica when the leader is killed mid-way through 50 slices", func() {
+	ctx := context.Background()
+	const second = "gpustack-worker-2"
+	replicas := []string{localcluster.ComponentWorker, second}
+	Expect(cluster.StartWorker(ctx, second)).To(Succeed())
+	var leader, follower string
+	eventually(time.Minute, func() (bool, string) {
+		a, b := leading(replicas[0]), leading(replicas[1])
+		switch {
+		case a && !b:
+			leader, follower = replicas[0], replicas[1]
+		case b && !a:
+			leader, follower = replicas[1], replicas[0]
+		}
+		return leader != "", fmt.Sprintf("one replica leads: %s %v, %s %v", replicas[0], a, replicas[1], b)
+	})
+	// The webhooks are served by every replica; the API server is pointed at the one that survives.
+	Expect(cluster.ServeWebhooksFrom(ctx, follower)).To(Succeed())
+	DeferCleanup(func() {
+		ctx := context.Background()
+		// Back to one replica, the first, with the webhooks.
+		if leader == localcluster.ComponentWorker {
+			Expect(cluster.Restart(ctx, localcluster.ComponentWorker)).To(Succeed())
+		}
+		Expect(cluster.ServeWebhooksFrom(ctx, localcluster.ComponentWorker)).To(Succeed())
+		if leader != second {
+			Expect(cluster.Kill(second)).To(Succeed())
+		}
+	})
+
+	node := simulated.Node{Name: "ha-0", OS: "linux", Arch: "amd64",
+		CPU:    simulated.CPU{Vendor: "AMD", Model: "AMD EPYC 9354", Cores: 32},
+		Memory: resource.MustParse("256Gi"), Storage: resource.MustParse("1Ti"),
+		Accelerators: []simulated.Accelerators{{Vendor: "nvidia", Product: "NVIDIA L4", Count: 2, Memory: resource.MustParse("24Gi"),
+			Cores: 7424, Family: "Ada-Lovelace", ComputeCapability: "8.9", DriverVersion: "580.159.03", RuntimeVersion: "13.0"}}}
+	Expect(k.Create(ctx, localcluster.NodeFor(node))).To(Succeed())
+	cards, err := simulated.New(node).Detect(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&deviceagent.Publisher{Client: k}).Publish(ctx, node.Name, cards)).To(Succeed())
+	const pool = "gpustack--nvidia-l4-linux-amd64"
+	DeferCleanup(func() {
+		ctx := context.Background()
+		_ = k.DeleteAllOf(ctx, &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": "ha"})
+		_ = k.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
+		_ = k.Delete(ctx, &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
+		for _, nf := range []string{deviceagent.NodeFeatureName(node.Name), node.Name + "-gpustack-worker"} {
+			_ = k.Delete(ctx, &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: nf}})
+		}
+		_ = k.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: pool}})
+		waitTable(step1Types, "get", "instancetype")
+	})
+	eventually(2*time.Minute, func() (bool, string) {
+		out := kubectl("get", "instancetype", "-o", "jsonpath={.items[?(@.metadata.name==\""+pool+"\")].status.summary.accelerator}")
+		return out == "2/2 2/20 100/200 0/0", "the L4 pool of 2 cards: " + out
+	})
+
+	// Watch, until the spec ends, that at most one replica leads and that no card holds more than it has.
+	var (
+		mu       sync.Mutex
+		problems []string
+	)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(watched)
+		for watchCtx.Err() == nil {
+			_, p := cardProblems(watchCtx, []simulated.Node{node})
+			if leading(replicas[0]) && leading(replicas[1]) {
+				p = append(p, "both replicas lead")
+			}
+			mu.Lock()
+			if watchCtx.Err() == nil {
+				problems = append(problems, p...)
+			}
+			mu.Unlock()
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	DeferCleanup(func() { stopWatch(); <-watched })
+
+	rng := rand.New(rand.NewSource(11))
+	for i := 0; i < 50; i++ {
+		inst := builders.MakeInstance("default", fmt.Sprintf("ha-%02d", i), pool).Slice(int32(10+10*rng.Intn(6)), 100).Obj()
+		inst.Labels = map[string]string{"e2e": "ha"}
+		Expect(k.Create(ctx, inst)).To(Succeed())
+	}
+	ready := func() []string {
+		var list workerv1.InstanceList
+		Expect(k.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels{"e2e": "ha"})).To(Succeed())
+		var out []string
+		for _, i := range list.Items {
+			if i.Status.Phase == workerv1.InstanceReady {
+				out = append(out, i.Name)
+			}
+		}
+		return out
+	}
+	eventually(2*time.Minute, func() (bool, string) {
+		n := len(ready())
+		return n >= 3, fmt.Sprintf("%d of 50 slices Ready before the leader goes", n)
+	})
+
+	Expect(cluster.Kill(leader)).To(Succeed())
+	killed := time.Now()
+	eventually(time.Minute, func() (bool, string) {
+		return leading(follower), follower + " has not taken the lead"
+	})
+	took := time.Since(killed)
+	GinkgoWriter.Printf("%s took the lead %s after %s was killed\n", follower, took.Round(100*time.Millisecond), leader)
+	Expect(took).To(BeNumerically("<", 30*time.Second), "the time the other replica took to lead")
+
+	// The new leader admits: the running slices go, and others take their cards.
+	before := ready()
+	for _, name := range before {
+		Expect(k.Delete(ctx, &workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}})).To(Succeed())
+	}
+	eventually(3*time.Minute, func() (bool, string) {
+		now := ready()
+		fresh := 0
+		for _, n := range now {
+			gone := false
+			for _, b := range before {
+				gone = gone || n == b
+			}
+			if !gone {
+				fresh++
+			}
+		}
+		return fresh >= 2, fmt.Sprintf("%d slices Ready under the new leader", fresh)
+	})
+	stopWatch()
+	<-watched
+	mu.Lock()
+	defer mu.Unlock()
+	Expect(problems).To(BeEmpty(), "what the watch saw")
+})
