@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
@@ -38,11 +39,24 @@ func Setup(mgr ctrl.Manager) error {
 		WithDefaulterCustomPath(PodPath).Complete()
 }
 
+// TimeoutSeconds is how long the API server waits for a webhook's answer.
+const TimeoutSeconds = 5
+
+// ExcludedNamespaces are the namespaces the webhooks of namespaced kinds leave alone: the system's and the
+// operator's own, whose Pods must start even when the worker cannot answer.
+var ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace,
+	deviceagent.Namespace, "kueue-system", "node-feature-discovery"}
+
 // Configurations returns the webhook configurations, each webhook reached through clientConfig(path): a
 // Service in a cluster, a loopback URL on the local cluster.
 func Configurations(clientConfig func(path string) admissionv1.WebhookClientConfig) (*admissionv1.MutatingWebhookConfiguration, *admissionv1.ValidatingWebhookConfiguration) {
 	none := admissionv1.SideEffectClassNone
 	fail := admissionv1.Fail
+	// The webhooks fail closed: a slow or absent worker refuses what they cover, so they answer within a few
+	// seconds and never stand in the way of the system's own namespaces.
+	timeout := ptr.To[int32](TimeoutSeconds)
+	userNamespaces := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: ExcludedNamespaces}}}
 	mutating := &admissionv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingName},
 		Webhooks: []admissionv1.MutatingWebhook{{
@@ -52,13 +66,14 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 			// Only Pods that queue: the fold is for Kueue's credits.
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: instancepod.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
+			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
 		}, {
 			Name: "instancetypes.worker.gpustack.ai", ClientConfig: clientConfig(InstanceTypePath),
 			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
 				Rule: admissionv1.Rule{APIGroups: []string{workerv1.GroupVersion.Group}, APIVersions: []string{"v1"}, Resources: []string{"instancetypes"}}}},
-			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds: timeout, FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
 	validating := &admissionv1.ValidatingWebhookConfiguration{
@@ -67,6 +82,7 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 			Name: "instances.worker.gpustack.ai", ClientConfig: clientConfig(InstancePath),
 			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
 				Rule: admissionv1.Rule{APIGroups: []string{workerv1.GroupVersion.Group}, APIVersions: []string{"v1"}, Resources: []string{"instances"}}}},
+			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 		}},
 	}

@@ -263,10 +263,14 @@ func (r *Reconciler) applyPool(ctx context.Context, a *applier, objects []*unstr
 	return nil
 }
 
-// queueOf returns the type's ClusterQueue, nil when there is none or the composer did not make it.
+// queueOf returns the type's ClusterQueue, nil when there is none or the composer did not make it. With Kueue's
+// CRDs gone there is no queue either: a type being deleted is then released, not pinned by its finalizer.
 func (r *Reconciler) queueOf(ctx context.Context, name string) (*kueuev1beta2.ClusterQueue, error) {
 	cq := &kueuev1beta2.ClusterQueue{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, cq); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return nil, nil
+		}
 		return nil, errors.Wrapf(client.IgnoreNotFound(err), "cannot get the ClusterQueue of InstanceType %s", name)
 	}
 	if !composedByUs(cq) {

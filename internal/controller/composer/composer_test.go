@@ -20,10 +20,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -403,4 +405,26 @@ var _ = It("owns exactly the fields it applies", func() {
 		kinds[desired.GetKind()] = true
 	}
 	Expect(kinds).To(HaveLen(4), "applied kinds: %v", kinds)
+})
+
+// Deletes a type while Kueue's CRDs are gone (played by a client that answers NoKindMatch for ClusterQueues):
+// its finalizer is released, so the type goes instead of waiting forever for a queue that cannot exist.
+var _ = It("releases a deleted type when Kueue's CRDs are gone", func() {
+	ctx := context.Background()
+	it := builders.MakeInstanceType("no-kueue").Obj()
+	it.Finalizers = []string{composer.FinalizerControlled}
+	suite.Create(it)
+	Expect(suite.Client.Delete(ctx, it)).To(Succeed())
+	c := interceptor.NewClient(suite.Client, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if _, ok := o.(*kueue.ClusterQueue); ok {
+				return &apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: kueue.GroupVersion.Group, Kind: "ClusterQueue"}}
+			}
+			return c.Get(ctx, key, o, opts...)
+		},
+	})
+	r := &composer.Reconciler{Client: c, Recorder: record.NewFakeRecorder(100)}
+	_, _ = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
+	err := suite.Client.Get(ctx, client.ObjectKeyFromObject(it), &workerv1.InstanceType{})
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the deleted type is gone: Get says %v", err)
 })
