@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -23,6 +22,7 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
@@ -64,10 +64,7 @@ func runWorker(args []string) error {
 	s := scheme.New()
 	opts := ctrl.Options{
 		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,
-		// The worker reads one Secret, gpustack-settings: cache Secrets of its own namespace only.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{workerv1.SystemNamespace: {}}},
-		}},
+		Cache: cachepolicy.Options(),
 		// Two composers would prune each other's objects and two checks could both admit onto the last free
 		// card: one replica leads. It gives the Lease back when it stops, so a rolling update hands over at once.
 		LeaderElection: *leaderElect, LeaderElectionID: leaseName, LeaderElectionNamespace: podNamespace(),

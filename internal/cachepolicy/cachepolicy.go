@@ -1,0 +1,46 @@
+// Package cachepolicy says what the worker keeps in its informer cache: every Pod of the cluster goes through
+// it (the ledgers and the CPU view need them all), so each object is kept without its managedFields, and each
+// Pod without what no controller of the worker reads (commands, environment, mounts, volumes, probes).
+package cachepolicy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// Options returns the worker's cache options: Secrets of its own namespace only (it reads one,
+// gpustack-settings), managedFields dropped everywhere, Pods trimmed by TrimPod.
+func Options() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{workerv1.SystemNamespace: {}}},
+			&corev1.Pod{}:    {Transform: TrimPod},
+		},
+	}
+}
+
+// TrimPod drops from a cached Pod what the worker never reads, keeping its metadata (labels, annotations,
+// owners), its node, scheduling gates, containers' names and resources, and its status. The worker writes Pods
+// only by create, delete and merge patches, so a trimmed copy never overwrites what it left out.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	pod.Spec.Volumes = nil
+	trim := func(cs []corev1.Container) {
+		for i := range cs {
+			cs[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Resources: cs[i].Resources,
+				RestartPolicy: cs[i].RestartPolicy}
+		}
+	}
+	trim(pod.Spec.InitContainers)
+	trim(pod.Spec.Containers)
+	pod.Spec.EphemeralContainers = nil
+	return pod, nil
+}

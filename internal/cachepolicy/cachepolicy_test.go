@@ -1,0 +1,43 @@
+package cachepolicy
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTrimPod(t *testing.T) {
+	limits := corev1.ResourceList{"nvidia.com/gpu.sliced": resource.MustParse("1")}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Labels: map[string]string{"kueue.x-k8s.io/queue-name": "q"},
+			Annotations:   map[string]string{"device.gpustack.ai/accelerator.allocated": `{"main":["GPU-1"]}`},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: corev1.PodSpec{
+			NodeName: "node-a", SchedulingGates: []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}},
+			Volumes: []corev1.Volume{{Name: "workspace"}},
+			Containers: []corev1.Container{{Name: "main", Image: "ubuntu", Command: []string{"sleep"}, Env: []corev1.EnvVar{{Name: "A"}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "workspace"}}, Resources: corev1.ResourceRequirements{Limits: limits}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, HostIPs: []corev1.HostIP{{IP: "10.0.0.5"}}},
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Labels: pod.Labels, Annotations: pod.Annotations},
+		Spec: corev1.PodSpec{NodeName: "node-a", SchedulingGates: pod.Spec.SchedulingGates,
+			Containers: []corev1.Container{{Name: "main", Image: "ubuntu", Resources: corev1.ResourceRequirements{Limits: limits}}}},
+		Status: pod.Status,
+	}
+	got, err := TrimPod(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("TrimPod(...): -want, +got:\n%s", diff)
+	}
+	other := &corev1.Node{}
+	if got, _ := TrimPod(other); got != other {
+		t.Errorf("TrimPod leaves other kinds alone")
+	}
+}
