@@ -134,7 +134,10 @@ func ensureOne(ctx context.Context, c client.Client, secret *corev1.Secret, d wo
 	} else if err != nil {
 		return errors.Wrapf(err, "cannot get Setting %s", d.Name)
 	}
-	if v, ok := secret.Data[d.Name]; ok && strings.TrimSpace(string(v)) != s.Spec.Value {
+	// The Secret seeds a Setting, and an administrator who edits the Secret and restarts the worker gets the
+	// value; but a Setting edited while the worker was down (its spec no longer what its status last took in)
+	// is newer than the Secret, and keeps its value: SyncSecret then writes it into the Secret.
+	if v, ok := secret.Data[d.Name]; ok && strings.TrimSpace(string(v)) != s.Spec.Value && !editedSinceSync(s, d) {
 		s.Spec.Value = strings.TrimSpace(string(v))
 		if err := c.Update(ctx, s); err != nil {
 			return errors.Wrapf(err, "cannot copy the gpustack-settings Secret's %s onto its Setting", d.Name)
@@ -178,13 +181,22 @@ func SyncSecret(ctx context.Context, c client.Client, values Values) error {
 }
 
 // updateStatus writes a Setting's status when it changed.
-func updateStatus(ctx context.Context, c client.Client, s *workerv1.Setting, d workerv1.SettingDefinition) error {
+// editedSinceSync reports whether a Setting's value changed after its status last took it in.
+func editedSinceSync(s *workerv1.Setting, d workerv1.SettingDefinition) bool {
+	return s.Status.Value != "" && effective(s.Spec.Value, d) != s.Status.Value
+}
+
+// effective is the value a Setting's spec puts in effect: the default when it is empty or invalid.
+func effective(value string, d workerv1.SettingDefinition) string {
 	v := Defaults()
-	effective := d.Default
-	if err := v.set(d.Name, s.Spec.Value); err == nil {
-		effective = v[d.Name]
+	if err := v.set(d.Name, value); err != nil {
+		return d.Default
 	}
-	want := workerv1.SettingStatus{Value: effective, Default: d.Default, Description: d.Description, Editable: true}
+	return v[d.Name]
+}
+
+func updateStatus(ctx context.Context, c client.Client, s *workerv1.Setting, d workerv1.SettingDefinition) error {
+	want := workerv1.SettingStatus{Value: effective(s.Spec.Value, d), Default: d.Default, Description: d.Description, Editable: true}
 	if s.Status == want {
 		return nil
 	}

@@ -104,3 +104,30 @@ var _ = Describe("Reconcile", func() {
 		Expect(writes.List()).To(BeEmpty())
 	})
 })
+
+// The worker's start-up (settings.Ensure) takes the Secret's value for a Setting that has not changed since its
+// status took its value in (an administrator edited the Secret and restarted the worker), and keeps a Setting
+// edited while the worker was down, writing it into the Secret.
+var _ = DescribeTable("settings.Ensure at start-up",
+	func(specValue, statusValue, secretValue, want string) {
+		ctx := context.Background()
+		s := makeSetting(aware, specValue)
+		suite.Create(s, makeSecret(map[string]string{aware: secretValue}))
+		s.Status = workerv1.SettingStatus{Value: statusValue, Default: "false", Description: awareDesc, Editable: true}
+		Expect(suite.Client.Status().Update(ctx, s)).To(Succeed(), "the status the last sync wrote")
+		Expect(settings.Ensure(ctx, suite.Client)).To(Succeed())
+		DeferCleanup(func() {
+			for _, d := range workerv1.SettingDefinitions {
+				_ = suite.Client.Delete(context.Background(), makeSetting(d.Name, ""))
+			}
+		})
+		got, secret := &workerv1.Setting{}, &corev1.Secret{}
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(s), got)).To(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(makeSecret(nil)), secret)).To(Succeed())
+		Expect([]string{got.Spec.Value, got.Status.Value, string(secret.Data[aware])}).To(Equal([]string{want, want, want}),
+			"the Setting's value, its status and the Secret's key")
+	},
+	Entry("the Secret edited while the worker was down wins", "false", "false", "true", "true"),
+	Entry("the Setting edited while the worker was down wins, and the Secret follows", "true", "false", "false", "true"),
+	Entry("both in step: nothing changes", "true", "true", "true", "true"),
+)
