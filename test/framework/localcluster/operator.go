@@ -53,13 +53,18 @@ type workerPorts struct{ health, webhook, metrics int }
 // stay registered at the replica they were (ServeWebhooksFrom moves them).
 func (c *Cluster) StartWorker(ctx context.Context, name string) error {
 	var ports []int
+	var listeners []net.Listener
 	for range 3 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return errors.Wrap(err, "cannot find a free port")
 		}
-		defer func() { _ = l.Close() }()
+		listeners = append(listeners, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	// Held together until all three are picked, so they differ; freed before the replica binds them.
+	for _, l := range listeners {
+		_ = l.Close()
 	}
 	return c.startWorkerReplica(ctx, name, workerPorts{health: ports[0], webhook: ports[1], metrics: ports[2]})
 }
