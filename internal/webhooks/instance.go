@@ -2,14 +2,18 @@ package webhooks
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
+	"github.com/gpustack/gpustack-operator/internal/settings"
 )
 
 // InstanceValidator refuses an Instance its pool cannot serve, naming the field and the pool.
@@ -61,8 +65,39 @@ func (v *InstanceValidator) validate(ctx context.Context, inst, old *workerv1.In
 			return apierrors.NewInternalError(err)
 		}
 	}
-	if errs := instancepod.Validate(inst, old, f); len(errs) > 0 {
+	errs := instancepod.Validate(inst, old, f)
+	gates, err := v.gates(ctx, inst, old)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if errs = append(errs, gates...); len(errs) > 0 {
 		return apierrors.NewInvalid(workerv1.GroupVersion.WithKind("Instance").GroupKind(), inst.Name, errs)
 	}
 	return nil
 }
+
+// gates holds the privileged and host path gates with the settings in effect.
+func (v *InstanceValidator) gates(ctx context.Context, inst, old *workerv1.Instance) (field.ErrorList, error) {
+	values, _, err := settings.Load(ctx, v.Reader)
+	if err != nil {
+		return nil, err
+	}
+	user := ""
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		user = req.UserInfo.Username
+	}
+	return gateErrors(inst, old, user, values), nil
+}
+
+// gateErrors is instancepod.Gates with the exemptions the gate policies have: the system's namespaces and the
+// operator's own service accounts (the worker stopping an Instance it drains).
+func gateErrors(inst, old *workerv1.Instance, user string, values settings.Values) field.ErrorList {
+	if slices.Contains(gateExemptNamespaces, inst.Namespace) || strings.HasPrefix(user, "system:serviceaccount:"+workerv1.SystemNamespace+":") {
+		return nil
+	}
+	return instancepod.Gates(inst, old, values.Bool(workerv1.SettingInstancePrivilegedAllowed),
+		values.Bool(workerv1.SettingInstanceHostPathVolumeAllowed))
+}
+
+// gateExemptNamespaces are the namespaces the gates leave alone, as the gate policies' matchConditions do.
+var gateExemptNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace, "kueue-system"}

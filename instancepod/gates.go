@@ -1,0 +1,47 @@
+package instancepod
+
+import (
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// Gates checks what an Instance takes across the node boundary against the administrator's settings, the rules
+// the gpustack-instance-privileged-gate and gpustack-instance-host-path-gate policies also hold, so the worker
+// holds them whatever policies are installed: spec.privileged needs instance-privileged-allowed, and each
+// additionalVolumes[].hostPath needs instance-host-path-volume-allowed. Only taking counts: an update that keeps
+// privileged mode, or a host path (compared by value) the Instance already had, passes whatever the settings
+// say, so turning a setting off never strands an Instance. old is nil on create.
+func Gates(inst, old *workerv1.Instance, privilegedAllowed, hostPathAllowed bool) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	if inst.Spec.Privileged && !privilegedAllowed && (old == nil || !old.Spec.Privileged) {
+		errs = append(errs, field.Forbidden(spec.Child("privileged"),
+			`privileged mode is not allowed: enable the "instance-privileged-allowed" setting to allow it`))
+	}
+	if hostPathAllowed {
+		return errs
+	}
+	for i, v := range inst.Spec.AdditionalVolumes {
+		if v.HostPath != nil && !hadHostPath(old, v) {
+			// The first one is enough to say what to do, as the policy says it.
+			return append(errs, field.Forbidden(spec.Child("additionalVolumes").Index(i).Child("hostPath"),
+				`host path volumes are not allowed: enable the "instance-host-path-volume-allowed" setting to allow it`))
+		}
+	}
+	return errs
+}
+
+// hadHostPath reports whether the Instance before an update already had this host path volume's host path.
+func hadHostPath(old *workerv1.Instance, v workerv1.AdditionalVolume) bool {
+	if old == nil {
+		return false
+	}
+	for _, o := range old.Spec.AdditionalVolumes {
+		if o.HostPath != nil && apiequality.Semantic.DeepEqual(o.HostPath, v.HostPath) {
+			return true
+		}
+	}
+	return false
+}
