@@ -100,6 +100,11 @@ func runWorker(args []string) error {
 		if err := webhooks.Provision(ctx, direct, serving, time.Now(), 5*time.Minute); err != nil {
 			return errors.Wrap(err, "cannot provision the webhooks")
 		}
+		// A renewed Secret (cert-manager) or a self-signed pair near its end is served without a restart.
+		if err := mgr.Add(&webhooks.Rotation{Client: direct, Serving: serving, Every: time.Minute,
+			Log: ctrl.Log.WithName("webhook-certificate")}); err != nil {
+			return errors.Wrap(err, "cannot add the webhook certificate rotation")
+		}
 	}
 	if *agentImage != "" {
 		if err := deployAgents(ctx, direct, deviceagent.DeploymentFromEnv(*agentImage)); err != nil {

@@ -202,6 +202,12 @@ var _ = It("forces 100 recomputes of the converged chain through a client that c
 	counting, writes := testenv.CountWrites(c)
 	r := &composer.Reconciler{Client: counting, Recorder: record.NewFakeRecorder(100)}
 	ctx := log.IntoContext(context.Background(), log.Log)
+	// A spec before may have restarted the worker, which then leads only once the old Lease expires: the first
+	// recompute may finish what the worker is about to write. The next 100 must write nothing.
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "chain"}}); err != nil {
+		Fail(fmt.Sprintf("the first resync: %v", err))
+	}
+	writes.Reset()
 	for i := 0; i < 100; i++ {
 		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "chain"}}); err != nil {
 			Fail(fmt.Sprintf("resync %d: %v", i, err))

@@ -61,7 +61,13 @@ var _ = BeforeSuite(func() {
 
 // Every spec starts from the walkthrough's Step 1 (the four nodes composed into three pools), whatever ran
 // before it: specs run in random order, and each leaves the cluster as it found it.
-var _ = BeforeEach(func() { waitTable(step1Types, "get", "instancetype") })
+var _ = BeforeEach(func() {
+	// A spec before may have restarted the worker: it leads again once the Lease it held expires.
+	eventually(time.Minute, func() (bool, string) {
+		return leading(localcluster.ComponentWorker), "the worker does not lead"
+	})
+	waitTable(step1Types, "get", "instancetype")
+})
 
 var _ = AfterSuite(func() {
 	if cluster == nil {

@@ -1,0 +1,71 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Rotation keeps a running worker's webhooks serving the Secret's key pair: when cert-manager renews the
+// Secret, or the self-signed pair nears its end and is signed again, it writes the new pair into CertDir, where
+// the webhook server's certificate watcher picks it up without a restart, and applies the configurations with
+// the new CA. Every replica runs it, for its own CertDir.
+type Rotation struct {
+	Client  client.Client
+	Serving Serving
+	// Every is how often the Secret is looked at.
+	Every time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	Log logr.Logger
+}
+
+// NeedLeaderElection is false: each replica serves its own webhooks from its own CertDir.
+func (r *Rotation) NeedLeaderElection() bool { return false }
+
+// Start checks the key pair every Every until ctx ends; a failed check is logged and tried again.
+func (r *Rotation) Start(ctx context.Context) error {
+	t := time.NewTicker(r.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := r.Check(ctx); err != nil {
+				r.Log.Error(err, "cannot keep the webhook certificate")
+			}
+		}
+	}
+}
+
+// Check provisions again when the Secret's pair is not the one being served (renewed), or no longer covers the
+// hosts (it then signs a new one, or waits for cert-manager's); otherwise it writes nothing.
+func (r *Rotation) Check(ctx context.Context) error {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	hosts, err := r.Serving.Hosts()
+	if err != nil {
+		return err
+	}
+	served, err := os.ReadFile(filepath.Join(r.Serving.CertDir, "tls.crt"))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	pair, err := keyPair(ctx, r.Client, r.Serving, hosts, now(), time.Minute)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(served, pair.Cert) {
+		return nil
+	}
+	r.Log.Info("the webhook certificate changed: serving the new one")
+	return Provision(ctx, r.Client, r.Serving, now(), time.Minute)
+}
