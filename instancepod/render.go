@@ -87,6 +87,8 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 		Name: SSHContainer, Image: o.BuiltIn.Image(o.SSHImage), ImagePullPolicy: o.BuiltIn.pullPolicy(), Stdin: true, TTY: true,
 		Env:       []corev1.EnvVar{{Name: "VOLUME_MOUNT_PATH", Value: mount}},
 		Resources: res.SSH,
+		// An SSH session enters main's namespaces (nsenter through the shared process namespace): SYS_PTRACE to
+		// reach main's /proc/<pid>/ns, SYS_ADMIN to setns into its mount namespace, so every mount is seen.
 		SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
 			Add: []corev1.Capability{"SYS_ADMIN", "SYS_PTRACE"}}},
 		VolumeMounts: []corev1.VolumeMount{{Name: "workspace", MountPath: mount}},
@@ -105,9 +107,11 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 			},
 		},
 		Spec: corev1.PodSpec{
-			Containers:                   []corev1.Container{main, sshd},
-			Volumes:                      volumes,
-			ShareProcessNamespace:        ptr.To(true),
+			Containers:            []corev1.Container{main, sshd},
+			Volumes:               volumes,
+			ShareProcessNamespace: ptr.To(true),
+			// The container runtime's default seccomp profile; a privileged main container runs unconfined anyway.
+			SecurityContext:              &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			HostIPC:                      true,
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),

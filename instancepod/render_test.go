@@ -178,6 +178,9 @@ func TestPod(t *testing.T) {
 		sshd.VolumeMounts[1].MountPath != "/var/run/sshd-authorized-keys" {
 		t.Errorf("The SSH sidecar runs the setting's image with the authorized keys mounted: %+v", sshd)
 	}
+	if sc := pod.Spec.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("The Pod runs under the runtime's default seccomp profile: %+v", pod.Spec.SecurityContext)
+	}
 	if !*pod.Spec.ShareProcessNamespace || !pod.Spec.HostIPC || *pod.Spec.AutomountServiceAccountToken {
 		t.Errorf("The Pod shares its process namespace and IPC, without a service-account token: %+v", pod.Spec)
 	}

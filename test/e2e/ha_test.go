@@ -13,14 +13,10 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
@@ -82,31 +78,8 @@ var _ = It("hands the lead to the other worker replica when the leader is killed
 		}
 	})
 
-	node := simulated.Node{Name: "ha-0", OS: "linux", Arch: "amd64",
-		CPU:    simulated.CPU{Vendor: "AMD", Model: "AMD EPYC 9354", Cores: 32},
-		Memory: resource.MustParse("256Gi"), Storage: resource.MustParse("1Ti"),
-		Accelerators: []simulated.Accelerators{{Vendor: "nvidia", Product: "NVIDIA L4", Count: 2, Memory: resource.MustParse("24Gi"),
-			Cores: 7424, Family: "Ada-Lovelace", ComputeCapability: "8.9", DriverVersion: "580.159.03", RuntimeVersion: "13.0"}}}
-	Expect(k.Create(ctx, localcluster.NodeFor(node))).To(Succeed())
-	cards, err := simulated.New(node).Detect(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	Expect((&deviceagent.Publisher{Client: k}).Publish(ctx, node.Name, cards)).To(Succeed())
-	const pool = "gpustack--nvidia-l4-linux-amd64"
-	DeferCleanup(func() {
-		ctx := context.Background()
-		_ = k.DeleteAllOf(ctx, &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": "ha"})
-		_ = k.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
-		_ = k.Delete(ctx, &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
-		for _, nf := range []string{deviceagent.NodeFeatureName(node.Name), node.Name + "-gpustack-worker"} {
-			_ = k.Delete(ctx, &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: nf}})
-		}
-		_ = k.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: pool}})
-		waitTable(step1Types, "get", "instancetype")
-	})
-	eventually(2*time.Minute, func() (bool, string) {
-		out := kubectl("get", "instancetype", "-o", "jsonpath={.items[?(@.metadata.name==\""+pool+"\")].status.summary.accelerator}")
-		return out == "2/2 2/20 100/200 0/0", "the L4 pool of 2 cards: " + out
-	})
+	node := l4Node("ha-0", 2)
+	addL4Nodes([]simulated.Node{node}, "ha", "2/2 2/20 100/200 0/0")
 
 	// Watch, until the spec ends, that at most one replica leads and that no card holds more than it has.
 	var (
@@ -135,7 +108,7 @@ var _ = It("hands the lead to the other worker replica when the leader is killed
 
 	rng := rand.New(rand.NewSource(11))
 	for i := 0; i < 50; i++ {
-		inst := builders.MakeInstance("default", fmt.Sprintf("ha-%02d", i), pool).Slice(int32(10+10*rng.Intn(6)), 100).Obj()
+		inst := builders.MakeInstance("default", fmt.Sprintf("ha-%02d", i), l4Pool).Slice(int32(10+10*rng.Intn(6)), 100).Obj()
 		inst.Labels = map[string]string{"e2e": "ha"}
 		Expect(k.Create(ctx, inst)).To(Succeed())
 	}

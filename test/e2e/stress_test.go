@@ -32,42 +32,15 @@ var _ = It("adds five nodes of four L4 cards each (20 cards) and fires 200 slice
 	ctx := context.Background()
 	var nodes []simulated.Node
 	for i := 0; i < 5; i++ {
-		nodes = append(nodes, simulated.Node{Name: fmt.Sprintf("stress-%d", i), OS: "linux", Arch: "amd64",
-			CPU:    simulated.CPU{Vendor: "AMD", Model: "AMD EPYC 9354", Cores: 32},
-			Memory: resource.MustParse("256Gi"), Storage: resource.MustParse("1Ti"),
-			Accelerators: []simulated.Accelerators{{Vendor: "nvidia", Product: "NVIDIA L4", Count: 4, Memory: resource.MustParse("24Gi"),
-				Cores: 7424, Family: "Ada-Lovelace", ComputeCapability: "8.9", DriverVersion: "580.159.03", RuntimeVersion: "13.0"}}})
+		nodes = append(nodes, l4Node(fmt.Sprintf("stress-%d", i), 4))
 	}
-	pub := &deviceagent.Publisher{Client: k}
-	for _, n := range nodes {
-		Expect(k.Create(ctx, localcluster.NodeFor(n))).To(Succeed())
-		cards, _ := simulated.New(n).Detect(ctx)
-		Expect(pub.Publish(ctx, n.Name, cards)).To(Succeed())
-	}
-	const pool = "gpustack--nvidia-l4-linux-amd64"
-	DeferCleanup(func() {
-		ctx := context.Background()
-		_ = k.DeleteAllOf(ctx, &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": "stress"})
-		for _, n := range nodes {
-			_ = k.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
-			_ = k.Delete(ctx, &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
-			for _, nf := range []string{deviceagent.NodeFeatureName(n.Name), n.Name + "-gpustack-worker"} {
-				_ = k.Delete(ctx, &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: nf}})
-			}
-		}
-		_ = k.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: pool}})
-		waitTable(step1Types, "get", "instancetype")
-	})
-	eventually(2*time.Minute, func() (bool, string) {
-		out := kubectl("get", "instancetype", "-o", "jsonpath={.items[?(@.metadata.name==\""+pool+"\")].status.summary.accelerator}")
-		return out == "4/20 4/200 100/2000 0/0", "the L4 pool of 20 cards: " + out
-	})
+	addL4Nodes(nodes, "stress", "4/20 4/200 100/2000 0/0")
 
 	rng := rand.New(rand.NewSource(7))
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	for i := 0; i < 200; i++ {
-		w := builders.MakeInstance("default", fmt.Sprintf("stress-%03d", i), pool)
+		w := builders.MakeInstance("default", fmt.Sprintf("stress-%03d", i), l4Pool)
 		if rng.Intn(3) == 0 {
 			w.Accelerators(int32(1 + rng.Intn(2)))
 		} else {
@@ -100,6 +73,50 @@ var _ = It("adds five nodes of four L4 cards each (20 cards) and fires 200 slice
 	}
 	GinkgoWriter.Printf("%d of 200 Instances ran on 20 cards", last)
 })
+
+// l4Pool is the pool the L4 nodes of the stress and HA specs derive.
+const l4Pool = "gpustack--nvidia-l4-linux-amd64"
+
+// l4Node is a node of n L4 cards.
+func l4Node(name string, n int32) simulated.Node {
+	return simulated.Node{Name: name, OS: "linux", Arch: "amd64",
+		CPU:    simulated.CPU{Vendor: "AMD", Model: "AMD EPYC 9354", Cores: 32},
+		Memory: resource.MustParse("256Gi"), Storage: resource.MustParse("1Ti"),
+		Accelerators: []simulated.Accelerators{{Vendor: "nvidia", Product: "NVIDIA L4", Count: n, Memory: resource.MustParse("24Gi"),
+			Cores: 7424, Family: "Ada-Lovelace", ComputeCapability: "8.9", DriverVersion: "580.159.03", RuntimeVersion: "13.0"}}}
+}
+
+// addL4Nodes adds the nodes with their cards, as their agents would publish them, and waits until the L4 pool
+// reads summary. When the spec ends it removes them, the Instances labelled e2e=label and the pool, and waits for
+// the walkthrough's Step 1 again.
+func addL4Nodes(nodes []simulated.Node, label, summary string) {
+	GinkgoHelper()
+	ctx := context.Background()
+	pub := &deviceagent.Publisher{Client: k}
+	for _, n := range nodes {
+		Expect(k.Create(ctx, localcluster.NodeFor(n))).To(Succeed())
+		cards, err := simulated.New(n).Detect(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pub.Publish(ctx, n.Name, cards)).To(Succeed())
+	}
+	DeferCleanup(func() {
+		ctx := context.Background()
+		_ = k.DeleteAllOf(ctx, &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": label})
+		for _, n := range nodes {
+			_ = k.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+			_ = k.Delete(ctx, &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+			for _, nf := range []string{deviceagent.NodeFeatureName(n.Name), n.Name + "-gpustack-worker"} {
+				_ = k.Delete(ctx, &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: nf}})
+			}
+		}
+		_ = k.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: l4Pool}})
+		waitTable(step1Types, "get", "instancetype")
+	})
+	eventually(2*time.Minute, func() (bool, string) {
+		out := kubectl("get", "instancetype", "-o", "jsonpath={.items[?(@.metadata.name==\""+l4Pool+"\")].status.summary.accelerator}")
+		return out == summary, "the L4 pool: " + out
+	})
+}
 
 // checkCards checks the invariants on the nodes and returns how many Pods run there.
 func checkCards(ctx context.Context, nodes []simulated.Node) int {

@@ -93,6 +93,15 @@ var _ = It("pins an Instance with its node's hostname and the labels of the pool
 	}), "the Pod's nodeSelector: the node's own hostname label and its flavor's labels")
 })
 
+// createSettings creates the Setting objects, deleted when the spec ends.
+func createSettings(values map[string]string) {
+	GinkgoHelper()
+	for name, value := range values {
+		suite.Create(&workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name},
+			Spec: workerv1.SettingSpec{Value: value}})
+	}
+}
+
 // refuse plays the kubelet refusing the Instance's Pod at admission, as it does when a device plugin cannot
 // give what Kueue admitted.
 func refuse(pod *corev1.Pod) {
@@ -146,10 +155,7 @@ var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionErr
 // plugin's record on the Pod gives the cards.
 var _ = DescribeTable("fills accessAddresses and allocations from the running Pod",
 	func(settings map[string]string, wantAddresses []string) {
-		for name, value := range settings {
-			suite.Create(&workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name},
-				Spec: workerv1.SettingSpec{Value: value}})
-		}
+		createSettings(settings)
 		typ := builders.MakeInstanceType("reach").Obj()
 		inst := builders.MakeInstance("default", "reach", typ.Name).Obj()
 		suite.Create(typ, inst)
@@ -171,13 +177,10 @@ var _ = DescribeTable("fills accessAddresses and allocations from the running Po
 )
 
 var _ = It("pulls the built-in SSH sidecar as container-registry, container-namespace, image-pull-secrets and image-pull-policy say", func() {
-	for name, value := range map[string]string{
+	createSettings(map[string]string{
 		workerv1.SettingContainerRegistry: "mirror.example.com", workerv1.SettingContainerNamespace: "gpustack-mirror",
 		workerv1.SettingImagePullSecrets: "mirror-a, mirror-b", workerv1.SettingImagePullPolicy: "Always",
-	} {
-		suite.Create(&workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name},
-			Spec: workerv1.SettingSpec{Value: value}})
-	}
+	})
 	typ := builders.MakeInstanceType("mirrored").Obj()
 	inst := builders.MakeInstance("default", "mirrored", typ.Name).Obj()
 	suite.Create(typ, inst)
