@@ -47,10 +47,9 @@ func demand(limits corev1.ResourceList, v vendors.Vendor) (Demand, bool) {
 	case count(base+".shared") > 0:
 		return Demand{Family: FamilyShared, Cards: count(base + ".shared")}, true
 	case count(base+".sliced") > 0:
-		units := count(base + ".sliced.units")
-		if units == 0 {
-			units = SliceUnits(count(base + ".sliced.memory-percentage"))
-		}
+		// The units the webhook folded, but never less than the memory budget the slice is given: a client's
+		// own units (a Pod the webhook did not see) cannot buy a big budget cheaply.
+		units := max(count(base+".sliced.units"), SliceUnits(count(base+".sliced.memory-percentage")))
 		return Demand{Family: FamilySliced, Units: units}, true
 	}
 	return Demand{}, false

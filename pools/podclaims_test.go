@@ -25,14 +25,18 @@ func TestPodClaims(t *testing.T) {
 			{Name: "sshd", Resources: limits("device.gpustack.ai/nvidia.visibility", "1")},
 			{Name: "helper", Resources: limits("huawei.com/npu.shared", "2", "cpu", "1")},
 			{Name: "trainer", Resources: limits("amd.com/gpu", "4")},
+			{Name: "cheap", Resources: limits("cambricon.com/mlu.sliced", "1", "cambricon.com/mlu.sliced.units", "1",
+				"cambricon.com/mlu.sliced.memory-percentage", "50")},
 		}},
 	}
 	want := []Claim{
 		{Key: "ns/p/main", Manufacturer: "nvidia", Demand: Demand{Family: FamilySliced, Units: 320_000}, Cards: []string{"GPU-1"}},
 		{Key: "ns/p/helper", Manufacturer: "ascend", Demand: Demand{Family: FamilyShared, Cards: 2}},
 		{Key: "ns/p/trainer", Manufacturer: "amd", Demand: Demand{Family: FamilyExclusive, Cards: 4}},
+		{Key: "ns/p/cheap", Manufacturer: "cambricon", Demand: Demand{Family: FamilySliced, Units: 800_000}},
 	}
 	if diff := cmp.Diff(want, PodClaims(pod)); diff != "" {
-		t.Errorf("A slice folded from its percentage with its recorded card, a share, whole cards; the sidecar's visibility claims nothing: -want, +got:\n%s", diff)
+		t.Errorf("A slice folded from its percentage with its recorded card, a share, whole cards; the sidecar's visibility claims nothing; "+
+			"a client's own units never undercut the slice's budget: -want, +got:\n%s", diff)
 	}
 }
