@@ -93,6 +93,18 @@ var _ = It("pins an Instance with its node's hostname and the labels of the pool
 	}), "the Pod's nodeSelector: the node's own hostname label and its flavor's labels")
 })
 
+// startInstance creates an Instance of that name on a CPU type of the same name, reconciles it once and
+// returns it with the Pod that reconcile created.
+func startInstance(name string) (*workerv1.Instance, *corev1.Pod) {
+	GinkgoHelper()
+	typ := builders.MakeInstanceType(name).Obj()
+	inst := builders.MakeInstance("default", name, typ.Name).Obj()
+	suite.Create(typ, inst)
+	_, pod, _ := reconcileOnce(inst)
+	Expect(pod).NotTo(BeNil(), "the Instance's Pod")
+	return inst, pod
+}
+
 // createSettings creates the Setting objects, deleted when the spec ends.
 func createSettings(values map[string]string) {
 	GinkgoHelper()
@@ -115,11 +127,7 @@ var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionErr
 	ctx := context.Background()
 
 	It("is rebuilt within five minutes of the Instance's creation", func() {
-		typ := builders.MakeInstanceType("rebuild").Obj()
-		inst := builders.MakeInstance("default", "rebuild", typ.Name).Obj()
-		suite.Create(typ, inst)
-		_, pod, _ := reconcileOnce(inst)
-		Expect(pod).NotTo(BeNil())
+		inst, pod := startInstance("rebuild")
 		refuse(pod)
 
 		got, gone, events := reconcileOnce(inst)
@@ -132,11 +140,7 @@ var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionErr
 	})
 
 	It("is left failed, and says so, once five minutes have passed", func() {
-		typ := builders.MakeInstanceType("refused").Obj()
-		inst := builders.MakeInstance("default", "refused", typ.Name).Obj()
-		suite.Create(typ, inst)
-		_, pod, _ := reconcileOnce(inst)
-		Expect(pod).NotTo(BeNil())
+		inst, pod := startInstance("refused")
 		refuse(pod)
 
 		r := &instance.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10),
@@ -156,11 +160,7 @@ var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionErr
 var _ = DescribeTable("fills accessAddresses and allocations from the running Pod",
 	func(settings map[string]string, wantAddresses []string) {
 		createSettings(settings)
-		typ := builders.MakeInstanceType("reach").Obj()
-		inst := builders.MakeInstance("default", "reach", typ.Name).Obj()
-		suite.Create(typ, inst)
-		_, pod, _ := reconcileOnce(inst)
-		Expect(pod).NotTo(BeNil())
+		inst, pod := startInstance("reach")
 		pod.Annotations = map[string]string{"device.gpustack.ai/accelerator.allocated": `{"main":["GPU-2","GPU-1"]}`}
 		Expect(suite.Client.Update(context.Background(), pod)).To(Succeed())
 		pod.Status.HostIP, pod.Status.HostIPs = "10.0.0.5", []corev1.HostIP{{IP: "10.0.0.5"}}
@@ -181,11 +181,7 @@ var _ = It("pulls the built-in SSH sidecar as container-registry, container-name
 		workerv1.SettingContainerRegistry: "mirror.example.com", workerv1.SettingContainerNamespace: "gpustack-mirror",
 		workerv1.SettingImagePullSecrets: "mirror-a, mirror-b", workerv1.SettingImagePullPolicy: "Always",
 	})
-	typ := builders.MakeInstanceType("mirrored").Obj()
-	inst := builders.MakeInstance("default", "mirrored", typ.Name).Obj()
-	suite.Create(typ, inst)
-	_, pod, _ := reconcileOnce(inst)
-	Expect(pod).NotTo(BeNil())
+	inst, pod := startInstance("mirrored")
 	Expect(pod.Spec.Containers[1].Image).To(Equal("mirror.example.com/gpustack-mirror/ssh-server:v1.3.0"))
 	Expect(pod.Spec.Containers[1].ImagePullPolicy).To(Equal(corev1.PullAlways))
 	Expect(pod.Spec.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "mirror-a"}, {Name: "mirror-b"}}))
