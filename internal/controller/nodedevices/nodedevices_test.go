@@ -1,11 +1,6 @@
 package nodedevices_test
 
 import (
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"k8s.io/client-go/tools/record"
-
-	"github.com/gpustack/gpustack-operator/internal/metrics"
-
 	"context"
 	"strings"
 	"testing"
@@ -14,9 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -24,6 +21,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
+	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )

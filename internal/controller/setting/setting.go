@@ -3,13 +3,11 @@
 package setting
 
 import (
+	"context"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
-
-	"context"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"

@@ -1,11 +1,8 @@
 package setting_test
 
 import (
-	"fmt"
-
-	"k8s.io/client-go/tools/record"
-
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
