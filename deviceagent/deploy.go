@@ -43,25 +43,22 @@ func DeploymentFromEnv(image string) Deployment {
 	return d
 }
 
-// Objects returns what runs the agents: their namespace, service account and generated roles, and one
-// DaemonSet per manufacturer on the nodes where NFD found that manufacturer's PCI vendor ID.
-func (d Deployment) Objects() ([]client.Object, error) {
-	out := []client.Object{&corev1.Namespace{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce": "privileged",
-			"app.kubernetes.io/part-of":          "gpustack-operator",
-		}},
-	}}
-	roles, err := rbac.For("device-manager", Namespace)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, roles...)
+// NamespaceLabels are the labels of the agents' namespace, which the chart creates: its Pod Security label
+// admits the agents' privileged Pods.
+var NamespaceLabels = map[string]string{
+	"pod-security.kubernetes.io/enforce": "privileged",
+	"app.kubernetes.io/part-of":          "gpustack-operator",
+}
+
+// Objects returns the agents' DaemonSets, one per manufacturer on the nodes where NFD found that
+// manufacturer's PCI vendor ID. Their namespace, service account and roles ship with the chart, so the worker
+// that applies these needs no right to grant roles.
+func (d Deployment) Objects() []client.Object {
+	var out []client.Object
 	for _, v := range vendors.All() {
 		out = append(out, d.daemonSet(v))
 	}
-	return out, nil
+	return out
 }
 
 // MetricsPort is the port the agents serve their Prometheus metrics on.

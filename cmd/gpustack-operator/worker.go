@@ -175,18 +175,15 @@ func bootstrap(ctx context.Context, c client.Client) error {
 	return errors.Wrap(settings.Ensure(ctx, c), "cannot prepare the settings")
 }
 
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;create;patch
-// +kubebuilder:rbac:groups="",resources=serviceaccounts;namespaces,verbs=get;create;patch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings;roles;rolebindings,verbs=get;create;patch;bind;escalate
+// The agents' namespace, service account and roles ship with the chart, so the worker needs no right to
+// grant roles: it applies the DaemonSets alone, in the agents' namespace, and patches them by name.
+// +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=create
+// +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=get;patch,resourceNames=gpustack-operator-device-manager-amd;gpustack-operator-device-manager-ascend;gpustack-operator-device-manager-cambricon;gpustack-operator-device-manager-hygon;gpustack-operator-device-manager-iluvatar;gpustack-operator-device-manager-metax;gpustack-operator-device-manager-mthreads;gpustack-operator-device-manager-nvidia;gpustack-operator-device-manager-thead
 
-// deployAgents server-side applies the device agents' namespace, roles and DaemonSets; applying what is
-// already there writes nothing.
+// deployAgents server-side applies the device agents' DaemonSets; applying what is already there writes
+// nothing.
 func deployAgents(ctx context.Context, c client.Client, d deviceagent.Deployment) error {
-	objs, err := d.Objects()
-	if err != nil {
-		return errors.Wrap(err, "cannot render the device agents")
-	}
-	for _, o := range objs {
+	for _, o := range d.Objects() {
 		u, err := scheme.ForApply(o)
 		if err != nil {
 			return err

@@ -7,18 +7,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
-// Options returns the worker's cache options: Secrets of its own namespace only (it reads one,
-// gpustack-settings), managedFields dropped everywhere, Pods trimmed by TrimPod.
+// Options returns the worker's cache options: Secrets and NodeFeatures of its own namespace only (it reads
+// one Secret, gpustack-settings, and writes its NodeFeatures there; its role grants no more), managedFields
+// dropped everywhere, Pods trimmed by TrimPod.
 func Options() cache.Options {
+	system := map[string]cache.Config{workerv1.SystemNamespace: {}}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{workerv1.SystemNamespace: {}}},
-			&corev1.Pod{}:    {Transform: TrimPod},
+			&corev1.Secret{}:           {Namespaces: system},
+			&nfdv1alpha1.NodeFeature{}: {Namespaces: system},
+			&corev1.Pod{}:              {Transform: TrimPod},
 		},
 	}
 }

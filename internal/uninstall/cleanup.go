@@ -1,7 +1,8 @@
 // Package uninstall removes what the operator created at run time, which `helm uninstall` does not know of:
-// the device agents, the webhook configurations, the Kueue chain, the NodeFeatures, the counting keys in
+// the webhook configurations, the Kueue chain, the NodeFeatures, the counting keys in
 // Node status, the finalizers that would pin objects once the worker is gone, and the operator's CRDs with
-// every object of theirs. The chart runs it as a post-delete hook when cleanupOnUninstall is true.
+// every object of theirs. The chart runs it as a post-delete hook when cleanupOnUninstall is true. The device
+// agents' DaemonSets go with their namespace, which the chart ships and helm removes.
 package uninstall
 
 import (
@@ -28,10 +29,8 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
-	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
 // Options say what to remove beyond what the operator always creates.
@@ -54,16 +53,18 @@ type Options struct {
 	ComposedAnnotation, CapacityFieldManager, AdmissionCheck string
 }
 
-// +kubebuilder:rbac:groups="",resources=namespaces;serviceaccounts;secrets,verbs=delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings;roles;rolebindings,verbs=delete
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=delete
+// What the chart ships (the agents' namespace, account and roles) helm removes itself; the cleanup deletes
+// only what the worker made, by name where it has one.
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=delete,resourceNames=gpustack-worker-webhook-tls
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=delete,resourceNames=gpustack-worker-mutation;gpustack-worker-validation
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=*,verbs=list;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=localqueues;clusterqueues;resourceflavors;admissionchecks,verbs=list;delete;patch
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeatures,verbs=list;delete
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;delete,resourceNames=devices.worker.gpustack.ai;instancepersistentvolumes.worker.gpustack.ai;instances.worker.gpustack.ai;instancetypeflavors.worker.gpustack.ai;instancetypes.worker.gpustack.ai;settings.worker.gpustack.ai
 
 // Cleanup removes everything the operator created at run time. It goes on past a step that fails and
 // returns every failure, so one stuck object does not leave the rest behind; kinds whose CRD is not
@@ -75,15 +76,6 @@ func Cleanup(ctx context.Context, c client.Client, o Options) error {
 	}
 	if err := r.workerGone(ctx); err != nil {
 		return err
-	}
-	// The device agents first: once their namespace and roles are gone they stop writing inventories.
-	r.delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}})
-	agentObjects, err := rbac.For("device-manager", deviceagent.Namespace)
-	r.fail(err)
-	for _, obj := range agentObjects {
-		if _, ok := obj.(*corev1.ServiceAccount); !ok {
-			r.delete(ctx, obj)
-		}
 	}
 	r.delete(ctx, &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.MutatingName}})
 	r.delete(ctx, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.ValidatingName}})

@@ -23,9 +23,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
-	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -50,10 +48,6 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 		}
 	}
 	// The suite made gpustack-system.
-	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}})
-	agents, err := rbac.For("device-manager", deviceagent.Namespace)
-	Expect(err).NotTo(HaveOccurred())
-	create(agents...)
 	mutating, validating := webhooks.Configurations(func(path string) admissionv1.WebhookClientConfig {
 		url := "https://127.0.0.1:9443" + path
 		return admissionv1.WebhookClientConfig{URL: &url}
@@ -85,7 +79,7 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 	Expect(suite.Client.Status().Patch(ctx, kubelet, client.Apply, client.FieldOwner("kubelet"))).To(Succeed())
 
 	var log bytes.Buffer
-	err = Cleanup(ctx, suite.Client, Options{Namespace: workerv1.SystemNamespace, WebhookSecret: "gpustack-worker-webhook-tls", Timeout: time.Minute,
+	err := Cleanup(ctx, suite.Client, Options{Namespace: workerv1.SystemNamespace, WebhookSecret: "gpustack-worker-webhook-tls", Timeout: time.Minute,
 		Log: &log, ComposedAnnotation: "gpustack.ai/composed-hash", CapacityFieldManager: capacityManager, AdmissionCheck: "gpustack-node-devices"})
 	if err != nil {
 		Fail(fmt.Sprintf("Cleanup: %v\n%s", err, log.String()))
@@ -96,14 +90,13 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 		// envtest runs no namespace controller: a namespace being deleted counts as gone.
 		return apierrors.IsNotFound(err) || err == nil && o.GetDeletionTimestamp() != nil
 	}
-	ours := append([]client.Object{mutating, validating,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}},
+	ours := []client.Object{mutating, validating,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed"}},
 		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "gpustack-node-devices"}},
 		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-gpustack-worker"}},
 		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "instancetypes.worker.gpustack.ai"}},
-	}, agents[1:]...)
+	}
 	for _, o := range ours {
 		if !gone(o) {
 			Fail(fmt.Sprintf("%T %s is left after the cleanup", o, o.GetName()))

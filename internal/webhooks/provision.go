@@ -66,7 +66,8 @@ func (s Serving) clientConfig(ca []byte) func(path string) admissionv1.WebhookCl
 	}
 }
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;create;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch,resourceNames=gpustack-worker-mutation;gpustack-worker-validation
 
 // Provision makes the webhooks reachable before the manager starts: it takes the key pair from the Secret
 // when that covers the hosts, and otherwise self-signs one and stores it there, so that restarts and replicas

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed worker/role.yaml device-manager/role.yaml
+//go:embed worker/role.yaml device-manager/role.yaml cleanup/role.yaml
 var files embed.FS
 
 // ServiceAccountName is the service account of a component (gpustack-operator-device-manager).

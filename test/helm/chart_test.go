@@ -23,6 +23,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
@@ -74,9 +75,18 @@ func render(t *testing.T, set ...string) map[string]*unstructured.Unstructured {
 			t.Fatal(err)
 		}
 		if len(u.Object) > 0 {
-			objs[u.GetKind()+"/"+u.GetName()] = u
+			objs[objectKey(u)] = u
 		}
 	}
+}
+
+// objectKey is how render files an object: Kind/name, or Kind/namespace/name when the template names a
+// namespace (the objects of the device agents' namespace; the rest go to the release's).
+func objectKey(u *unstructured.Unstructured) string {
+	if u.GetNamespace() != "" {
+		return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+	}
+	return u.GetKind() + "/" + u.GetName()
 }
 
 func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
@@ -147,10 +157,32 @@ func TestTemplateWorker(t *testing.T) {
 	if _, ok := objs["Service/gpustack-operator-worker-metrics"]; !ok {
 		t.Error("no metrics Service: the metrics are on by default")
 	}
-	for kind, component := range map[string]string{"ClusterRole": "worker", "Role": "worker"} {
-		got := convert[rbacv1.ClusterRole](t, objs[kind+"/gpustack-operator-"+component])
-		if diff := cmp.Diff(generatedRules(t, component, kind), got.Rules); diff != "" {
-			t.Errorf("%s rules differ from package/rbac/%s: -want, +got:\n%s", kind, component, diff)
+	// Every role, the agents' included, is the generated one; the agents' ship with the chart, so the worker
+	// needs no right to grant roles.
+	for _, r := range []struct{ key, component, kind, namespace string }{
+		{"ClusterRole/gpustack-operator-worker", "worker", "ClusterRole", ""},
+		{"Role/gpustack-operator-worker", "worker", "Role", namespace},
+		{"Role/gpustack-device-manager/gpustack-operator-worker", "worker", "Role", deviceagent.Namespace},
+		{"ClusterRole/gpustack-operator-device-manager", "device-manager", "ClusterRole", ""},
+		{"Role/gpustack-operator-device-manager", "device-manager", "Role", namespace},
+	} {
+		got := convert[rbacv1.ClusterRole](t, objs[r.key])
+		if diff := cmp.Diff(generatedRules(t, r.component, r.kind, r.namespace), got.Rules); diff != "" {
+			t.Errorf("%s rules differ from package/rbac/%s: -want, +got:\n%s", r.key, r.component, diff)
+		}
+	}
+	ns := convert[corev1.Namespace](t, objs["Namespace/"+deviceagent.Namespace])
+	for k, v := range deviceagent.NamespaceLabels {
+		if ns.Labels[k] != v {
+			t.Errorf("the agents' namespace carries %s=%s: labels %v", k, v, ns.Labels)
+		}
+	}
+	if objs["ServiceAccount/"+deviceagent.Namespace+"/gpustack-operator-device-manager"] == nil {
+		t.Error("no service account for the device agents")
+	}
+	for name := range render(t, "worker.deviceManager.enabled=false") {
+		if strings.Contains(name, "device-manager") {
+			t.Errorf("%s is rendered although the device agents are off", name)
 		}
 	}
 	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 9 {
@@ -172,9 +204,11 @@ func TestTemplateOptions(t *testing.T) {
 		t.Errorf("the cleanup Job is not a post-delete hook running cleanup: %+v", job)
 	}
 	checkRestricted(t, job.Spec.Template.Spec)
-	got := convert[rbacv1.ClusterRole](t, objs["ClusterRole/gpustack-operator-cleanup"])
-	if diff := cmp.Diff(generatedRules(t, "cleanup", "ClusterRole"), got.Rules); diff != "" {
-		t.Errorf("cleanup rules differ from package/rbac/cleanup: -want, +got:\n%s", diff)
+	for kind, ns := range map[string]string{"ClusterRole": "", "Role": namespace} {
+		got := convert[rbacv1.ClusterRole](t, objs[kind+"/gpustack-operator-cleanup"])
+		if diff := cmp.Diff(generatedRules(t, "cleanup", kind, ns), got.Rules); diff != "" {
+			t.Errorf("cleanup %s rules differ from package/rbac/cleanup: -want, +got:\n%s", kind, diff)
+		}
 	}
 
 	objs = render(t, "worker.metrics.serviceMonitor.enabled=true")
@@ -247,20 +281,21 @@ func checkRestricted(t *testing.T, pod corev1.PodSpec) {
 	}
 }
 
-// generatedRules reads the rules of one role of a component from package/rbac.
-func generatedRules(t *testing.T, component, kind string) []rbacv1.PolicyRule {
+// generatedRules reads the rules of one role of a component from package/rbac: its ClusterRole, or its Role
+// in namespace.
+func generatedRules(t *testing.T, component, kind, namespace string) []rbacv1.PolicyRule {
 	t.Helper()
 	data, err := os.ReadFile(testenv.Path("package", "rbac", component, "role.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, doc := range strings.Split(string(data), "\n---\n") {
-		role := &rbacv1.ClusterRole{}
-		if err := yaml.Unmarshal([]byte(doc), role); err == nil && role.Kind == kind {
+		role := &rbacv1.Role{}
+		if err := yaml.Unmarshal([]byte(doc), role); err == nil && role.Kind == kind && role.Namespace == namespace {
 			return role.Rules
 		}
 	}
-	t.Fatalf("no %s in package/rbac/%s", kind, component)
+	t.Fatalf("no %s in namespace %q in package/rbac/%s", kind, namespace, component)
 	return nil
 }
 

@@ -35,8 +35,8 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
-// run starts a local cluster with the walkthrough's nodes, Kueue, NFD and the simulated device agents, but no
-// worker: the chart installs it.
+// run starts a local cluster with the walkthrough's nodes, Kueue and NFD, but no operator: the chart installs
+// it, and the test then starts the simulated device agents.
 func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard())
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
@@ -127,6 +127,10 @@ func TestInstallUninstall(t *testing.T) {
 	}
 	if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "rollout", "status", "deployment/gpustack-operator-worker", "--timeout=2m"); err != nil {
 		t.Fatal(err, out)
+	}
+	// The simulated device agents stand in for the DaemonSets' Pods, as the account the chart made for them.
+	if err := cluster.StartAgents(ctx); err != nil {
+		t.Fatal(err)
 	}
 	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
 		got, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")

@@ -37,7 +37,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeatures,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch
 

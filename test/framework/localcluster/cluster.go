@@ -61,8 +61,9 @@ type Config struct {
 	NoNFD bool
 	// Operator is the gpustack-operator binary; when set, its worker and simulated device agents run too.
 	Operator string
-	// NoWorker leaves the worker out, for a test that installs it another way (the Helm chart); the
-	// simulated device agents still run.
+	// NoWorker leaves the worker and the simulated device agents out, for a test that installs the operator
+	// another way (the Helm chart, which ships the agents' namespace and account): it starts the agents with
+	// StartAgents once that is done.
 	NoWorker bool
 	// KeepJobsRunning leaves out KWOK's stage that completes a Job's Pods at once, for a test that runs them
 	// itself and reports when they end.

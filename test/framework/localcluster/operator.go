@@ -10,6 +10,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -25,15 +26,31 @@ import (
 // process that reports every inventory node's simulated cards. Each runs as its own service account with only
 // the permissions its RBAC markers grant.
 func (c *Cluster) startOperator(ctx context.Context) error {
-	if c.cfg.Operator == "" {
+	if c.cfg.Operator == "" || c.cfg.NoWorker {
 		return nil
 	}
-	if !c.cfg.NoWorker {
-		if err := c.startWorker(ctx); err != nil {
-			return err
-		}
+	// The worker deploys the agents' DaemonSets into their namespace, which the chart would have made.
+	if err := c.agentsNamespace(ctx); err != nil {
+		return err
 	}
-	return c.startAgents(ctx)
+	if err := c.startWorker(ctx); err != nil {
+		return err
+	}
+	return c.StartAgents(ctx)
+}
+
+// agentsNamespace makes the device agents' namespace as the chart does, labelled to admit their privileged
+// Pods; one already there is left as it is.
+func (c *Cluster) agentsNamespace(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return errors.Wrap(err, "cannot create the device agents' namespace")
+	}
+	return nil
 }
 
 // startWorker runs the worker as its service account, with webhooks on loopback, and registers them.
@@ -128,10 +145,14 @@ func (c *Cluster) ServeWebhooksFrom(ctx context.Context, name string) error {
 	return c.installWorkerWebhooks(ctx, name)
 }
 
-// startAgents runs one simulated device agent for every inventory node, as the device-manager service account.
-func (c *Cluster) startAgents(ctx context.Context) error {
+// StartAgents runs one simulated device agent for every inventory node, as the device-manager service
+// account. With NoWorker, a test calls it once the chart has made the agents' namespace and account.
+func (c *Cluster) StartAgents(ctx context.Context) error {
 	if c.cfg.Inventory == nil {
 		return nil
+	}
+	if err := c.agentsNamespace(ctx); err != nil {
+		return err
 	}
 	data, err := yaml.Marshal(c.cfg.Inventory)
 	if err != nil {

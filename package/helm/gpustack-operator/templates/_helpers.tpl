@@ -35,12 +35,14 @@ capabilities:
   drop: [ALL]
 {{- end }}
 
-{{/* rules returns the rules of the generated role of one kind (ClusterRole or Role) in a component's role.yaml. */}}
+{{/* rules returns the rules of one generated role in a component's role.yaml: the ClusterRole, or the Role of
+namespace (the release's namespace unless given). */}}
 {{- define "gpustack-operator.rules" -}}
 {{- $file := printf "files/rbac/%s/role.yaml" .component -}}
+{{- $namespace := .namespace | default .root.Release.Namespace -}}
 {{- range $doc := regexSplit "(?m)^---\\s*$" ($.root.Files.Get $file) -1 -}}
 {{- $role := fromYaml $doc -}}
-{{- if eq (get $role "kind") $.kind }}
+{{- if and (eq (get $role "kind") $.kind) (or (eq $.kind "ClusterRole") (eq (get (get $role "metadata") "namespace") $namespace)) }}
 {{ toYaml (get $role "rules") }}
 {{- end -}}
 {{- end -}}

@@ -1,0 +1,176 @@
+package rbac_test
+
+import (
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
+	"context"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/internal/webhooks"
+	"github.com/gpustack/gpustack-operator/package/rbac"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+	"github.com/gpustack/gpustack-operator/vendors"
+)
+
+var suite testenv.EnvtestSuite
+
+func TestRoles(t *testing.T) { testenv.RunSuite(t, "generated roles suite", &suite) }
+
+// access is one request a component's service account makes, as the API server's authorizer sees it.
+type access struct {
+	verb, group, resource, subresource, namespace, name string
+}
+
+func (a access) String() string {
+	s := a.verb + " " + a.resource
+	if a.subresource != "" {
+		s += "/" + a.subresource
+	}
+	if a.group != "" {
+		s += "." + a.group
+	}
+	if a.namespace != "" {
+		s += " in " + a.namespace
+	}
+	if a.name != "" {
+		s += " named " + a.name
+	}
+	return s
+}
+
+// can asks the API server whether a component's service account may make the request.
+func can(ctx context.Context, component, namespace string, a access) bool {
+	GinkgoHelper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + namespace + ":" + rbac.ServiceAccountName(component),
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource,
+			Subresource: a.subresource, Namespace: a.namespace, Name: a.name},
+	}}
+	Expect(suite.Client.Create(ctx, sar)).To(Succeed())
+	return sar.Status.Allowed
+}
+
+// crdNames are the operator's CRDs, read from package/crds (group_plural.yaml is plural.group).
+func crdNames() []string {
+	GinkgoHelper()
+	entries, err := os.ReadDir(testenv.Path("package", "crds"))
+	Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, e := range entries {
+		group, plural, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".yaml"), "_")
+		Expect(ok).To(BeTrue(), "unexpected CRD file %s", e.Name())
+		names = append(names, plural+"."+group)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// The roles generated from the code's RBAC markers, bound as the chart binds them, asked of the real API
+// server's authorizer: what each component must be refused (anything that would let it grant itself more,
+// reach other namespaces' secrets or system workloads, or act as someone else), and what it needs.
+var _ = Describe("the generated roles", Ordered, func() {
+	system := workerv1.SystemNamespace
+	BeforeAll(func() {
+		ctx := context.Background()
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}
+		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
+		for component, namespace := range map[string]string{"worker": system, "device-manager": deviceagent.Namespace, "cleanup": system} {
+			objs, err := rbac.For(component, namespace)
+			Expect(err).NotTo(HaveOccurred())
+			for _, o := range objs {
+				Expect(suite.Client.Create(ctx, o)).To(Succeed(), "cannot create %T %s", o, o.GetName())
+			}
+		}
+	})
+
+	type row struct {
+		component, namespace string
+		access               access
+	}
+	worker := func(a access) row { return row{"worker", system, a} }
+	agent := func(a access) row { return row{"device-manager", deviceagent.Namespace, a} }
+	cleanup := func(a access) row { return row{"cleanup", system, a} }
+	mustDeny := []row{
+		worker(access{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin"}),
+		worker(access{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "gpustack-operator-worker"}),
+		worker(access{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"}),
+		worker(access{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: system}),
+		worker(access{verb: "patch", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "gpustack-operator-worker"}),
+		worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: "kube-system", name: "kube-proxy"}),
+		worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: deviceagent.Namespace, name: "not-an-agent"}),
+		worker(access{verb: "patch", resource: "namespaces", name: "default"}),
+		worker(access{verb: "get", resource: "secrets", namespace: "kube-system", name: "any"}),
+		worker(access{verb: "list", resource: "secrets"}),
+		worker(access{verb: "impersonate", resource: "users", name: "admin"}),
+		worker(access{verb: "impersonate", resource: "serviceaccounts", namespace: "kube-system", name: "default"}),
+		worker(access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: "kube-system", name: "default"}),
+		worker(access{verb: "delete", resource: "nodes", name: "node-a"}),
+		worker(access{verb: "update", resource: "nodes", name: "node-a"}),
+		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "someone-elses"}),
+		worker(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: "kube-system"}),
+		worker(access{verb: "create", group: "certificates.k8s.io", resource: "certificatesigningrequests"}),
+		agent(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}),
+		agent(access{verb: "patch", resource: "nodes", name: "node-a"}),
+		agent(access{verb: "create", resource: "pods", namespace: deviceagent.Namespace}),
+		agent(access{verb: "update", group: workerv1.GroupVersion.Group, resource: "instances", namespace: "team-a", name: "demo"}),
+		agent(access{verb: "update", group: workerv1.GroupVersion.Group, resource: "devices", subresource: "status", name: "node-a"}),
+		agent(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: "node-feature-discovery"}),
+		cleanup(access{verb: "delete", resource: "namespaces", name: "default"}),
+		cleanup(access{verb: "delete", resource: "secrets", namespace: system, name: "gpustack-settings"}),
+		cleanup(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}),
+		cleanup(access{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin"}),
+		cleanup(access{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "someone-elses"}),
+		cleanup(access{verb: "delete", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "clusterqueues.kueue.x-k8s.io"}),
+	}
+	mustAllow := []row{
+		worker(access{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}),
+		worker(access{verb: "create", resource: "pods", namespace: "team-a"}),
+		worker(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}),
+		worker(access{verb: "create", group: "apps", resource: "daemonsets", namespace: deviceagent.Namespace}),
+		worker(access{verb: "create", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"}),
+		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: webhooks.MutatingName}),
+		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: webhooks.ValidatingName}),
+		worker(access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: system, name: "gpustack-operator-worker"}),
+		worker(access{verb: "patch", group: "kueue.x-k8s.io", resource: "workloads", subresource: "status", namespace: "team-a", name: "w"}),
+		worker(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system}),
+		worker(access{verb: "create", resource: "namespaces"}),
+		agent(access{verb: "create", group: workerv1.GroupVersion.Group, resource: "devices"}),
+		agent(access{verb: "update", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system, name: "node-a-gpustack-device"}),
+		agent(access{verb: "list", resource: "pods"}),
+		cleanup(access{verb: "delete", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}),
+		cleanup(access{verb: "delete", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: webhooks.MutatingName}),
+		cleanup(access{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}),
+	}
+	// The names the markers spell out by hand must be every name the code uses.
+	for _, v := range vendors.All() {
+		mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: deviceagent.Namespace,
+			name: deviceagent.DaemonSetName(v.Key)}))
+	}
+
+	It("refuses each component what it must not do", func(ctx context.Context) {
+		for _, r := range mustDeny {
+			Expect(can(ctx, r.component, r.namespace, r.access)).To(BeFalse(), "%s may %s", r.component, r.access)
+		}
+	})
+	It("allows each component what its work needs", func(ctx context.Context) {
+		rows := mustAllow
+		for _, name := range crdNames() {
+			rows = append(rows, cleanup(access{verb: "delete", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: name}))
+		}
+		for _, r := range rows {
+			Expect(can(ctx, r.component, r.namespace, r.access)).To(BeTrue(), "%s may not %s", r.component, r.access)
+		}
+	})
+})
