@@ -7,6 +7,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,50 +26,86 @@ type PodFolder struct {
 	Reader client.Reader
 }
 
-// Default recomputes every slice's and partition's units, whatever the client set, preferring a slice's
-// memory percentage over MiB, and defaults the slice's compute budget to 100 %. A slice without a memory
-// budget is left for the Pod rules to refuse. A request for shares on N >= 2 cards is kept to nodes with at least N cards of the
-// pool's group.
+// Default folds the Pod's containers and init containers (fold says how).
 func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
-	queue := pod.Labels[instancepod.LabelQueueName]
-	cardMiB := int64(0)
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		for _, v := range vendors.All() {
-			if n := value(c.Resources.Limits, v.ResourceName+".shared"); n >= 2 {
-				it, err := d.typeOf(ctx, pod.Namespace, queue)
-				if err != nil || it.Spec.AcceleratorGroup == "" {
-					return errors.Errorf("spec.containers[%d].resources.limits[%s.shared]: cannot read the accelerator group of queue %s, so %d shares cannot be kept to one node with %d cards", i, v.ResourceName, queue, n, n)
+	return fold(ctx, d.Reader, pod.Namespace, pod.Labels[instancepod.LabelQueueName], &pod.Spec, "spec")
+}
+
+// JobFolder folds a queued Job's Pod template as PodFolder folds a Pod: Kueue charges a Job by its template,
+// and the Job's Pods, which do not queue themselves, never reach PodFolder.
+type JobFolder struct {
+	// Reader reads InstanceTypes and Devices, from the cache.
+	Reader client.Reader
+}
+
+// Default folds the Job's Pod template (fold says how).
+func (d *JobFolder) Default(ctx context.Context, job *batchv1.Job) error {
+	return fold(ctx, d.Reader, job.Namespace, job.Labels[instancepod.LabelQueueName], &job.Spec.Template.Spec, "spec.template.spec")
+}
+
+// fold recomputes the units of every slice and partition a Pod spec's containers and init containers ask,
+// whatever the client set, preferring a slice's memory percentage over MiB, and defaults the slice's compute
+// budget to 100 %. Init containers count as Kueue counts them (the largest of them against the sum of the
+// rest), so a budget in one cannot be charged nothing. A slice without a memory budget is left for the Pod
+// rules to refuse. A request for shares on N >= 2 cards is kept to nodes with at least N cards of the pool's
+// group. path is where spec is in the object, for the messages.
+func fold(ctx context.Context, r client.Reader, namespace, queue string, spec *corev1.PodSpec, path string) error {
+	d := folder{reader: r, namespace: namespace, queue: queue}
+	for _, list := range []struct {
+		field      string
+		containers []corev1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for i := range list.containers {
+			if err := d.container(ctx, spec, &list.containers[i]); err != nil {
+				return errors.Wrapf(err, "%s.%s[%d].resources.limits", path, list.field, i)
+			}
+		}
+	}
+	return nil
+}
+
+// folder folds the containers of one Pod spec, reading the pool's card once.
+type folder struct {
+	reader           client.Reader
+	namespace, queue string
+	cardMiB          int64
+}
+
+func (d *folder) container(ctx context.Context, spec *corev1.PodSpec, c *corev1.Container) error {
+	for _, v := range vendors.All() {
+		if n := value(c.Resources.Limits, v.ResourceName+".shared"); n >= 2 {
+			it, err := d.typeOf(ctx)
+			if err != nil || it.Spec.AcceleratorGroup == "" {
+				return errors.Errorf("%s.shared: cannot read the accelerator group of queue %s, so %d shares cannot be kept to one node with %d cards", v.ResourceName, d.queue, n, n)
+			}
+			requireCards(spec, it.Spec.AcceleratorGroup, n)
+		}
+		if err := d.foldPartitions(ctx, c, v); err != nil {
+			return err
+		}
+		base := v.ResourceName + ".sliced"
+		limits := c.Resources.Limits
+		if !has(limits, base) {
+			continue
+		}
+		var units int64
+		switch {
+		case has(limits, base+".memory-percentage"):
+			units = pools.SliceUnits(value(limits, base+".memory-percentage"))
+		case has(limits, base+".memory-mib"):
+			if d.cardMiB == 0 {
+				var err error
+				if d.cardMiB, err = d.cardMemory(ctx); err != nil {
+					return errors.Wrapf(err, "%s.memory-mib", base)
 				}
-				requireCards(pod, it.Spec.AcceleratorGroup, n)
 			}
-			if err := d.foldPartitions(ctx, pod, c, v); err != nil {
-				return errors.Wrapf(err, "spec.containers[%d].resources.limits", i)
-			}
-			base := v.ResourceName + ".sliced"
-			limits := c.Resources.Limits
-			if !has(limits, base) {
-				continue
-			}
-			var units int64
-			switch {
-			case has(limits, base+".memory-percentage"):
-				units = pools.SliceUnits(value(limits, base+".memory-percentage"))
-			case has(limits, base+".memory-mib"):
-				if cardMiB == 0 {
-					var err error
-					if cardMiB, err = d.cardMemory(ctx, pod.Namespace, queue); err != nil {
-						return errors.Wrapf(err, "spec.containers[%d].resources.limits[%s.memory-mib]", i, base)
-					}
-				}
-				units = min(pools.M, value(limits, base+".memory-mib")*pools.M/cardMiB)
-			default:
-				continue
-			}
-			setBoth(c, base+".units", units)
-			if !has(limits, base+".cores-percentage") {
-				setBoth(c, base+".cores-percentage", 100)
-			}
+			units = min(pools.M, value(limits, base+".memory-mib")*pools.M/d.cardMiB)
+		default:
+			continue
+		}
+		setBoth(c, base+".units", units)
+		if !has(limits, base+".cores-percentage") {
+			setBoth(c, base+".cores-percentage", 100)
 		}
 	}
 	return nil
@@ -77,7 +114,7 @@ func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
 // foldPartitions sets the container's .partitioned.units to what its partitions cost: for each profile key
 // (<base>.partitioned.<kind>-<profile>), the count asked times the profile's memory as a share of the pool's
 // card. A container that asks no partition, or one of a profile no card offers, is left alone.
-func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *corev1.Container, v vendors.Vendor) error {
+func (d *folder) foldPartitions(ctx context.Context, c *corev1.Container, v vendors.Vendor) error {
 	if v.PartitionKind == "" {
 		return nil
 	}
@@ -91,12 +128,12 @@ func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *core
 	if len(profiles) == 0 {
 		return nil
 	}
-	it, err := d.typeOf(ctx, pod.Namespace, pod.Labels[instancepod.LabelQueueName])
+	it, err := d.typeOf(ctx)
 	if err != nil {
 		return err
 	}
 	var inventories workerv1.DevicesList
-	if err := d.Reader.List(ctx, &inventories); err != nil {
+	if err := d.reader.List(ctx, &inventories); err != nil {
 		return errors.Wrap(err, "cannot list devices")
 	}
 	var units int64
@@ -114,8 +151,8 @@ func (d *PodFolder) foldPartitions(ctx context.Context, pod *corev1.Pod, c *core
 }
 
 // cardMemory returns the memory of one card of the pool whose entrance the queue is, in MiB.
-func (d *PodFolder) cardMemory(ctx context.Context, namespace, queue string) (int64, error) {
-	it, err := d.typeOf(ctx, namespace, queue)
+func (d *folder) cardMemory(ctx context.Context) (int64, error) {
+	it, err := d.typeOf(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -126,30 +163,30 @@ func (d *PodFolder) cardMemory(ctx context.Context, namespace, queue string) (in
 }
 
 // typeOf returns the InstanceType whose entrance the queue is.
-func (d *PodFolder) typeOf(ctx context.Context, namespace, queue string) (*workerv1.InstanceType, error) {
+func (d *folder) typeOf(ctx context.Context) (*workerv1.InstanceType, error) {
 	var types workerv1.InstanceTypeList
-	if err := d.Reader.List(ctx, &types); err != nil {
+	if err := d.reader.List(ctx, &types); err != nil {
 		return nil, errors.Wrap(err, "cannot list instance types")
 	}
 	for i := range types.Items {
-		if it := &types.Items[i]; it.Status.Entrance == queue || pools.EntranceName(it.Name) == queue {
+		if it := &types.Items[i]; it.Status.Entrance == d.queue || pools.EntranceName(it.Name) == d.queue {
 			return it, nil
 		}
 	}
-	return nil, errors.Errorf("queue %s of namespace %s is the entrance of no instance type", queue, namespace)
+	return nil, errors.Errorf("queue %s of namespace %s is the entrance of no instance type", d.queue, d.namespace)
 }
 
 // requireCards ANDs "the node has at least n cards of the group" into every required node-affinity term.
-func requireCards(pod *corev1.Pod, group string, n int64) {
+func requireCards(spec *corev1.PodSpec, group string, n int64) {
 	req := corev1.NodeSelectorRequirement{Key: pools.AcceleratablePrefix + group + ".count",
 		Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(n-1, 10)}}
-	if pod.Spec.Affinity == nil {
-		pod.Spec.Affinity = &corev1.Affinity{}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
 	}
-	if pod.Spec.Affinity.NodeAffinity == nil {
-		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
 	}
-	na := pod.Spec.Affinity.NodeAffinity
+	na := spec.Affinity.NodeAffinity
 	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
 	}

@@ -5,6 +5,7 @@ package webhooks
 
 import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -21,6 +22,8 @@ const (
 	InstancePath     = "/validate-instance"
 	InstanceTypePath = "/mutate-instancetype"
 	PodPath          = "/mutate-pod"
+	JobPath          = "/mutate-job"
+	PodGuardPath     = "/validate-pod"
 	ValidatingName   = "gpustack-worker-validation"
 	MutatingName     = "gpustack-worker-mutation"
 )
@@ -35,8 +38,13 @@ func Setup(mgr ctrl.Manager) error {
 		WithDefaulterCustomPath(InstanceTypePath).Complete(); err != nil {
 		return err
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(&JobFolder{Reader: mgr.GetClient()}).
+		WithDefaulterCustomPath(JobPath).Complete(); err != nil {
+		return err
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(&PodFolder{Reader: mgr.GetClient()}).
-		WithDefaulterCustomPath(PodPath).Complete()
+		WithDefaulterCustomPath(PodPath).WithValidator(&AllocationGuard{Worker: WorkerUser}).
+		WithValidatorCustomPath(PodGuardPath).Complete()
 }
 
 // TimeoutSeconds is how long the API server waits for a webhook's answer.
@@ -70,6 +78,16 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
 		}, {
+			// A queued Job: Kueue charges it by its Pod template, and its Pods do not queue themselves.
+			Name: "jobs.worker.gpustack.ai", ClientConfig: clientConfig(JobPath),
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule: admissionv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},
+			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: instancepod.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
+			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
+		}, {
 			Name: "instancetypes.worker.gpustack.ai", ClientConfig: clientConfig(InstanceTypePath),
 			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
 				Rule: admissionv1.Rule{APIGroups: []string{workerv1.GroupVersion.Group}, APIVersions: []string{"v1"}, Resources: []string{"instancetypes"}}}},
@@ -82,6 +100,19 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 			Name: "instances.worker.gpustack.ai", ClientConfig: clientConfig(InstancePath),
 			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
 				Rule: admissionv1.Rule{APIGroups: []string{workerv1.GroupVersion.Group}, APIVersions: []string{"v1"}, Resources: []string{"instances"}}}},
+			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		}, {
+			// Every Pod, queued or not (the ledger charges what runs), but asked only when a write sets or
+			// changes the cards annotation and the writer is not the worker: the conditions cost the API server
+			// a CEL evaluation, not a call.
+			Name: "pods.worker.gpustack.ai", ClientConfig: clientConfig(PodGuardPath),
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+				Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+			MatchConditions: []admissionv1.MatchCondition{
+				{Name: "sets-or-changes-the-cards", Expression: allocatedChanged},
+				{Name: "not-the-worker", Expression: "request.userInfo.username != '" + WorkerUser + "'"},
+			},
 			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 		}},

@@ -1,0 +1,149 @@
+package webhooks
+
+import (
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/package/rbac"
+	"github.com/gpustack/gpustack-operator/pools"
+)
+
+// serveWebhooks provisions the webhooks at a loopback port and serves them from a manager, as the worker does,
+// until the spec ends; the API server then calls them for every write they cover.
+func serveWebhooks() {
+	GinkgoHelper()
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	port := l.Addr().(*net.TCPAddr).Port
+	Expect(l.Close()).To(Succeed())
+	s := Serving{Namespace: "default", URL: "https://127.0.0.1:" + strconv.Itoa(port), Secret: "served-webhook-tls", CertDir: GinkgoT().TempDir()}
+	Expect(Provision(ctx, suite.Client, s, time.Now(), 10*time.Second)).To(Succeed())
+	DeferCleanup(func() {
+		_ = suite.Client.Delete(context.Background(), &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: MutatingName}})
+		_ = suite.Client.Delete(context.Background(), &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ValidatingName}})
+		_ = suite.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: s.Secret}})
+	})
+	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.CertDir})})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(Setup(mgr)).To(Succeed())
+	mgrCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(stopped)
+		Expect(mgr.Start(mgrCtx)).To(Succeed())
+	}()
+	DeferCleanup(func() { stop(); <-stopped })
+	Eventually(func() error { return mgr.GetWebhookServer().StartedChecker()(nil) }).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+func limits(kv ...string) corev1.ResourceRequirements {
+	l := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return corev1.ResourceRequirements{Limits: l}
+}
+
+func units(c corev1.Container) int64 {
+	q := c.Resources.Limits["nvidia.com/gpu.sliced.units"]
+	return q.Value()
+}
+
+// The webhooks as the API server calls them: the fold covers what Kueue charges (init containers, a Job's
+// template) whatever units the client wrote, and only the worker writes which cards a Pod holds.
+var _ = Describe("the webhooks served to a real API server", Ordered, func() {
+	queued := map[string]string{"kueue.x-k8s.io/queue-name": "h100-entrance"}
+	// Eighty per cent of a card, claimed to cost one credit.
+	cheap := limits("nvidia.com/gpu.sliced", "1", "nvidia.com/gpu.sliced.memory-percentage", "80", "nvidia.com/gpu.sliced.units", "1")
+	BeforeAll(serveWebhooks)
+	create := func(ctx context.Context, c client.Client, o client.Object) error {
+		err := c.Create(ctx, o)
+		if err == nil {
+			DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), o, client.GracePeriodSeconds(0)) })
+		}
+		return err
+	}
+
+	It("folds an init container's slice budget into units, as Kueue charges init containers too", func(ctx context.Context) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "init-slice", Labels: queued},
+			Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "prepare", Image: "busybox", Resources: cheap}},
+				Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+		Expect(create(ctx, suite.Client, pod)).To(Succeed())
+		Expect(units(pod.Spec.InitContainers[0])).To(Equal(pools.SliceUnits(80)))
+	})
+
+	It("folds a queued Job's Pod template, which is what Kueue charges a Job by", func(ctx context.Context) {
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "job-slice", Labels: queued},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: cheap}}}}}}
+		Expect(create(ctx, suite.Client, job)).To(Succeed())
+		Expect(units(job.Spec.Template.Spec.Containers[0])).To(Equal(pools.SliceUnits(80)))
+	})
+
+	It("leaves no way to change a Pod's units after its create: the API server refuses the update", func(ctx context.Context) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "update-slice", Labels: queued},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: cheap}}}}
+		Expect(create(ctx, suite.Client, pod)).To(Succeed())
+		pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu.sliced.units"] = resource.MustParse("1")
+		pod.Spec.Containers[0].Resources.Requests["nvidia.com/gpu.sliced.units"] = resource.MustParse("1")
+		Expect(suite.Client.Update(ctx, pod)).NotTo(Succeed())
+	})
+
+	It("lets only the worker write which cards a Pod holds", func(ctx context.Context) {
+		// The worker as its service account, with its generated roles.
+		roles, err := rbac.For("worker", workerv1.SystemNamespace)
+		Expect(err).NotTo(HaveOccurred())
+		agents := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}}
+		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, agents))).To(Succeed())
+		for _, o := range roles {
+			Expect(create(ctx, suite.Client, o)).To(Succeed())
+		}
+		workerCfg := rest.CopyConfig(suite.Config)
+		workerCfg.Impersonate = rest.ImpersonationConfig{UserName: WorkerUser}
+		worker, err := client.New(workerCfg, client.Options{Scheme: scheme.New()})
+		Expect(err).NotTo(HaveOccurred())
+		cards := map[string]string{pools.AnnotationAllocated: `{"main":["GPU-1"]}`}
+
+		forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "forged", Annotations: cards},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+		err = create(ctx, suite.Client, forged)
+		Expect(err).To(MatchError(ContainSubstring("metadata.annotations[" + pools.AnnotationAllocated + "]: Forbidden: only the operator's worker")))
+
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+		Expect(create(ctx, suite.Client, pod)).To(Succeed())
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Annotations = cards
+		Expect(suite.Client.Patch(ctx, pod, patch)).To(MatchError(ContainSubstring("only the operator's worker")), "a Pod's owner records cards")
+		Expect(worker.Patch(ctx, pod, patch)).To(Succeed(), "the worker records cards")
+
+		patch = client.MergeFrom(pod.DeepCopy())
+		pod.Annotations["team"] = "a"
+		Expect(suite.Client.Patch(ctx, pod, patch)).To(Succeed(), "another annotation is anyone's to write")
+		patch = client.MergeFrom(pod.DeepCopy())
+		delete(pod.Annotations, pools.AnnotationAllocated)
+		Expect(suite.Client.Patch(ctx, pod, patch)).To(MatchError(ContainSubstring("only the operator's worker")), "a Pod's owner drops the record")
+	})
+})
