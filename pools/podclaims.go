@@ -13,13 +13,27 @@ import (
 // recorded cards.
 const AnnotationAllocated = "device.gpustack.ai/accelerator.allocated"
 
-// PodClaims returns what the Pod's containers ask of its node's cards, with the cards recorded for them. A
-// slice without units (a Pod made before the webhook folded them) is folded from its memory percentage.
+// PodClaims returns what the Pod's containers and init containers ask of its node's cards, with the cards
+// recorded for them. A slice without units (a Pod made before the webhook folded them) is folded from its
+// memory percentage. An init container holds its cards until it has run (a sidecar, restartPolicy Always, as
+// long as the Pod): charging it beside the containers is never less than Kubernetes gives, so no card is
+// promised twice while a Pod initialises.
 func PodClaims(pod *corev1.Pod) []Claim {
 	recorded := map[string][]string{}
 	_ = json.Unmarshal([]byte(pod.Annotations[AnnotationAllocated]), &recorded)
+	ran := map[string]bool{}
+	for _, s := range pod.Status.InitContainerStatuses {
+		ran[s.Name] = s.State.Terminated != nil
+	}
+	var containers []corev1.Container
+	for _, c := range pod.Spec.InitContainers {
+		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		if sidecar || !ran[c.Name] {
+			containers = append(containers, c)
+		}
+	}
 	var out []Claim
-	for _, c := range pod.Spec.Containers {
+	for _, c := range append(containers, pod.Spec.Containers...) {
 		for _, v := range vendors.All() {
 			d, ok := demand(c.Resources.Limits, v)
 			if !ok {

@@ -40,3 +40,47 @@ func TestPodClaims(t *testing.T) {
 			"a client's own units never undercut the slice's budget: -want, +got:\n%s", diff)
 	}
 }
+
+func TestPodClaimsInitContainers(t *testing.T) {
+	slice := corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu.sliced": resource.MustParse("1"),
+		"nvidia.com/gpu.sliced.memory-percentage": resource.MustParse("50")}}
+	always := corev1.ContainerRestartPolicyAlways
+	pod := func(status ...corev1.ContainerStatus) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "prepare", Resources: slice}, {Name: "proxy", Resources: slice, RestartPolicy: &always}},
+			Containers:     []corev1.Container{{Name: "main", Resources: slice}}},
+			Status: corev1.PodStatus{InitContainerStatuses: status}}
+	}
+	half := Demand{Family: FamilySliced, Units: 800_000}
+	cases := map[string]struct {
+		reason string
+		pod    *corev1.Pod
+		want   []string
+	}{
+		"Initialising": {
+			reason: "before its init containers have run, the Pod holds what each of them asks beside its containers",
+			pod:    pod(),
+			want:   []string{"ns/p/prepare", "ns/p/proxy", "ns/p/main"},
+		},
+		"Initialised": {
+			reason: "an init container that has run gives its slice back; a sidecar holds its own as long as the Pod",
+			pod: pod(corev1.ContainerStatus{Name: "prepare", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}},
+				corev1.ContainerStatus{Name: "proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}),
+			want: []string{"ns/p/proxy", "ns/p/main"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, c := range PodClaims(tc.pod) {
+				if c.Demand != half {
+					t.Errorf("%s: demand %+v, want %+v", c.Key, c.Demand, half)
+				}
+				got = append(got, c.Key)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nPodClaims(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
