@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +40,7 @@ func runDeviceManager(args []string) error {
 	interval := fs.Duration("interval", 30*time.Second, "how often to detect again")
 	pluginDir := fs.String("device-plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory; empty serves no device plugin (simulated nodes never serve one)")
 	metricsAddr := fs.String("metrics-bind-address", "0", "address of the Prometheus metrics endpoint (the cards by health); 0 turns it off")
+	nodeTokens := fs.String("simulate-node-tokens", "", "with --simulate-inventory, a directory holding one token per node (a file named after it), bound to that node as a real agent's Pod token is: each node's inventory is written with its own")
 	print := fs.Bool("print", false, "detect once with the hardware backends and print the labels and the Devices spec that would be published, without a cluster")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -70,10 +73,13 @@ func runDeviceManager(args []string) error {
 			return a.Run(ctx)
 		}
 	}
-	pub := &deviceagent.Publisher{Client: c}
+	publishers, err := nodePublishers(cfg, c, *nodeTokens, agents)
+	if err != nil {
+		return err
+	}
 	for {
 		for name, p := range agents {
-			if err := publishOnce(ctx, pub, name, p); err != nil {
+			if err := publishOnce(ctx, publishers[name], name, p); err != nil {
 				logger.Error(err, "cannot publish", "node", name)
 			}
 		}
@@ -83,6 +89,27 @@ func runDeviceManager(args []string) error {
 		case <-time.After(*interval):
 		}
 	}
+}
+
+// nodePublishers returns the publisher of each simulated node: one client for all, or, with a token
+// directory, one per node that sends that node's token (the clients share c's mapping of kinds to resources,
+// so thousands of nodes cost one discovery).
+func nodePublishers(cfg *rest.Config, c client.Client, tokens string, agents map[string]providers.Provider) (map[string]*deviceagent.Publisher, error) {
+	out := map[string]*deviceagent.Publisher{}
+	for name := range agents {
+		out[name] = &deviceagent.Publisher{Client: c}
+		if tokens == "" {
+			continue
+		}
+		nodeCfg := rest.AnonymousClientConfig(cfg)
+		nodeCfg.BearerTokenFile = filepath.Join(tokens, name)
+		nc, err := client.New(nodeCfg, client.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper()})
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot create the client of node %s", name)
+		}
+		out[name].Client = nc
+	}
+	return out, nil
 }
 
 // deviceAgents returns the provider of each node this process reports for: the simulated cards of an

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +17,29 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed worker/role.yaml device-manager/role.yaml cleanup/role.yaml
+//go:embed worker/role.yaml device-manager/role.yaml cleanup/role.yaml device-manager-node-scope.yaml
 var files embed.FS
+
+// NodeScope returns the ValidatingAdmissionPolicy and its binding that keep each device agent to its own
+// node's Devices and NodeFeature (device-manager-node-scope.yaml, which the chart ships as it is).
+func NodeScope() ([]client.Object, error) {
+	data, err := files.ReadFile("device-manager-node-scope.yaml")
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the device agents' node scope")
+	}
+	policy, binding := &admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		return nil, errors.Errorf("the device agents' node scope has %d documents, want a policy and its binding", len(docs))
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
+		return nil, errors.Wrap(err, "cannot decode the device agents' node-scope policy")
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
+		return nil, errors.Wrap(err, "cannot decode the device agents' node-scope binding")
+	}
+	return []client.Object{policy, binding}, nil
+}
 
 // ServiceAccountName is the service account of a component (gpustack-operator-device-manager).
 func ServiceAccountName(component string) string { return "gpustack-operator-" + component }

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"os"
+	"path/filepath"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -72,4 +73,35 @@ func (c *Cluster) serviceAccount(ctx context.Context, component, namespace strin
 	cfg.CurrentContext = "local"
 	path := c.path("config", name+".kubeconfig")
 	return path, errors.Wrap(clientcmd.WriteToFile(*cfg, path), "cannot write kubeconfig")
+}
+
+// nodeTokens writes, for every inventory node, a token of the service account bound to that Node object, into
+// a directory of files named after the nodes, and returns the directory. Such a token names its node
+// (authentication.kubernetes.io/node-name), as the projected token of a DaemonSet Pod on that node does.
+func (c *Cluster) nodeTokens(ctx context.Context, account, namespace string) (string, error) {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot create client")
+	}
+	dir := c.path("config", account+"-node-tokens")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", errors.Wrap(err, "cannot create the node token directory")
+	}
+	for _, n := range c.cfg.Inventory.Nodes {
+		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", errors.Wrapf(err, "cannot get node %s", n.Name)
+		}
+		token, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, account, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](30 * 24 * 3600),
+				BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return "", errors.Wrapf(err, "cannot request a token of %s bound to node %s", account, n.Name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n.Name), []byte(token.Status.Token), 0o600); err != nil {
+			return "", errors.Wrap(err, "cannot write a node token")
+		}
+	}
+	return dir, nil
 }

@@ -20,6 +20,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
+	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
 // startOperator runs the operator's worker and, standing in for the per-node DaemonSet, one device-manager
@@ -166,8 +167,35 @@ func (c *Cluster) StartAgents(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Each node's inventory is written with a token bound to that node, as a DaemonSet Pod's is, under the
+	// policy that keeps an agent to its node (which the chart ships).
+	if err := c.installNodeScope(ctx); err != nil {
+		return err
+	}
+	tokens, err := c.nodeTokens(ctx, rbac.ServiceAccountName("device-manager"), deviceagent.Namespace)
+	if err != nil {
+		return err
+	}
 	return c.start(componentAgents, nil, c.cfg.Operator, "device-manager", "--kubeconfig="+agent,
-		"--simulate-inventory="+inv, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.agentMetrics))
+		"--simulate-inventory="+inv, "--simulate-node-tokens="+tokens, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.agentMetrics))
+}
+
+// installNodeScope creates the device agents' node-scope policy and its binding.
+func (c *Cluster) installNodeScope(ctx context.Context) error {
+	objs, err := rbac.NodeScope()
+	if err != nil {
+		return err
+	}
+	k, err := client.New(c.RESTConfig, client.Options{})
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	for _, o := range objs {
+		if err := k.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return errors.Wrapf(err, "cannot create %T %s", o, o.GetName())
+		}
+	}
+	return nil
 }
 
 // installWorkerWebhooks registers the worker's webhooks with loopback URLs of a replica and the local CA.

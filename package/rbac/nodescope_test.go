@@ -1,0 +1,115 @@
+package rbac_test
+
+import (
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
+	"context"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
+
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/package/rbac"
+)
+
+// The device agents' node scope, enforced by the real API server: an agent's token bound to node A (through a
+// DaemonSet Pod on A, or to A itself) writes node A's Devices and NodeFeature and nothing of node B's; a token
+// bound to no node writes nothing.
+var _ = Describe("the device agents' node scope", Ordered, func() {
+	var (
+		onA, podOnA, unbound client.Client
+		nodeA, nodeB         *corev1.Node
+	)
+	BeforeAll(func(ctx context.Context) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}
+		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
+		objs, err := rbac.For("device-manager", deviceagent.Namespace)
+		Expect(err).NotTo(HaveOccurred())
+		scope, err := rbac.NodeScope()
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range append(objs, scope...) {
+			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, o))).To(Succeed(), "cannot create %T %s", o, o.GetName())
+		}
+		nodeA, nodeB = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
+		Expect(suite.Client.Create(ctx, nodeA)).To(Succeed())
+		Expect(suite.Client.Create(ctx, nodeB)).To(Succeed())
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: deviceagent.Namespace, Name: "agent-on-a"},
+			Spec: corev1.PodSpec{NodeName: "node-a", ServiceAccountName: rbac.ServiceAccountName("device-manager"),
+				Containers: []corev1.Container{{Name: "agent", Image: "agent"}}}}
+		Expect(suite.Client.Create(ctx, pod)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			for _, o := range []client.Object{pod, nodeA, nodeB} {
+				_ = suite.Client.Delete(ctx, o)
+			}
+		})
+		onA = agentClient(ctx, &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodeA.Name, UID: nodeA.UID})
+		podOnA = agentClient(ctx, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID})
+		unbound = agentClient(ctx, nil)
+	})
+	devices := func(node string) *workerv1.Devices {
+		return &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	}
+	feature := func(name, node string) *nfdv1alpha1.NodeFeature {
+		return &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name,
+			Labels: map[string]string{nfdv1alpha1.NodeFeatureObjNodeNameLabel: node}}}
+	}
+	cleanup := func(o client.Object) { DeferCleanup(func(ctx context.Context) { _ = suite.Client.Delete(ctx, o) }) }
+
+	It("lets the agent of a node write that node's inventory, with a Pod's token or a node's", func(ctx context.Context) {
+		for name, c := range map[string]client.Client{"a token bound to node-a": onA, "the token of a Pod on node-a": podOnA} {
+			d := devices("node-a")
+			Expect(c.Create(ctx, d)).To(Succeed(), name)
+			cleanup(d)
+			d.Labels = map[string]string{"updated": "yes"}
+			Expect(c.Update(ctx, d)).To(Succeed(), name)
+			Expect(c.Delete(ctx, d)).To(Succeed(), name)
+			nf := feature(deviceagent.NodeFeatureName("node-a"), "node-a")
+			Expect(c.Create(ctx, nf)).To(Succeed(), name)
+			cleanup(nf)
+			nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
+			Expect(c.Update(ctx, nf)).To(Succeed(), name)
+			Expect(suite.Client.Delete(ctx, nf)).To(Succeed())
+		}
+	})
+	It("refuses the agent of a node another node's inventory", func(ctx context.Context) {
+		for name, c := range map[string]client.Client{"a token bound to node-a": onA, "the token of a Pod on node-a": podOnA} {
+			Expect(c.Create(ctx, devices("node-b"))).To(MatchError(ContainSubstring("the device agent of node node-a may write only that node's devices")), name)
+			Expect(c.Create(ctx, feature(deviceagent.NodeFeatureName("node-b"), "node-b"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")), name)
+			Expect(c.Create(ctx, feature(deviceagent.NodeFeatureName("node-a"), "node-b"))).To(MatchError(ContainSubstring("labelled nfd.node.kubernetes.io/node-name=node-a")),
+				"%s: its own NodeFeature applied to another node", name)
+		}
+		theirs := devices("node-b")
+		Expect(suite.Client.Create(ctx, theirs)).To(Succeed())
+		cleanup(theirs)
+		Expect(onA.Delete(ctx, theirs)).To(MatchError(ContainSubstring("may write only that node's devices")))
+	})
+	It("refuses a token bound to no node", func(ctx context.Context) {
+		Expect(unbound.Create(ctx, devices("node-a"))).To(MatchError(ContainSubstring("bound to no node")))
+	})
+})
+
+// agentClient returns a client that sends a token of the device agents' service account, bound to ref (none
+// when nil).
+func agentClient(ctx context.Context, ref *authenticationv1.BoundObjectReference) client.Client {
+	GinkgoHelper()
+	cs, err := kubernetes.NewForConfig(suite.Config)
+	Expect(err).NotTo(HaveOccurred())
+	token, err := cs.CoreV1().ServiceAccounts(deviceagent.Namespace).CreateToken(ctx, rbac.ServiceAccountName("device-manager"),
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), BoundObjectRef: ref}},
+		metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	cfg := rest.AnonymousClientConfig(suite.Config)
+	cfg.BearerToken = token.Status.Token
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
