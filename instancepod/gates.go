@@ -45,3 +45,45 @@ func hadHostPath(old *workerv1.Instance, v workerv1.AdditionalVolume) bool {
 	}
 	return false
 }
+
+// SecretRef is a Secret an Instance's Pod uses, and the field that names it.
+type SecretRef struct {
+	Path *field.Path
+	Name string
+}
+
+// NewSecretRefs returns the Secrets an Instance's Pod would use (its image pull secret, its SSH keys, its
+// secret volumes) that it did not use before the update (old is nil on create). Whoever writes the Instance
+// must be allowed to read each of them: the Pod hands their contents to whoever runs in it.
+func NewSecretRefs(inst, old *workerv1.Instance) []SecretRef {
+	had := map[string]bool{}
+	if old != nil {
+		for _, r := range secretRefs(old) {
+			had[r.Name] = true
+		}
+	}
+	var out []SecretRef
+	for _, r := range secretRefs(inst) {
+		if !had[r.Name] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func secretRefs(inst *workerv1.Instance) []SecretRef {
+	spec := field.NewPath("spec")
+	var out []SecretRef
+	if inst.Spec.ImagePullSecret != "" {
+		out = append(out, SecretRef{spec.Child("imagePullSecret"), inst.Spec.ImagePullSecret})
+	}
+	if inst.Spec.SSHPublicKey != "" {
+		out = append(out, SecretRef{spec.Child("sshPublicKey"), inst.Spec.SSHPublicKey})
+	}
+	for i, v := range inst.Spec.AdditionalVolumes {
+		if v.Secret != nil {
+			out = append(out, SecretRef{spec.Child("additionalVolumes").Index(i).Child("secret", "name"), v.Secret.Name})
+		}
+	}
+	return out
+}

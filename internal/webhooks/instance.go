@@ -2,9 +2,13 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -22,6 +26,9 @@ type InstanceValidator struct {
 	Reader client.Reader
 	// Live reads what the cache does not have yet: a type or node created a moment ago.
 	Live client.Reader
+	// Reviews asks the API server whether the Instance's writer may read the Secrets its Pod would use
+	// (SubjectAccessReviews); nil skips the question.
+	Reviews client.Client
 }
 
 // get reads from the cache, and from the API server when the cache does not have the object.
@@ -70,7 +77,11 @@ func (v *InstanceValidator) validate(ctx context.Context, inst, old *workerv1.In
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if errs = append(errs, gates...); len(errs) > 0 {
+	secrets, err := v.secretAccess(ctx, inst, old)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if errs = append(append(errs, gates...), secrets...); len(errs) > 0 {
 		return apierrors.NewInvalid(workerv1.GroupVersion.WithKind("Instance").GroupKind(), inst.Name, errs)
 	}
 	return nil
@@ -101,3 +112,35 @@ func gateErrors(inst, old *workerv1.Instance, user string, values settings.Value
 
 // gateExemptNamespaces are the namespaces the gates leave alone, as the gate policies' matchConditions do.
 var gateExemptNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace, "kueue-system"}
+
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// secretAccess refuses each Secret the Instance's Pod would newly use that its writer may not read: the Pod
+// would hand its contents to whoever runs in it, so an Instance must not reach further than its writer.
+func (v *InstanceValidator) secretAccess(ctx context.Context, inst, old *workerv1.Instance) (field.ErrorList, error) {
+	refs := instancepod.NewSecretRefs(inst, old)
+	req, err := admission.RequestFromContext(ctx)
+	if v.Reviews == nil || len(refs) == 0 || err != nil {
+		return nil, nil
+	}
+	user := req.UserInfo
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, vs := range user.Extra {
+		extra[k] = authorizationv1.ExtraValue(vs)
+	}
+	var errs field.ErrorList
+	for _, r := range refs {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user.Username, Groups: user.Groups, UID: user.UID, Extra: extra,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: inst.Namespace, Name: r.Name},
+		}}
+		if err := v.Reviews.Create(ctx, sar); err != nil {
+			return nil, errors.Wrapf(err, "cannot ask whether %s may read Secret %s/%s", user.Username, inst.Namespace, r.Name)
+		}
+		if !sar.Status.Allowed {
+			errs = append(errs, field.Forbidden(r.Path, fmt.Sprintf("%s may not read Secret %s/%s, so an Instance it writes may not use it",
+				user.Username, inst.Namespace, r.Name)))
+		}
+	}
+	return errs, nil
+}

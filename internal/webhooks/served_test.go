@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -25,6 +26,7 @@ import (
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/pools"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
 )
 
 // serveWebhooks provisions the webhooks at a loopback port and serves them from a manager, as the worker does,
@@ -145,5 +147,40 @@ var _ = Describe("the webhooks served to a real API server", Ordered, func() {
 		patch = client.MergeFrom(pod.DeepCopy())
 		delete(pod.Annotations, pools.AnnotationAllocated)
 		Expect(suite.Client.Patch(ctx, pod, patch)).To(MatchError(ContainSubstring("only the operator's worker")), "a Pod's owner drops the record")
+	})
+
+	It("lets an Instance use only the Secrets its writer may read", func(ctx context.Context) {
+		h100Pool()
+		// alice may write Instances in default and read one Secret there, by name.
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "alice"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{workerv1.GroupVersion.Group}, Resources: []string{"instances"}, Verbs: []string{"create", "update", "get"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{"alice-key"}},
+		}}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "alice"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "alice"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}
+		Expect(create(ctx, suite.Client, role)).To(Succeed())
+		Expect(create(ctx, suite.Client, binding)).To(Succeed())
+		aliceCfg := rest.CopyConfig(suite.Config)
+		aliceCfg.Impersonate = rest.ImpersonationConfig{UserName: "alice"}
+		alice, err := client.New(aliceCfg, client.Options{Scheme: scheme.New()})
+		Expect(err).NotTo(HaveOccurred())
+		typ := "gpustack--nvidia-h100-80gb-hbm3-linux-amd64"
+
+		theirs := builders.MakeInstance("default", "borrowed-key", typ).Accelerators(1).Obj()
+		theirs.Spec.SSHPublicKey = "bob-key"
+		theirs.Spec.AdditionalVolumes = []workerv1.AdditionalVolume{{MountPath: "/creds", Secret: &workerv1.ObjectReference{Name: "bob-creds"}}}
+		Expect(create(ctx, alice, theirs)).To(MatchError(SatisfyAll(
+			ContainSubstring("spec.sshPublicKey: Forbidden: alice may not read Secret default/bob-key"),
+			ContainSubstring("spec.additionalVolumes[0].secret.name: Forbidden: alice may not read Secret default/bob-creds"))))
+
+		own := builders.MakeInstance("default", "own-key", typ).Accelerators(1).Obj()
+		own.Spec.SSHPublicKey = "alice-key"
+		Expect(create(ctx, alice, own)).To(Succeed(), "alice's own Secret")
+		own.Spec.Stop = true
+		Expect(alice.Update(ctx, own)).To(Succeed(), "stopped, its pull secret may change")
+		own.Spec.ImagePullSecret = "bob-pull"
+		Expect(alice.Update(ctx, own)).To(MatchError(ContainSubstring("spec.imagePullSecret: Forbidden: alice may not read Secret default/bob-pull")),
+			"a Secret an update adds is asked about too")
 	})
 })

@@ -30,7 +30,7 @@ const (
 
 // Setup registers the webhooks with the manager's webhook server.
 func Setup(mgr ctrl.Manager) error {
-	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.Instance{}).WithValidator(&InstanceValidator{Reader: mgr.GetClient(), Live: mgr.GetAPIReader()}).
+	if err := ctrl.NewWebhookManagedBy(mgr, &workerv1.Instance{}).WithValidator(&InstanceValidator{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Reviews: mgr.GetClient()}).
 		WithValidatorCustomPath(InstancePath).Complete(); err != nil {
 		return err
 	}

@@ -146,6 +146,7 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "patch", group: "kueue.x-k8s.io", resource: "workloads", subresource: "status", namespace: "team-a", name: "w"}),
 		worker(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system}),
 		worker(access{verb: "create", resource: "namespaces"}),
+		worker(access{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"}),
 		agent(access{verb: "create", group: workerv1.GroupVersion.Group, resource: "devices"}),
 		agent(access{verb: "update", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system, name: "node-a-gpustack-device"}),
 		agent(access{verb: "list", resource: "pods"}),
