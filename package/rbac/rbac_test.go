@@ -90,7 +90,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 			objs, err := rbac.For(component, namespace)
 			Expect(err).NotTo(HaveOccurred())
 			for _, o := range objs {
-				Expect(suite.Client.Create(ctx, o)).To(Succeed(), "cannot create %T %s", o, o.GetName())
+				// Another spec may have made the agents' account already.
+				Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, o))).To(Succeed(), "cannot create %T %s", o, o.GetName())
 			}
 		}
 	})
