@@ -110,9 +110,12 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 			Containers:            []corev1.Container{main, sshd},
 			Volumes:               volumes,
 			ShareProcessNamespace: ptr.To(true),
+			// No host IPC namespace, for any vendor: what vendor guides ask --ipc=host for (NCCL, RCCL and HCCL
+			// between a Pod's processes, PyTorch's DataLoader workers) is a large /dev/shm, which main gets as a
+			// memory-backed volume, without sharing the host's System V IPC and shared memory with every process
+			// on the node. Only NVIDIA MPS clients reach a host daemon that way, and the operator slices without MPS.
 			// The container runtime's default seccomp profile; a privileged main container runs unconfined anyway.
 			SecurityContext:              &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-			HostIPC:                      true,
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
 			RestartPolicy:                corev1.RestartPolicyAlways,
@@ -146,7 +149,24 @@ func entrance(it *workerv1.InstanceType) string {
 	return pools.EntranceName(it.Name)
 }
 
-// volumes returns the Pod's volumes and main's mounts: the workspace and the additional volumes.
+// SharedMemoryPath is where main gets a memory-backed volume: the POSIX shared memory its processes exchange
+// data through, which counts against main's memory.
+const SharedMemoryPath = "/dev/shm"
+
+// sharedMemoryFree reports whether no volume of the Instance is mounted at SharedMemoryPath already.
+func sharedMemoryFree(inst *workerv1.Instance, workspace string) bool {
+	if workspace == SharedMemoryPath {
+		return false
+	}
+	for _, v := range inst.Spec.AdditionalVolumes {
+		if v.MountPath == SharedMemoryPath {
+			return false
+		}
+	}
+	return true
+}
+
+// volumes returns the Pod's volumes and main's mounts: the workspace, shared memory and the additional volumes.
 func volumes(inst *workerv1.Instance, mount string) ([]corev1.Volume, []corev1.VolumeMount) {
 	workspace := corev1.Volume{Name: "workspace"}
 	switch v := inst.Spec.Volume; {
@@ -159,6 +179,10 @@ func volumes(inst *workerv1.Instance, mount string) ([]corev1.Volume, []corev1.V
 	}
 	vols := []corev1.Volume{workspace}
 	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: mount}}
+	if sharedMemoryFree(inst, mount) {
+		vols = append(vols, corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "dshm", MountPath: SharedMemoryPath})
+	}
 	for i, a := range inst.Spec.AdditionalVolumes {
 		name := "volume-" + strconv.Itoa(i)
 		v := corev1.Volume{Name: name}

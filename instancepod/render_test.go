@@ -170,8 +170,8 @@ func TestPod(t *testing.T) {
 	for _, m := range pod.Spec.Containers[0].VolumeMounts {
 		mounts = append(mounts, m.MountPath)
 	}
-	if diff := cmp.Diff([]string{"/workspace", "/data", "/etc/app"}, mounts); diff != "" {
-		t.Errorf("main mounts the workspace and the additional volumes: -want, +got:\n%s", diff)
+	if diff := cmp.Diff([]string{"/workspace", "/dev/shm", "/data", "/etc/app"}, mounts); diff != "" {
+		t.Errorf("main mounts the workspace, shared memory and the additional volumes: -want, +got:\n%s", diff)
 	}
 	sshd := pod.Spec.Containers[1]
 	if sshd.Name != SSHContainer || sshd.Image != "gpustack/ssh-server:v1.3.0" || len(sshd.VolumeMounts) != 2 ||
@@ -181,8 +181,13 @@ func TestPod(t *testing.T) {
 	if sc := pod.Spec.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("The Pod runs under the runtime's default seccomp profile: %+v", pod.Spec.SecurityContext)
 	}
-	if !*pod.Spec.ShareProcessNamespace || !pod.Spec.HostIPC || *pod.Spec.AutomountServiceAccountToken {
-		t.Errorf("The Pod shares its process namespace and IPC, without a service-account token: %+v", pod.Spec)
+	if !*pod.Spec.ShareProcessNamespace || pod.Spec.HostIPC || *pod.Spec.AutomountServiceAccountToken {
+		t.Errorf("The Pod shares its process namespace, not the host's IPC, without a service-account token: %+v", pod.Spec)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == "dshm" && (v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory) {
+			t.Errorf("Shared memory is a memory-backed volume: %+v", v)
+		}
 	}
 	inst.Spec.NodeName = "node-gone"
 	if _, err := Pod(inst, a10gType(), Options{}); err == nil || !strings.Contains(err.Error(), "spec.nodeName") {
@@ -204,5 +209,54 @@ func TestService(t *testing.T) {
 	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Name != "demo" || svc.Spec.Selector[LabelInstanceUID] != "u1" ||
 		cmp.Diff([]string{"http/TCP", "port-1/TCP"}, ports) != "" {
 		t.Errorf("A NodePort Service named after the Instance selects its Pod, one port per entry: %+v", svc)
+	}
+}
+
+func TestSharedMemory(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		workspace string
+		volumes   []workerv1.AdditionalVolume
+		// dshm: the operator adds its own memory-backed volume.
+		dshm bool
+	}{
+		"Default": {
+			reason: "main gets shared memory at /dev/shm",
+			dshm:   true,
+		},
+		"OwnVolume": {
+			reason:  "an Instance that mounts its own volume at /dev/shm keeps it: no second mount at one path",
+			volumes: []workerv1.AdditionalVolume{{MountPath: SharedMemoryPath, ConfigMap: &workerv1.ObjectReference{Name: "x"}}},
+		},
+		"Workspace": {
+			reason:    "nor one whose workspace is mounted there",
+			workspace: SharedMemoryPath,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := instance(workerv1.InstanceResources{})
+			inst.Spec.VolumeMount, inst.Spec.AdditionalVolumes = tc.workspace, tc.volumes
+			pod, err := Pod(inst, genericType(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for _, m := range pod.Spec.Containers[0].VolumeMounts {
+				if m.MountPath == SharedMemoryPath {
+					got++
+				}
+			}
+			if got != 1 {
+				t.Errorf("%s\nPod(...): %d mounts at %s, want exactly one", tc.reason, got, SharedMemoryPath)
+			}
+			has := false
+			for _, v := range pod.Spec.Volumes {
+				has = has || v.Name == "dshm"
+			}
+			if has != tc.dshm {
+				t.Errorf("%s\nPod(...): shared memory volume %v, want %v", tc.reason, has, tc.dshm)
+			}
+		})
 	}
 }
