@@ -93,6 +93,9 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 			Add: []corev1.Capability{"SYS_ADMIN", "SYS_PTRACE"}}},
 		VolumeMounts: []corev1.VolumeMount{{Name: "workspace", MountPath: mount}},
 	}
+	keys, keyMounts := hostKeys(inst)
+	volumes = append(volumes, keys)
+	sshd.VolumeMounts = append(sshd.VolumeMounts, keyMounts...)
 	if inst.Spec.SSHPublicKey != "" {
 		volumes = append(volumes, corev1.Volume{Name: "ssh-authorized-keys", VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: inst.Spec.SSHPublicKey, DefaultMode: ptr.To[int32](0o600)}}})

@@ -1,10 +1,12 @@
 package instancepod
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,9 +176,19 @@ func TestPod(t *testing.T) {
 		t.Errorf("main mounts the workspace, shared memory and the additional volumes: -want, +got:\n%s", diff)
 	}
 	sshd := pod.Spec.Containers[1]
-	if sshd.Name != SSHContainer || sshd.Image != "gpustack/ssh-server:v1.3.0" || len(sshd.VolumeMounts) != 2 ||
-		sshd.VolumeMounts[1].MountPath != "/var/run/sshd-authorized-keys" {
-		t.Errorf("The SSH sidecar runs the setting's image with the authorized keys mounted: %+v", sshd)
+	var sshdMounts []string
+	for _, m := range sshd.VolumeMounts {
+		sshdMounts = append(sshdMounts, m.Name+":"+m.MountPath)
+	}
+	wantMounts := []string{"workspace:/workspace", "ssh-host-keys:/etc/ssh/ssh_host_ed25519_key", "ssh-host-keys:/etc/ssh/ssh_host_ed25519_key.pub",
+		"ssh-authorized-keys:/var/run/sshd-authorized-keys"}
+	if diff := cmp.Diff(wantMounts, sshdMounts); sshd.Name != SSHContainer || sshd.Image != "gpustack/ssh-server:v1.3.0" || diff != "" {
+		t.Errorf("The SSH sidecar runs the setting's image with the workspace, the kept host key and the authorized keys: -want, +got mounts:\n%s", diff)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == "ssh-host-keys" && (v.Secret == nil || v.Secret.SecretName != "demo-ssh-host-keys" || *v.Secret.DefaultMode != 0o600) {
+			t.Errorf("The host key comes from the Instance's Secret, readable by root only: %+v", v)
+		}
 	}
 	if sc := pod.Spec.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("The Pod runs under the runtime's default seccomp profile: %+v", pod.Spec.SecurityContext)
@@ -258,5 +270,34 @@ func TestSharedMemory(t *testing.T) {
 				t.Errorf("%s\nPod(...): shared memory volume %v, want %v", tc.reason, has, tc.dshm)
 			}
 		})
+	}
+}
+
+func TestHostKeysSecret(t *testing.T) {
+	inst := instance(workerv1.InstanceResources{})
+	secret, err := HostKeysSecret(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secret.Name != "demo-ssh-host-keys" || secret.Namespace != "default" {
+		t.Errorf("HostKeysSecret(...): %s/%s, want default/demo-ssh-host-keys", secret.Namespace, secret.Name)
+	}
+	key, err := ssh.ParsePrivateKey(secret.Data[HostKeyFile])
+	if err != nil {
+		t.Fatalf("HostKeysSecret(...): the private key is not one OpenSSH reads: %v", err)
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey(secret.Data[HostPublicKeyFile])
+	if err != nil {
+		t.Fatalf("HostKeysSecret(...): the public key is not one OpenSSH reads: %v", err)
+	}
+	if key.PublicKey().Type() != ssh.KeyAlgoED25519 || !bytes.Equal(key.PublicKey().Marshal(), pub.Marshal()) {
+		t.Errorf("HostKeysSecret(...): an Ed25519 pair whose halves match, got %s and %s", key.PublicKey().Type(), pub.Type())
+	}
+	again, err := HostKeysSecret(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(again.Data[HostKeyFile], secret.Data[HostKeyFile]) {
+		t.Error("HostKeysSecret(...): two calls made the same key; each Instance needs its own")
 	}
 }

@@ -4,6 +4,7 @@ package helm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
@@ -185,8 +187,27 @@ func TestTemplateWorker(t *testing.T) {
 			t.Errorf("%s is rendered although the device agents are off", name)
 		}
 	}
-	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 9 {
-		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel", n)
+	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 10 {
+		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel and the device agents' node scope", n)
+	}
+	scope, err := rbac.NodeScope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range scope {
+		want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1.")
+		got := objs[kind+"/"+o.GetName()]
+		if got == nil {
+			t.Errorf("the device agents' node scope %s %s is not rendered", kind, o.GetName())
+			continue
+		}
+		if diff := cmp.Diff(want["spec"], got.Object["spec"]); diff != "" {
+			t.Errorf("the rendered %s %s differs from package/rbac: -want, +got:\n%s", kind, o.GetName(), diff)
+		}
 	}
 	for name := range objs {
 		if strings.HasPrefix(name, "Job/") || strings.HasPrefix(name, "Certificate/") {

@@ -298,6 +298,9 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 	if err := controllerutil.SetControllerReference(inst, pod, r.Client.Scheme()); err != nil {
 		return nil, "", errors.Wrap(err, "cannot own the Pod")
 	}
+	if err := r.ensureHostKeys(ctx, inst); err != nil {
+		return nil, "", err
+	}
 	if err := r.Client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Another reconcile created it a moment ago; the Pod's event brings us back.
@@ -309,6 +312,22 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 	}
 	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[instancepod.LabelQueueName])
 	return pod, "", nil
+}
+
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create
+
+// ensureHostKeys creates the Instance's host-keys Secret, owned by the Instance, unless it is there. The
+// worker may create Secrets but read none outside its namespace, so it asks by creating: a Secret already
+// there is kept, whoever made it, and its key is what the sidecar serves.
+func (r *Reconciler) ensureHostKeys(ctx context.Context, inst *workerv1.Instance) error {
+	secret, err := instancepod.HostKeysSecret(inst)
+	if err != nil {
+		return err
+	}
+	if err := controllerutil.SetControllerReference(inst, secret, r.Client.Scheme()); err != nil {
+		return errors.Wrap(err, "cannot own the host-keys Secret")
+	}
+	return errors.Wrap(client.IgnoreAlreadyExists(r.Client.Create(ctx, secret)), "cannot create the Instance's host-keys Secret")
 }
 
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=clusterqueues;resourceflavors,verbs=get;list;watch

@@ -18,6 +18,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -126,8 +127,17 @@ func refuse(pod *corev1.Pod) {
 var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionError)", func() {
 	ctx := context.Background()
 
-	It("is rebuilt within five minutes of the Instance's creation", func() {
+	It("is rebuilt within five minutes of the Instance's creation, serving the same SSH host key", func() {
 		inst, pod := startInstance("rebuild")
+		hostKey := func() []byte {
+			GinkgoHelper()
+			s := &corev1.Secret{}
+			Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: instancepod.HostKeysSecretName(inst)}, s)).To(Succeed())
+			Expect(s.OwnerReferences).To(ContainElement(HaveField("UID", inst.UID)), "the Instance owns its host keys")
+			return s.Data[instancepod.HostKeyFile]
+		}
+		first := hostKey()
+		Expect(first).NotTo(BeEmpty())
 		refuse(pod)
 
 		got, gone, events := reconcileOnce(inst)
@@ -137,6 +147,7 @@ var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionErr
 		_, again, _ := reconcileOnce(inst)
 		Expect(again).NotTo(BeNil(), "a new Pod")
 		Expect(again.UID).NotTo(Equal(pod.UID), "the new Pod is another Pod")
+		Expect(hostKey()).To(Equal(first), "the new Pod serves the host key clients already trust")
 	})
 
 	It("is left failed, and says so, once five minutes have passed", func() {
