@@ -526,7 +526,7 @@ var _ = It("follows the walkthrough's Step 6", func() {
 			"jsonpath={.spec.nodeSelector.kubernetes\\.io/hostname} {.spec.containers[0].volumeMounts[*].mountPath}")
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
 		out, _ := cmd.CombinedOutput()
-		return string(out) == "node-t4-b /workspace /mnt/datasets /etc/model/config.json /mnt/host-cache",
+		return string(out) == "node-t4-b /workspace /dev/shm /mnt/datasets /etc/model/config.json /mnt/host-cache",
 			"pinned-demo's Pod: " + string(out)
 	})
 	// The pin also asks node-t4-b's own flavor, so Kueue assigns the 4-card flavor and the Pod runs there.
