@@ -173,7 +173,7 @@ verify-generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## make gener
 # The tiers, cheapest first. test-unit needs no binary (the tests that do skip, saying why); test-integration
 # runs the packages whose tests start envtest's API server or the policy tools; test-e2e and test-packages start
 # local clusters of their own, so they run one package at a time, never two clusters at once on two cores.
-INTEGRATION_PKGS := ./apis/... ./deviceagent/... ./internal/... ./policies/... ./test/framework/...
+INTEGRATION_PKGS := ./apis/... ./deviceagent/... ./internal/... ./policies/... ./test/framework/... ./test/rbac/...
 TEST_ENV := GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN)
 
 .PHONY: test

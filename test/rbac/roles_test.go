@@ -1,3 +1,5 @@
+// Package rbac_test asks the real API server's authorizer and admission what the operator's generated roles and
+// the device agents' node-scope policy (package/rbac) let each component do.
 package rbac_test
 
 import (
