@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,37 +34,86 @@ type Agent struct {
 	Runtime deviceplugin.Runtime
 	// Log reports what could not be done.
 	Log logr.Logger
+	// PluginCheck is how often the plugins' sockets are looked at, so a kubelet that started again (and removed
+	// them) has the plugins registered again within that time; 2 s when zero.
+	PluginCheck time.Duration
 
+	// mu guards cards and published, which the readiness probe reads; servingMu guards servers.
 	mu           sync.Mutex
+	servingMu    sync.Mutex
 	cards        []providers.Device
+	published    bool
 	plugins      map[string]*deviceplugin.Plugin
+	servers      map[string]*deviceplugin.Server
 	reservations map[string]*deviceplugin.Reservations
 }
 
 // Run detects, publishes and serves until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	pub := &Publisher{Client: a.Client}
-	a.plugins, a.reservations = map[string]*deviceplugin.Plugin{}, map[string]*deviceplugin.Reservations{}
+	a.plugins, a.servers, a.reservations = map[string]*deviceplugin.Plugin{}, map[string]*deviceplugin.Server{}, map[string]*deviceplugin.Reservations{}
+	check := a.PluginCheck
+	if check <= 0 {
+		check = 2 * time.Second
+	}
+	detect := time.NewTimer(0)
+	defer detect.Stop()
+	plugins := time.NewTicker(check)
+	defer plugins.Stop()
 	for {
-		cards, err := a.Provider.Detect(ctx)
-		if err != nil {
-			a.Log.Error(err, "some cards could not be read", "node", a.Node)
-		}
-		if err == nil || len(cards) > 0 {
-			if err := pub.Publish(ctx, a.Node, cards); err != nil {
-				a.Log.Error(err, "cannot publish the cards", "node", a.Node)
-			}
-			a.setCards(cards)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-plugins.C:
+		case <-detect.C:
+			a.detect(ctx, pub)
+			detect.Reset(a.Interval)
 		}
 		if a.PluginDir != "" {
 			a.servePlugins(ctx)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(a.Interval):
+	}
+}
+
+// detect detects the cards and publishes them.
+func (a *Agent) detect(ctx context.Context, pub *Publisher) {
+	cards, err := a.Provider.Detect(ctx)
+	if err != nil {
+		a.Log.Error(err, "some cards could not be read", "node", a.Node)
+	}
+	if err != nil && len(cards) == 0 {
+		return
+	}
+	if err := pub.Publish(ctx, a.Node, cards); err != nil {
+		a.Log.Error(err, "cannot publish the cards", "node", a.Node)
+	} else {
+		a.mu.Lock()
+		a.published = true
+		a.mu.Unlock()
+	}
+	a.setCards(cards)
+}
+
+// Ready says why the agent is not ready, nil when it is: the node's cards are published, and, when it serves
+// the device plugin, every resource of every vendor found is registered with the kubelet.
+func (a *Agent) Ready() error {
+	a.mu.Lock()
+	published := a.published
+	a.mu.Unlock()
+	if !published {
+		return errors.Errorf("the cards of node %s are not published yet", a.Node)
+	}
+	if a.PluginDir == "" {
+		return nil
+	}
+	a.servingMu.Lock()
+	defer a.servingMu.Unlock()
+	for _, name := range a.wantedResources() {
+		if s := a.servers[name]; s == nil || !s.Registered() {
+			return errors.Errorf("the device plugin of %s is not registered with the kubelet", name)
 		}
 	}
+	return nil
 }
 
 // setCards records the cards and tells the plugins when they changed.
@@ -86,9 +136,29 @@ func (a *Agent) currentCards() []providers.Device {
 	return a.cards
 }
 
-// servePlugins starts the plugin of every resource of every vendor with cards that is not served yet; one
-// that fails (the kubelet not up yet) is tried again after the next detection.
+// wantedResources returns the device-plugin resources of every vendor with cards on the node.
+func (a *Agent) wantedResources() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range a.currentCards() {
+		v, ok := vendors.Lookup(c.Manufacturer)
+		if !ok || seen[v.Key] {
+			continue
+		}
+		seen[v.Key] = true
+		for _, r := range deviceplugin.Resources(v) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// servePlugins serves the plugin of every resource of every vendor with cards that is not served, or whose
+// socket the kubelet removed when it started again; one that fails (the kubelet not up yet) is tried again
+// at the next check.
 func (a *Agent) servePlugins(ctx context.Context) {
+	a.servingMu.Lock()
+	defer a.servingMu.Unlock()
 	for _, c := range a.currentCards() {
 		v, ok := vendors.Lookup(c.Manufacturer)
 		if !ok {
@@ -98,16 +168,27 @@ func (a *Agent) servePlugins(ctx context.Context) {
 			a.reservations[v.Key] = &deviceplugin.Reservations{}
 		}
 		for _, r := range deviceplugin.Resources(v) {
-			if a.plugins[r.Name] != nil {
-				continue
+			if s := a.servers[r.Name]; s != nil {
+				if s.Registered() {
+					continue
+				}
+				a.Log.Info("the kubelet forgot the device plugin; registering it again", "resource", r.Name)
+				s.Stop()
+				delete(a.servers, r.Name)
 			}
-			p := &deviceplugin.Plugin{Resource: r, Cards: a.currentCards, Ledger: a.ledger, Runtime: a.Runtime,
-				Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node}, Reservations: a.reservations[v.Key]}
-			if _, err := deviceplugin.Serve(ctx, a.PluginDir, p); err != nil {
+			// One plugin per resource for the agent's life: its reservations and watchers outlive a kubelet restart.
+			p := a.plugins[r.Name]
+			if p == nil {
+				p = &deviceplugin.Plugin{Resource: r, Cards: a.currentCards, Ledger: a.ledger, Runtime: a.Runtime,
+					Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node}, Reservations: a.reservations[v.Key]}
+				a.plugins[r.Name] = p
+			}
+			s, err := deviceplugin.Serve(ctx, a.PluginDir, p)
+			if err != nil {
 				a.Log.Error(err, "cannot serve the device plugin", "resource", r.Name)
 				continue
 			}
-			a.plugins[r.Name] = p
+			a.servers[r.Name] = s
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,6 +92,10 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 						Name: "device-manager", Image: d.Image, Env: env,
 						Args:  []string{"device-manager", "--metrics-bind-address=:" + strconv.Itoa(MetricsPort)},
 						Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+						// Ready once the cards are published and every device plugin is registered with the kubelet,
+						// which a kubelet restart undoes until the agent registers again.
+						LivenessProbe:  &corev1.Probe{ProbeHandler: httpGet("/healthz"), InitialDelaySeconds: 10, PeriodSeconds: 20},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: httpGet("/readyz"), PeriodSeconds: 5},
 						// Reading every card and its driver, and the kubelet's plugin socket, needs the host's devices,
 						// as root: the image's own user is the unprivileged one the worker runs as.
 						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)},
@@ -109,4 +114,9 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 			},
 		},
 	}
+}
+
+// httpGet probes path on the agent's metrics port.
+func httpGet(path string) corev1.ProbeHandler {
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("metrics")}}
 }

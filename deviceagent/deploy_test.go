@@ -40,6 +40,10 @@ func TestDeployment(t *testing.T) {
 			if diff := cmp.Diff([]string{"NODE_NAME", "GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS", "GPUSTACK_NVIDIA_PCI_VENDOR_ID"}, env); diff != "" {
 				t.Errorf("%s carries the node name and the worker's GPUSTACK_* variables only: -want, +got:\n%s", o.Name, diff)
 			}
+			if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" ||
+				c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+				t.Errorf("%s is probed: alive on /healthz, ready on /readyz (cards published, plugins registered): %+v, %+v", o.Name, c.LivenessProbe, c.ReadinessProbe)
+			}
 			if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
 				t.Errorf("%s runs privileged, as root (the image's user is not): %+v", o.Name, sc)
 			}

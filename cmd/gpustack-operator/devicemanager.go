@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -62,19 +63,29 @@ func runDeviceManager(args []string) error {
 		return errors.Wrap(err, "cannot create a client")
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := serveMetrics(ctx, *metricsAddr, logger); err != nil {
-		return err
-	}
 	if *inventoryFile == "" {
 		// One real node: detect, publish and serve the kubelet device plugin.
 		for name, p := range agents {
 			a := &deviceagent.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
 				Runtime: deviceplugin.DefaultRuntime(), Log: logger}
+			if err := serveMetrics(ctx, *metricsAddr, logger, a.Ready); err != nil {
+				return err
+			}
 			return a.Run(ctx)
 		}
 	}
 	publishers, err := nodePublishers(cfg, c, *nodeTokens, agents)
 	if err != nil {
+		return err
+	}
+	var rounds atomic.Int64
+	ready := func() error {
+		if rounds.Load() == 0 {
+			return errors.New("the simulated nodes are not published yet")
+		}
+		return nil
+	}
+	if err := serveMetrics(ctx, *metricsAddr, logger, ready); err != nil {
 		return err
 	}
 	for {
@@ -83,6 +94,7 @@ func runDeviceManager(args []string) error {
 				logger.Error(err, "cannot publish", "node", name)
 			}
 		}
+		rounds.Add(1)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -173,8 +185,9 @@ func printDetected(node string) error {
 	return err
 }
 
-// serveMetrics serves the agent's metrics on addr until ctx ends; "0" or "" serves none.
-func serveMetrics(ctx context.Context, addr string, logger logr.Logger) error {
+// serveMetrics serves the agent's metrics and its health (/healthz) and readiness (/readyz, from ready) on addr
+// until ctx ends; "0" or "" serves none.
+func serveMetrics(ctx context.Context, addr string, logger logr.Logger, ready func() error) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}
@@ -184,6 +197,16 @@ func serveMetrics(ctx context.Context, addr string, logger logr.Logger) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(deviceagent.Registry, promhttp.HandlerOpts{}))
+	// The DaemonSet's probes: alive while the process answers; ready once the cards are published and every
+	// device plugin is registered with the kubelet (again, after the kubelet restarted).
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -2,7 +2,6 @@ package deviceplugin
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,41 +16,24 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin/deviceplugintest"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// kubelet is the kubelet's side of registration, served over the real gRPC API on kubelet.sock.
-type kubelet struct {
-	pluginapi.UnimplementedRegistrationServer
-	mu         sync.Mutex
-	registered map[string]*pluginapi.RegisterRequest
-}
-
-func (k *kubelet) Register(_ context.Context, r *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.registered[r.ResourceName] = r
-	return &pluginapi.Empty{}, nil
-}
-
 // startKubelet serves registration in a fresh short directory (unix socket paths are limited to 108 bytes).
-func startKubelet(t *testing.T) (string, *kubelet) {
+func startKubelet(t *testing.T) (string, *deviceplugintest.Kubelet) {
 	dir, err := os.MkdirTemp("", "dp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	k := &kubelet{registered: map[string]*pluginapi.RegisterRequest{}}
-	srv := grpc.NewServer()
-	pluginapi.RegisterRegistrationServer(srv, k)
-	lis, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
+	k, err := deviceplugintest.StartKubelet(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
+	t.Cleanup(k.Stop)
 	return dir, k
 }
 
@@ -128,7 +110,7 @@ func TestPlugin(t *testing.T) {
 
 	t.Run("Registers", func(t *testing.T) {
 		var got []string
-		for name, r := range k.registered {
+		for name, r := range k.Registered() {
 			if r.Version != pluginapi.Version || r.Endpoint != SocketName(name) || !r.Options.GetPreferredAllocationAvailable {
 				t.Errorf("registration of %s: %+v", name, r)
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -20,10 +21,36 @@ func SocketName(resource string) string {
 	return "gpustack-" + strings.NewReplacer("/", "_", ".", "-").Replace(resource) + ".sock"
 }
 
+// Server is one plugin served on its socket.
+type Server struct {
+	socket string
+	srv    *grpc.Server
+	once   sync.Once
+	done   chan struct{}
+}
+
+// Stop stops serving and removes the socket; it returns once both are done, so the plugin can be served
+// again at once. Stopping twice does nothing more.
+func (s *Server) Stop() {
+	s.once.Do(func() {
+		s.srv.Stop()
+		_ = os.Remove(s.socket)
+		close(s.done)
+	})
+}
+
+// Registered reports whether the plugin's socket is still where the kubelet found it. The kubelet removes
+// every socket of its device-plugin directory when it starts again, and forgets the plugins: a plugin whose
+// socket is gone must be served and registered again.
+func (s *Server) Registered() bool {
+	_, err := os.Stat(s.socket)
+	return err == nil
+}
+
 // Serve starts the plugin on its socket in dir (pluginapi.DevicePluginPath on a node), registers it with the
-// kubelet listening on dir's kubelet.sock, and serves until ctx ends. It returns once registered; the
-// returned channel reports the server's end.
-func Serve(ctx context.Context, dir string, p *Plugin) (<-chan error, error) {
+// kubelet listening on dir's kubelet.sock, and serves until ctx ends or Stop is called. It returns once
+// registered.
+func Serve(ctx context.Context, dir string, p *Plugin) (*Server, error) {
 	socket := filepath.Join(dir, SocketName(p.Resource.Name))
 	if err := os.Remove(socket); err != nil && !os.IsNotExist(err) {
 		return nil, errors.Wrapf(err, "cannot remove the old socket of %s", p.Resource.Name)
@@ -32,20 +59,21 @@ func Serve(ctx context.Context, dir string, p *Plugin) (<-chan error, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot listen for %s", p.Resource.Name)
 	}
-	srv := grpc.NewServer()
-	pluginapi.RegisterDevicePluginServer(srv, p)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(lis) }()
+	s := &Server{socket: socket, srv: grpc.NewServer(), done: make(chan struct{})}
+	pluginapi.RegisterDevicePluginServer(s.srv, p)
+	go func() { _ = s.srv.Serve(lis) }()
 	go func() {
-		<-ctx.Done()
-		srv.Stop()
-		_ = os.Remove(socket)
+		select {
+		case <-ctx.Done():
+			s.Stop()
+		case <-s.done:
+		}
 	}()
 	if err := register(ctx, filepath.Join(dir, filepath.Base(pluginapi.KubeletSocket)), p.Resource.Name, filepath.Base(socket)); err != nil {
-		srv.Stop()
+		s.Stop()
 		return nil, err
 	}
-	return done, nil
+	return s, nil
 }
 
 // register tells the kubelet about the plugin's resource and socket.

@@ -405,6 +405,16 @@ var _ = It("keeps the ledgers when the device agent is killed and restarted", fu
 	Consistently(ledgers).WithTimeout(10*time.Second).WithPolling(time.Second).Should(Equal(before),
 		"the Devices objects after the agent's restart")
 	Expect(agentCards()).To(Equal(4.0), "node-t4-b's healthy cards after the agent's restart")
+	// Its readiness probe answers once it has published every node again.
+	readyz := strings.TrimSuffix(cluster.AgentMetricsURL(), "/metrics") + "/readyz"
+	Eventually(func() int {
+		resp, err := http.Get(readyz) //nolint:gosec // the local cluster's own endpoint
+		if err != nil {
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}).WithTimeout(30*time.Second).Should(Equal(http.StatusOK), "the agent's readiness after its restart")
 
 	// A fourth 60 % slice fits only on a T4 card the first two left alone.
 	extra := builders.MakeInstance("default", "agent-3", t4Pool).Slice(60, 100).Obj()

@@ -1,0 +1,73 @@
+package deviceagent_test
+
+import (
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
+	"context"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin/deviceplugintest"
+	"github.com/gpustack/gpustack-operator/providers"
+)
+
+// cardsOf is a provider of fixed cards.
+type cardsOf []providers.Device
+
+func (c cardsOf) Name() string                                       { return "fixed" }
+func (c cardsOf) Detect(context.Context) ([]providers.Device, error) { return c, nil }
+
+// Runs a node's agent against a kubelet's registration service and restarts the kubelet under it: the kubelet
+// removes every socket and forgets every plugin, and the agent registers all of them again on its own, which
+// its readiness follows.
+var _ = It("registers its device plugins again when the kubelet starts again", func(ctx context.Context) {
+	// A short directory: unix socket paths are limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "agent")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = os.RemoveAll(dir) })
+	kubelet, err := deviceplugintest.StartKubelet(dir)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kubelet.Stop)
+
+	a := &deviceagent.Agent{Node: "node-restart", Provider: cardsOf{a10g("GPU-restart-0", 0)}, Client: suite.Client,
+		Interval: time.Hour, PluginDir: dir, PluginCheck: 100 * time.Millisecond, Log: logr.Discard(),
+		Runtime: deviceplugin.Runtime{LibDir: "/var/lib/gpustack/operator/lib", StateDir: GinkgoT().TempDir()}}
+	Expect(a.Ready()).To(MatchError(ContainSubstring("the cards of node node-restart are not published yet")))
+	runCtx, stop := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(stopped)
+		Expect(a.Run(runCtx)).To(Succeed())
+	}()
+	DeferCleanup(func() {
+		stop()
+		<-stopped
+		_ = suite.Client.Delete(context.Background(), &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: "node-restart"}})
+	})
+
+	resources := func() []string {
+		var names []string
+		for name := range kubelet.Registered() {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		return names
+	}
+	want := []string{"device.gpustack.ai/nvidia.visibility", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/gpu.sliced"}
+	Eventually(resources).WithTimeout(10 * time.Second).Should(Equal(want))
+	Eventually(a.Ready).WithTimeout(10 * time.Second).Should(Succeed())
+
+	Expect(kubelet.Restart()).To(Succeed())
+	Expect(kubelet.Registered()).To(BeEmpty(), "the kubelet forgot every plugin")
+	Eventually(resources).WithTimeout(10*time.Second).Should(Equal(want), "every plugin registered again")
+	Eventually(a.Ready).WithTimeout(10 * time.Second).Should(Succeed())
+})
