@@ -61,6 +61,25 @@ func Place(nodes []NodeCards, claims []Claim) (string, []NodeCards, error) {
 	return "", nil, errors.Errorf("%s", strings.Join(reasons, "; "))
 }
 
+// PlacePods places a workload's Pods in turn, each Pod's claims on one node (its containers share a node) and
+// each Pod on whichever node takes it after the Pods before, so a workload of several Pods spreads over the
+// nodes it needs. It returns the node of each Pod and the nodes as they are after all of them; when a Pod
+// fits nowhere, the reason names which Pod. The nodes passed in are not changed.
+func PlacePods(nodes []NodeCards, pods [][]Claim) ([]string, []NodeCards, error) {
+	names := make([]string, 0, len(pods))
+	for i, claims := range pods {
+		name, after, err := Place(nodes, claims)
+		if err != nil {
+			if len(pods) > 1 {
+				return nil, nil, errors.Wrapf(err, "Pod %d of %d", i+1, len(pods))
+			}
+			return nil, nil, err
+		}
+		names, nodes = append(names, name), after
+	}
+	return names, nodes, nil
+}
+
 func copyCards(n NodeCards) NodeCards {
 	out := NodeCards{Name: n.Name, Cards: make(map[string][]Card, len(n.Cards))}
 	for k, v := range n.Cards {

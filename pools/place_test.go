@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
@@ -87,5 +89,63 @@ func TestPlaceKeepsEveryCardWhole(t *testing.T) {
 		if placed == 0 || placed == 200 {
 			t.Errorf("round %d placed %d of 200: the test should both fill the cards and be refused", round, placed)
 		}
+	}
+}
+
+func TestPlacePods(t *testing.T) {
+	whole := func(cards int64) []Claim {
+		return []Claim{{Key: "p", Manufacturer: "nvidia", Demand: Demand{Family: FamilyExclusive, Cards: cards}}}
+	}
+	type want struct {
+		nodes []string
+		err   string
+	}
+	cases := map[string]struct {
+		reason string
+		nodes  []NodeCards
+		pods   [][]Claim
+		want   want
+	}{
+		"SpreadOverNodes": {
+			reason: "two Pods of one whole card each, on two nodes of one card: one Pod on each",
+			nodes:  t4Nodes(1, 1),
+			pods:   [][]Claim{whole(1), whole(1)},
+			want:   want{nodes: []string{"a", "b"}},
+		},
+		"ShareANode": {
+			reason: "two Pods fit on one node of four cards, and the first node with room takes both",
+			nodes:  t4Nodes(4),
+			pods:   [][]Claim{whole(2), whole(2)},
+			want:   want{nodes: []string{"a", "a"}},
+		},
+		"OnePodTooMany": {
+			reason: "a third Pod finds no room once the two before took the cards, and the reason names it",
+			nodes:  t4Nodes(1, 1),
+			pods:   [][]Claim{whole(1), whole(1), whole(1)},
+			want:   want{err: "Pod 3 of 3: "},
+		},
+		"PodNeedsOneNode": {
+			reason: "one Pod's cards are on one node: two cards on two nodes of one card do not make a Pod of two",
+			nodes:  t4Nodes(1, 1),
+			pods:   [][]Claim{whole(2)},
+			want:   want{err: "a: "},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, _, err := PlacePods(tc.nodes, tc.pods)
+			if tc.want.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.want.err) {
+					t.Errorf("%s\nPlacePods(...): error %v, want one starting %q", tc.reason, err, tc.want.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s\nPlacePods(...): %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want.nodes, got); diff != "" {
+				t.Errorf("%s\nPlacePods(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

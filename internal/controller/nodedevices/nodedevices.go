@@ -115,8 +115,8 @@ type verdict struct {
 // judge places the Workload's Pods on the nodes of its assigned flavors, after the Pods bound to them and the
 // Workloads that passed the check but whose Pods are not bound yet.
 func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, error) {
-	claims := workloadClaims(wl)
-	if len(claims) == 0 {
+	pods := workloadPods(wl)
+	if len(pods) == 0 {
 		return verdict{kueue.CheckStateReady, ReasonNoAccelerator, "asks for no accelerator"}, nil
 	}
 	flavor, err := singleFlavor(wl)
@@ -132,16 +132,16 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 		return verdict{}, err
 	}
 	for _, other := range inflight {
-		if _, after, err := pools.Place(nodes, other); err == nil {
+		if _, after, err := pools.PlacePods(nodes, other); err == nil {
 			nodes = after
 		}
 	}
-	node, _, err := pools.Place(nodes, claims)
+	placed, _, err := pools.PlacePods(nodes, pods)
 	if err != nil {
 		return verdict{kueue.CheckStateRetry, ReasonNoCardWithRoom,
-			fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(claims), err)}, nil
+			fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(pods), err)}, nil
 	}
-	return verdict{kueue.CheckStateReady, ReasonFits, "fits on node " + node}, nil
+	return verdict{kueue.CheckStateReady, ReasonFits, "fits on " + onNodes(placed)}, nil
 }
 
 // nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods.
@@ -179,9 +179,9 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 	return out, nil
 }
 
-// inflight returns the claims of the other Workloads on the flavor that passed the check and whose Pods the
+// inflight returns the Pods' claims of the other Workloads on the flavor that passed the check and whose Pods the
 // scheduler has not bound yet, oldest first.
-func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([][]pools.Claim, error) {
+func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([][][]pools.Claim, error) {
 	var wls kueue.WorkloadList
 	if err := r.Reader.List(ctx, &wls); err != nil {
 		return nil, errors.Wrap(err, "cannot list Workloads")
@@ -189,7 +189,7 @@ func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor 
 	sort.Slice(wls.Items, func(i, j int) bool {
 		return wls.Items[i].CreationTimestamp.Before(&wls.Items[j].CreationTimestamp)
 	})
-	var out [][]pools.Claim
+	var out [][][]pools.Claim
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if wl.UID == self.UID || !reserved(wl) || evicted(wl) {
@@ -206,7 +206,7 @@ func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor 
 			return nil, err
 		}
 		if unbound {
-			out = append(out, workloadClaims(wl))
+			out = append(out, workloadPods(wl))
 		}
 	}
 	return out, nil

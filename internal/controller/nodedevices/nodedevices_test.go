@@ -162,3 +162,35 @@ var _ = It("tells the verdict to the Instance whose Pod the Workload was made fo
 	Expect(got).To(Equal([]string{"Normal CardFits fits on node for-instance", "Normal CardFits fits on node for-instance"}),
 		"one event on the Workload, the same on its Instance")
 })
+
+// A Workload of several Pods (a Job with parallelism 2) is placed Pod by Pod: each Pod's cards on one node,
+// the Pods on whichever nodes have room, so two Pods of one whole card fit a flavor of two one-card nodes, and
+// a third is refused naming which Pod found no room.
+var _ = DescribeTable("places a Workload of several Pods Pod by Pod",
+	func(key string, pods int32, w want) {
+		ctx := context.Background()
+		suite.Create(&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
+			Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}})
+		for _, n := range []string{key + "-a", key + "-b"} {
+			suite.Create(builders.MakeNode(n).Label("pool", key).Obj(), builders.MakeDevices(n).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj())
+		}
+		wl, st := makeWorkload(key, key, whole, true)
+		wl.Spec.PodSets[0].Count = pods
+		st.Admission.PodSetAssignments[0].Count = ptr.To(pods)
+		suite.Create(wl)
+		wl.Status = st
+		Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
+
+		r := &nodedevices.Reconciler{Client: suite.Client, Reader: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl)).To(Succeed())
+		s := wl.Status.AdmissionChecks[0]
+		Expect(s.State).To(Equal(w.State))
+		Expect(s.Message).To(ContainSubstring(w.Message))
+	},
+	Entry("two Pods of a whole card, on two one-card nodes", "twopods", int32(2),
+		want{State: kueue.CheckStateReady, Message: "fits on nodes twopods-a, twopods-b"}),
+	Entry("three Pods: the third finds no room", "threepods", int32(3),
+		want{State: kueue.CheckStateRetry, Message: "cannot take 3 Pods of 1 whole card(s) now: Pod 3 of 3: threepods-a: not enough free cards"}),
+)

@@ -1,6 +1,8 @@
 package nodedevices
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -32,14 +34,17 @@ func evicted(wl *kueue.Workload) bool {
 		apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)
 }
 
-// workloadClaims returns the claims of all the Workload's Pods: each PodSet's template, count times.
-func workloadClaims(wl *kueue.Workload) []pools.Claim {
-	var out []pools.Claim
+// workloadPods returns the claims of each of the Workload's Pods that asks for an accelerator: each PodSet's
+// template, count times.
+func workloadPods(wl *kueue.Workload) [][]pools.Claim {
+	var out [][]pools.Claim
 	for _, ps := range wl.Spec.PodSets {
-		pod := &corev1.Pod{Spec: ps.Template.Spec}
-		pod.Namespace, pod.Name = wl.Namespace, wl.Name+"/"+string(ps.Name)
 		for i := int32(0); i < max(ps.Count, 1); i++ {
-			out = append(out, pools.PodClaims(pod)...)
+			pod := &corev1.Pod{Spec: ps.Template.Spec}
+			pod.Namespace, pod.Name = wl.Namespace, fmt.Sprintf("%s/%s/%d", wl.Name, ps.Name, i)
+			if claims := pools.PodClaims(pod); len(claims) > 0 {
+				out = append(out, claims)
+			}
 		}
 	}
 	return out
@@ -65,13 +70,34 @@ func singleFlavor(wl *kueue.Workload) (kueue.ResourceFlavorReference, error) {
 	return found, nil
 }
 
-// describe says what the claims ask for.
-func describe(claims []pools.Claim) string {
-	var parts []string
-	for _, c := range claims {
-		parts = append(parts, c.Demand.String())
+// describe says what the Pods ask for: "a slice of 60%", or "2 Pods of a slice of 60%" when they ask alike.
+func describe(pods [][]pools.Claim) string {
+	var each []string
+	for _, claims := range pods {
+		var parts []string
+		for _, c := range claims {
+			parts = append(parts, c.Demand.String())
+		}
+		each = append(each, strings.Join(parts, " and "))
 	}
-	return strings.Join(parts, " and ")
+	if len(each) > 1 && !slices.ContainsFunc(each, func(d string) bool { return d != each[0] }) {
+		return fmt.Sprintf("%d Pods of %s", len(each), each[0])
+	}
+	return strings.Join(each, "; ")
+}
+
+// onNodes names the nodes the Pods fit on, each once, in order.
+func onNodes(names []string) string {
+	var seen []string
+	for _, n := range names {
+		if !slices.Contains(seen, n) {
+			seen = append(seen, n)
+		}
+	}
+	if len(seen) == 1 {
+		return "node " + seen[0]
+	}
+	return "nodes " + strings.Join(seen, ", ")
 }
 
 func nodeNameSelector(node string) fields.Selector {
