@@ -38,7 +38,7 @@ type Agent struct {
 	// them) has the plugins registered again within that time; 2 s when zero.
 	PluginCheck time.Duration
 
-	// mu guards cards and published, which the readiness probe reads; servingMu guards servers.
+	// mu guards cards and published, which the readiness probe reads; servingMu guards the plugins' maps.
 	mu           sync.Mutex
 	servingMu    sync.Mutex
 	cards        []providers.Device
@@ -51,7 +51,9 @@ type Agent struct {
 // Run detects, publishes and serves until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	pub := &Publisher{Client: a.Client}
+	a.servingMu.Lock()
 	a.plugins, a.servers, a.reservations = map[string]*deviceplugin.Plugin{}, map[string]*deviceplugin.Server{}, map[string]*deviceplugin.Reservations{}
+	a.servingMu.Unlock()
 	check := a.PluginCheck
 	if check <= 0 {
 		check = 2 * time.Second
