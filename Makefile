@@ -64,7 +64,7 @@ package: $(STAMP)/crank-$(CRANK_VERSION) ## Build the images and the Crossplane 
 generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepcopy code and CRDs from apis/.
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=package/crds
-	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./cmd/gpustack-operator/... \
+	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./cmd/gpustack-operator/... \
 		output:rbac:artifacts:config=package/rbac/worker
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./deviceagent/... \
 		output:rbac:artifacts:config=package/rbac/device-manager

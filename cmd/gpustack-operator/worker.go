@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -31,6 +33,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/podcards"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/setting"
+	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
@@ -53,6 +56,7 @@ func runWorker(args []string) error {
 	webhookSecret := fs.String("webhook-secret", "gpustack-worker-webhook-tls", "Secret with the webhooks' tls.crt, tls.key and ca.crt")
 	webhookCertManager := fs.Bool("webhook-cert-manager", false, "cert-manager issues the webhook Secret: wait for it instead of self-signing")
 	agentImage := fs.String("device-manager-image", "", "deploy the device agents with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
+	kueueConfig := fs.String("kueue-config", kueueconfig.Namespace+"/"+kueueconfig.ConfigMap, "namespace/name of the ConfigMap that holds the Kueue controller's configuration ("+kueueconfig.ConfigKey+"): the worker checks it carries what the operator needs and says what it lacks on every InstanceType (condition "+composer.ConditionKueueConfigured+"); empty checks nothing")
 	leaderElect := fs.Bool("leader-elect", true, "run the controllers and the AdmissionCheck on one replica at a time, the holder of the Lease "+leaseName+" in the worker's namespace; every replica serves the webhooks")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -116,7 +120,13 @@ func runWorker(args []string) error {
 		return errors.Wrap(err, "cannot set up the profiler")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
-	if err := (&composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}).SetupWithManager(mgr); err != nil {
+	comp := &composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}
+	if *kueueConfig != "" {
+		if err := watchKueueConfig(mgr, comp, *kueueConfig); err != nil {
+			return err
+		}
+	}
+	if err := comp.SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the composer")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
@@ -194,4 +204,24 @@ func deployAgents(ctx context.Context, c client.Client, d deviceagent.Deployment
 		}
 	}
 	return nil
+}
+
+// watchKueueConfig checks the running Kueue's configuration (the ConfigMap namespace/name) every minute and
+// tells the composer, which says on every InstanceType what it lacks.
+func watchKueueConfig(mgr ctrl.Manager, comp *composer.Reconciler, where string) error {
+	ns, name, ok := strings.Cut(where, "/")
+	if !ok || ns == "" || name == "" {
+		return errors.Errorf("--kueue-config %q: want namespace/name", where)
+	}
+	changed := make(chan event.GenericEvent, 1)
+	watch := &kueueconfig.Watch{Reader: mgr.GetAPIReader(), Namespace: ns, Name: name, Log: ctrl.Log.WithName("kueue-config"),
+		Changed: func() {
+			// One pending event is enough: the composer reads the latest answer.
+			select {
+			case changed <- event.GenericEvent{Object: &corev1.ConfigMap{}}:
+			default:
+			}
+		}}
+	comp.Kueue, comp.KueueChanged = watch, changed
+	return errors.Wrap(mgr.Add(watch), "cannot add the Kueue configuration check")
 }

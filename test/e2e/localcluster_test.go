@@ -213,3 +213,12 @@ var _ = It("checks that the worker, with only its generated role, deployed the d
 		Fail(fmt.Sprintf("the agents' namespace enforces %q, want privileged", got))
 	}
 })
+
+// Checks that the worker read the local Kueue's configuration from its ConfigMap (where Kueue's manifests and
+// chart keep it) and found what the operator needs: every InstanceType says KueueConfigured True.
+var _ = It("checks the running Kueue's configuration and says so on every InstanceType", func() {
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "instancetype", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="KueueConfigured")].status} {end}`)
+		return got == strings.Repeat("True ", len(step1Types)-1), "KueueConfigured of each InstanceType: " + got
+	})
+})

@@ -21,9 +21,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -45,6 +47,11 @@ var chainKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
+	// Kueue says what the running Kueue's configuration lacks, and whether it was read yet; nil sets no
+	// KueueConfigured condition.
+	Kueue interface{ Problems() ([]string, bool) }
+	// KueueChanged brings the composer back when that answer changes.
+	KueueChanged <-chan event.GenericEvent
 
 	// published are the InstanceTypes whose views the metrics show, so those of types that are gone can go.
 	published map[string]bool
@@ -217,6 +224,14 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		metrics.ObserveInstanceType(it.Name, status)
 		status.Conditions = append([]metav1.Condition(nil), it.Status.Conditions...)
 		apimeta.SetStatusCondition(&status.Conditions, poolReady(status, it.Generation))
+		if r.Kueue != nil {
+			if problems, checked := r.Kueue.Problems(); checked {
+				c := kueueConfigured(problems, it.Generation)
+				if apimeta.SetStatusCondition(&status.Conditions, c) && c.Status == metav1.ConditionFalse {
+					r.Recorder.Event(it, corev1.EventTypeWarning, ReasonKueueMisconfigured, c.Message)
+				}
+			}
+		}
 		if !apiequality.Semantic.DeepEqual(it.Status, status) {
 			it.Status = status
 			if err := r.Client.Status().Update(ctx, it); err != nil {
@@ -436,6 +451,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		&kueuev1beta2.ClusterQueue{}, &kueuev1beta2.LocalQueue{}, &kueuev1beta2.AdmissionCheck{},
 	} {
 		b = b.Watches(o, toChain)
+	}
+	if r.KueueChanged != nil {
+		b = b.WatchesRawSource(source.Channel(r.KueueChanged, toChain))
 	}
 	return b.Complete(r)
 }

@@ -8,22 +8,22 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/gpustack-operator/vendors"
+	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 )
 
 // kueueNamespace is where the Kueue controller thinks it runs.
-const kueueNamespace = "kueue-system"
+const kueueNamespace = kueueconfig.Namespace
 
 // kueueWebhookResources are the resources whose webhooks the local Kueue serves: its own kinds and the two
 // integrations it enables. Webhooks of disabled integrations would answer 404 and, failing closed, block
@@ -33,11 +33,14 @@ var kueueWebhookResources = map[string]bool{
 	"localqueues": true, "jobs": true, "pods": true,
 }
 
-// KueueConfiguration returns the Kueue controller configuration: Pod and Job integration, and resource
-// transformations that turn every vendor's accelerator requests into credits.gpustack.ai/<manufacturer>.
-func KueueConfiguration(webhookPort, healthPort, metricsPort int, certDir string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: config.kueue.x-k8s.io/v1beta2
+// KueueConfiguration returns the Kueue controller configuration: the local cluster's addresses, and what the
+// operator needs of Kueue (kueueconfig.Required: Pod and Job integration, the credit transformations).
+func KueueConfiguration(webhookPort, healthPort, metricsPort int, certDir string) (string, error) {
+	required, err := kueueconfig.Required()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: %s
 health:
@@ -57,37 +60,7 @@ featureGates:
 clientConnection:
   qps: 50
   burst: 100
-integrations:
-  frameworks:
-  - batch/job
-  - pod
-resources:
-  # Kueue v0.17 has no quotaCheckStrategy IgnoreUndeclared: what no queue judges is left out here instead.
-  excludeResourcePrefixes:
-  - memory
-  - ephemeral-storage
-  - device.gpustack.ai/
-  transformations:
-`, kueueNamespace, healthPort, metricsPort, webhookPort, certDir)
-	for _, v := range vendors.All() {
-		credits := "credits.gpustack.ai/" + v.Key
-		for _, t := range []struct{ input, amount, multiplyBy string }{
-			{v.ResourceName, strconv.FormatInt(1_600_000, 10), ""},
-			{v.ResourceName + ".shared", strconv.FormatInt(160_000, 10), ""},
-			{v.ResourceName + ".sliced.units", "1", v.ResourceName + ".sliced"},
-			{v.ResourceName + ".partitioned.units", "1", ""},
-		} {
-			fmt.Fprintf(&b, "  - input: %s\n    strategy: Replace\n    outputs:\n      %s: %q\n", t.input, credits, t.amount)
-			if t.multiplyBy != "" {
-				fmt.Fprintf(&b, "    multiplyBy: %s\n", t.multiplyBy)
-			}
-		}
-		// The slice count and budgets are for the scheduler and the device plugin; quota is in credits.
-		for _, input := range []string{".sliced", ".sliced.cores-percentage", ".sliced.memory-percentage", ".sliced.memory-mib", ".partitioned"} {
-			fmt.Fprintf(&b, "  - input: %s\n    strategy: Replace\n    outputs: {}\n", v.ResourceName+input)
-		}
-	}
-	return b.String()
+`, kueueNamespace, healthPort, metricsPort, webhookPort, certDir) + string(required), nil
 }
 
 // startKueue runs the Kueue controller. With its own certificate management off, Kueue reads its metrics
@@ -121,9 +94,18 @@ func (c *Cluster) startKueue(ctx context.Context) error {
 		}
 	}
 	cfgPath := dir + "/config.yaml"
-	cfg := KueueConfiguration(c.ports.kueueWebhook, c.ports.kueueHealth, c.ports.kueueMetrics, certs)
+	cfg, err := KueueConfiguration(c.ports.kueueWebhook, c.ports.kueueHealth, c.ports.kueueMetrics, certs)
+	if err != nil {
+		return err
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return errors.Wrap(err, "cannot write kueue configuration")
+	}
+	// Where Kueue's manifests and chart keep it, and where the worker reads it to check it.
+	configMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kueueconfig.Namespace, Name: kueueconfig.ConfigMap},
+		Data: map[string]string{kueueconfig.ConfigKey: cfg}}
+	if _, err := cs.CoreV1().ConfigMaps(kueueconfig.Namespace).Create(ctx, configMap, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return errors.Wrap(err, "cannot create the Kueue configuration's ConfigMap")
 	}
 	script := fmt.Sprintf("mount -t overlay overlay -o lowerdir=/etc,upperdir=%s,workdir=%s /etc && exec %s --config=%s --kubeconfig=%s --zap-log-level=2",
 		upper, work, c.bin("kueue"), cfgPath, c.Kubeconfig)

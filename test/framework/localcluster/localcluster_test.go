@@ -8,10 +8,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	configv1beta2 "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -48,54 +48,19 @@ func TestNodeFor(t *testing.T) {
 }
 
 func TestKueueConfiguration(t *testing.T) {
+	data, err := KueueConfiguration(1, 2, 3, "/certs")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := &configv1beta2.Configuration{}
-	if err := yaml.UnmarshalStrict([]byte(KueueConfiguration(1, 2, 3, "/certs")), cfg); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(data), cfg); err != nil {
 		t.Fatalf("KueueConfiguration(...) is not a valid Kueue configuration: %v", err)
 	}
-	got := map[string]string{}
-	for _, tr := range cfg.Resources.Transformations {
-		for out, q := range tr.Outputs {
-			got[string(tr.Input)] = string(out) + "=" + q.String()
-		}
+	if missing := kueueconfig.Check(cfg); len(missing) > 0 {
+		t.Errorf("KueueConfiguration(...) lacks what the operator needs: %v", missing)
 	}
-	want := map[string]string{
-		"nvidia.com/gpu":                  "credits.gpustack.ai/nvidia=1600k",
-		"nvidia.com/gpu.shared":           "credits.gpustack.ai/nvidia=160k",
-		"nvidia.com/gpu.sliced.units":     "credits.gpustack.ai/nvidia=1",
-		"huawei.com/npu":                  "credits.gpustack.ai/ascend=1600k",
-		"alibabacloud.com/ppu.shared":     "credits.gpustack.ai/thead=160k",
-		"metax-tech.com/gpu.sliced.units": "credits.gpustack.ai/metax=1",
-		"hygon.com/dcu.partitioned.units": "credits.gpustack.ai/hygon=1",
-		"cambricon.com/mlu":               "credits.gpustack.ai/cambricon=1600k",
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			delete(got, k)
-		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("transformations into credits: -want, +got:\n%s", diff)
-	}
-	if n := len(cfg.Resources.Transformations); n != 9*9 {
-		t.Errorf("got %d transformations, want 4 into credits and 5 that drop a budget key for each of the 9 vendors", n)
-	}
-	dropped, multiplied := 0, ""
-	for _, tr := range cfg.Resources.Transformations {
-		if len(tr.Outputs) == 0 && *tr.Strategy == configv1beta2.Replace {
-			dropped++
-		}
-		if tr.Input == "nvidia.com/gpu.sliced.units" {
-			multiplied = string(tr.MultiplyBy)
-		}
-	}
-	if dropped != 9*5 || multiplied != "nvidia.com/gpu.sliced" {
-		t.Errorf("budget keys dropped from quota: %d, want 45; units multiplied by %q, want nvidia.com/gpu.sliced", dropped, multiplied)
-	}
-	if diff := cmp.Diff([]string{"memory", "ephemeral-storage", "device.gpustack.ai/"}, cfg.Resources.ExcludeResourcePrefixes); diff != "" {
-		t.Errorf("resources no queue judges are left out: -want, +got:\n%s", diff)
-	}
-	if q := resource.MustParse("1600k"); q.Value() != 1_600_000 {
-		t.Fatalf("1600k is %d", q.Value())
+	if cfg.Webhook.Port == nil || *cfg.Webhook.Port != 1 || cfg.Namespace == nil || *cfg.Namespace != "kueue-system" {
+		t.Errorf("KueueConfiguration(...): the local cluster's addresses: webhook %+v, namespace %v", cfg.Webhook, cfg.Namespace)
 	}
 }
 
