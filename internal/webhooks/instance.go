@@ -17,6 +17,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
+	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 )
 
@@ -111,7 +112,7 @@ func gateErrors(inst, old *workerv1.Instance, user string, values settings.Value
 }
 
 // gateExemptNamespaces are the namespaces the gates leave alone, as the gate policies' matchConditions do.
-var gateExemptNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace, "kueue-system"}
+var gateExemptNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace, kueueconfig.Namespace}
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 

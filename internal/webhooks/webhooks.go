@@ -14,6 +14,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/instancepod"
+	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 )
 
 // Paths and configuration names of the webhooks. The mutating configuration's name sorts before Kueue's, so
@@ -53,7 +54,7 @@ const TimeoutSeconds = 5
 // ExcludedNamespaces are the namespaces the webhooks of namespaced kinds leave alone: the system's and the
 // operator's own, whose Pods must start even when the worker cannot answer.
 var ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace,
-	deviceagent.Namespace, "kueue-system", "node-feature-discovery"}
+	deviceagent.Namespace, kueueconfig.Namespace, "node-feature-discovery"}
 
 // Configurations returns the webhook configurations, each webhook reached through clientConfig(path): a
 // Service in a cluster, a loopback URL on the local cluster.

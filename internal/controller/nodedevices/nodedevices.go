@@ -181,7 +181,7 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 
 // inflight returns the Pods' claims of the other Workloads on the flavor that passed the check and whose Pods the
 // scheduler has not bound yet, oldest first.
-func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([][][]pools.Claim, error) {
+func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([]podClaims, error) {
 	var wls kueue.WorkloadList
 	if err := r.Reader.List(ctx, &wls); err != nil {
 		return nil, errors.Wrap(err, "cannot list Workloads")
@@ -189,7 +189,7 @@ func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor 
 	sort.Slice(wls.Items, func(i, j int) bool {
 		return wls.Items[i].CreationTimestamp.Before(&wls.Items[j].CreationTimestamp)
 	})
-	var out [][][]pools.Claim
+	var out []podClaims
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if wl.UID == self.UID || !reserved(wl) || evicted(wl) {

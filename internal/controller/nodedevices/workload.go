@@ -34,10 +34,13 @@ func evicted(wl *kueue.Workload) bool {
 		apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)
 }
 
+// podClaims are the claims of each Pod of one Workload (pools.PlacePods places them Pod by Pod).
+type podClaims = [][]pools.Claim
+
 // workloadPods returns the claims of each of the Workload's Pods that asks for an accelerator: each PodSet's
 // template, count times.
-func workloadPods(wl *kueue.Workload) [][]pools.Claim {
-	var out [][]pools.Claim
+func workloadPods(wl *kueue.Workload) podClaims {
+	var out podClaims
 	for _, ps := range wl.Spec.PodSets {
 		for i := int32(0); i < max(ps.Count, 1); i++ {
 			pod := &corev1.Pod{Spec: ps.Template.Spec}
@@ -71,7 +74,7 @@ func singleFlavor(wl *kueue.Workload) (kueue.ResourceFlavorReference, error) {
 }
 
 // describe says what the Pods ask for: "a slice of 60%", or "2 Pods of a slice of 60%" when they ask alike.
-func describe(pods [][]pools.Claim) string {
+func describe(pods podClaims) string {
 	var each []string
 	for _, claims := range pods {
 		var parts []string

@@ -152,9 +152,6 @@ func (c *Cluster) StartAgents(ctx context.Context) error {
 	if c.cfg.Inventory == nil {
 		return nil
 	}
-	if err := c.agentsNamespace(ctx); err != nil {
-		return err
-	}
 	data, err := yaml.Marshal(c.cfg.Inventory)
 	if err != nil {
 		return errors.Wrap(err, "cannot encode the inventory")
