@@ -17,6 +17,8 @@ const (
 	FamilyExclusive Family = "exclusive"
 	FamilyShared    Family = "shared"
 	FamilySliced    Family = "sliced"
+	// FamilyPartitioned asks hardware partitions of one profile (MIG).
+	FamilyPartitioned Family = "partitioned"
 )
 
 // Demand is what one container asks of one node's cards of a group.
@@ -27,6 +29,8 @@ type Demand struct {
 	Cards int64
 	// Units is a slice's size in credits (a 20 % slice is 320,000); sliced only.
 	Units int64
+	// Profile is the partition profile (3g.40gb); partitioned only, with Cards the number of partitions.
+	Profile string
 }
 
 // String says what the demand asks for, as people say it.
@@ -38,13 +42,15 @@ func (d Demand) String() string {
 		return fmt.Sprintf("a share on each of %d card(s)", d.Cards)
 	case FamilySliced:
 		return fmt.Sprintf("a slice of %s", percent(d.Units))
+	case FamilyPartitioned:
+		return fmt.Sprintf("%d %s partition(s)", max(d.Cards, 1), d.Profile)
 	}
 	return string(d.Family)
 }
 
-// Fit places a demand on one node's cards, the per-card check of the node-devices AdmissionCheck. Slices and
-// shares go onto the fullest card that still has room, which keeps whole cards free; whole cards take free
-// cards in index order. It returns the indexes of the chosen cards and the cards as they are after the
+// Fit places a demand on one node's cards, the per-card check of the node-devices AdmissionCheck. Slices,
+// shares and partitions go onto the fullest card that still has room, which keeps whole cards free; whole
+// cards take free cards in index order; partitions only go on cards in a partitioning mode, the rest never. It returns the indexes of the chosen cards and the cards as they are after the
 // placement, or, when the demand does not fit, a reason naming what was asked and the largest free piece.
 // The cards passed in are not changed.
 func Fit(cards []Card, d Demand) ([]int, []Card, error) {
@@ -93,8 +99,10 @@ func Fit(cards []Card, d Demand) ([]int, []Card, error) {
 		after[i].Mode, after[i].Remaining = workerv1.AllocationSliced, after[i].Remaining-d.Units
 		after[i].AllocatedSlices++
 		return []int{i}, after, nil
+	case FamilyPartitioned:
+		return fitPartitions(cards, d)
 	}
-	return nil, nil, errors.Errorf("cannot place a %q request: it is not a family of whole cards, shares or slices", d.Family)
+	return nil, nil, errors.Errorf("cannot place a %q request: it is not a family of whole cards, shares, slices or partitions", d.Family)
 }
 
 // fullestFirst returns the indexes of the healthy, unpartitioned cards that pass ok, the fullest (least

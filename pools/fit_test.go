@@ -95,11 +95,17 @@ func TestFit(t *testing.T) {
 				remaining: []int64{M, M, 0}},
 		},
 		"UnknownFamily": {
-			reason:  "A partition is not placed by Fit.",
+			reason:  "A family Fit does not know is refused by name.",
 			cards:   []Card{free()},
-			demands: []Demand{{Family: "partitioned", Cards: 1}},
-			want: want{outcomes: []string{`cannot place a "partitioned" request: it is not a family of whole cards, shares or slices`},
+			demands: []Demand{{Family: "visibility", Cards: 1}},
+			want: want{outcomes: []string{`cannot place a "visibility" request: it is not a family of whole cards, shares, slices or partitions`},
 				remaining: []int64{M}},
+		},
+		"PartitionWithoutProfile": {
+			reason:  "A partition must name its profile.",
+			cards:   []Card{free()},
+			demands: []Demand{{Family: FamilyPartitioned, Cards: 1}},
+			want:    want{outcomes: []string{"a partition request must name its profile"}, remaining: []int64{M}},
 		},
 	}
 	for name, tc := range cases {

@@ -29,7 +29,7 @@ func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[st
 	refs := map[string][]ref{}
 	for gi, g := range d.Spec.Groups {
 		for ai, a := range g.Accelerators {
-			cards[g.Manufacturer] = append(cards[g.Manufacturer], ledgerCard(a, nil))
+			cards[g.Manufacturer] = append(cards[g.Manufacturer], ledgerCard(g, a, nil))
 			refs[g.Manufacturer] = append(refs[g.Manufacturer], ref{gi, ai})
 		}
 	}
@@ -63,7 +63,7 @@ func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[st
 			subset[i] = all[ci]
 		}
 		demand := c.Demand
-		if len(c.Cards) > 0 && demand.Family != FamilySliced {
+		if len(c.Cards) > 0 && (demand.Family == FamilyExclusive || demand.Family == FamilyShared) {
 			demand.Cards = int64(len(c.Cards))
 		}
 		chosen, after, err := Fit(subset, demand)
@@ -88,8 +88,15 @@ func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[st
 					card = cards[g.Manufacturer][i]
 				}
 			}
-			ga.Accelerators = append(ga.Accelerators, workerv1.AcceleratorAllocation{ID: a.ID, Index: a.Index,
-				Mode: card.Mode, Allocated: M - card.Remaining, Remaining: card.Remaining, AllocatedSlices: card.AllocatedSlices})
+			entry := workerv1.AcceleratorAllocation{ID: a.ID, Index: a.Index,
+				Mode: card.Mode, Allocated: M - card.Remaining, Remaining: card.Remaining, AllocatedSlices: card.AllocatedSlices}
+			for _, p := range card.Partitions {
+				if p.Allocated > 0 {
+					entry.AllocatedProfiles = append(entry.AllocatedProfiles, workerv1.ProfileCount{Name: p.Profile, Count: p.Allocated})
+				}
+				entry.RemainingProfiles = append(entry.RemainingProfiles, workerv1.ProfileCount{Name: p.Profile, Count: p.Remaining})
+			}
+			ga.Accelerators = append(ga.Accelerators, entry)
 		}
 		st.Groups = append(st.Groups, ga)
 	}

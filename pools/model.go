@@ -99,12 +99,19 @@ type Card struct {
 	Partitions []Partition `json:"partitions,omitempty"`
 }
 
-// Partition is one profile of a partitioned card: how many one empty card holds and how many it could
-// still create.
+// Partition is one profile of a partitioned card: how many one empty card holds, how many the card holds now
+// and how many it could still create.
 type Partition struct {
 	Profile   string `json:"profile"`
 	Max       int64  `json:"max"`
 	Remaining int64  `json:"remaining"`
+	Allocated int64  `json:"allocated,omitempty"`
+	// Size is the memory slices one partition takes and Starts its legal first slices; without them the
+	// remaining counts are the ledger's and are not recomputed.
+	Size   int32   `json:"size,omitempty"`
+	Starts []int32 `json:"starts,omitempty"`
+	// Units is what one partition costs in credits: its memory as a share of the card's, times M.
+	Units int64 `json:"units,omitempty"`
 }
 
 // Partitioned reports whether the card is in a partitioning mode.
@@ -204,7 +211,7 @@ func (n *Node) AttachLedger(d *workerv1.Devices) {
 			}
 			g.Cards = g.Cards[:0]
 			for _, a := range dg.Accelerators {
-				g.Cards = append(g.Cards, ledgerCard(a, ledger[dg.ID+"/"+a.ID]))
+				g.Cards = append(g.Cards, ledgerCard(dg, a, ledger[dg.ID+"/"+a.ID]))
 			}
 		}
 	}
@@ -222,7 +229,7 @@ func LedgerCards(d *workerv1.Devices) map[string]Card {
 	out := map[string]Card{}
 	for _, dg := range d.Spec.Groups {
 		for _, a := range dg.Accelerators {
-			out[a.ID] = ledgerCard(a, ledger[dg.ID+"/"+a.ID])
+			out[a.ID] = ledgerCard(dg, a, ledger[dg.ID+"/"+a.ID])
 		}
 	}
 	return out
@@ -239,28 +246,30 @@ func ledgerEntries(d *workerv1.Devices) map[string]*workerv1.AcceleratorAllocati
 	return ledger
 }
 
-// ledgerCard is one card of the inventory with its ledger entry; a card without an entry is free.
-func ledgerCard(a workerv1.Accelerator, l *workerv1.AcceleratorAllocation) Card {
+// ledgerCard is one card of group g's inventory with its ledger entry; a card without an entry is free.
+func ledgerCard(g workerv1.DeviceGroup, a workerv1.Accelerator, l *workerv1.AcceleratorAllocation) Card {
 	c := Card{ID: a.ID, Remaining: M, Unhealthy: a.Status.Unhealthy}
 	if ls := a.Status.LogicalSliced; ls != nil {
 		c.Slots = ls.Count
 	}
-	if ps := a.Status.PhysicalSliced; ps != nil {
-		for _, p := range ps.Profiles {
-			c.Partitions = append(c.Partitions, Partition{Profile: p.Name, Max: int64(p.Count), Remaining: int64(p.Count)})
-		}
-	}
+	c.Partitions = partitionsFromSpec(a.Status.PhysicalSliced, g.Memory)
 	if l == nil {
 		return c
 	}
 	c.Mode, c.Remaining, c.AllocatedSlices = l.Mode, clamp(l.Remaining, 0, M), l.AllocatedSlices
-	for _, rp := range l.RemainingProfiles {
-		for j := range c.Partitions {
+	for j := range c.Partitions {
+		for _, ap := range l.AllocatedProfiles {
+			if c.Partitions[j].Profile == ap.Name {
+				c.Partitions[j].Allocated = ap.Count
+			}
+		}
+		for _, rp := range l.RemainingProfiles {
 			if c.Partitions[j].Profile == rp.Name {
 				c.Partitions[j].Remaining = rp.Count
 			}
 		}
 	}
+	recount(c.Partitions)
 	return c
 }
 

@@ -2,6 +2,8 @@ package pools
 
 import (
 	"encoding/json"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -65,6 +67,19 @@ func demand(limits corev1.ResourceList, v vendors.Vendor) (Demand, bool) {
 		// own units (a Pod the webhook did not see) cannot buy a big budget cheaply.
 		units := max(count(base+".sliced.units"), SliceUnits(count(base+".sliced.memory-percentage")))
 		return Demand{Family: FamilySliced, Units: units}, true
+	case v.PartitionKind != "" && count(base+".partitioned") > 0:
+		// The profile is the one per-profile key the container asks; the first in name order if it asks several.
+		prefix := base + ".partitioned." + v.PartitionKind + "-"
+		var profiles []string
+		for name := range limits {
+			if profile, ok := strings.CutPrefix(string(name), prefix); ok && count(string(name)) > 0 {
+				profiles = append(profiles, profile)
+			}
+		}
+		if len(profiles) > 0 {
+			sort.Strings(profiles)
+			return Demand{Family: FamilyPartitioned, Profile: profiles[0], Cards: count(prefix + profiles[0])}, true
+		}
 	}
 	return Demand{}, false
 }

@@ -56,7 +56,7 @@ func DevicesSpec(devices []Device) workerv1.DevicesSpec {
 				for _, p := range c.Partitions {
 					ps.Count = max(ps.Count, p.Count)
 					ps.Profiles = append(ps.Profiles, workerv1.PartitionProfile{Name: p.Name, MemoryMiB: p.MemoryMiB,
-						ComputeSlices: p.ComputeSlices, Count: p.Count, Placements: p.Placements})
+						ComputeSlices: p.ComputeSlices, MemorySlices: p.MemorySlices, Count: p.Count, Placements: p.Placements})
 				}
 				a.Status.PhysicalSliced = ps
 			case v.SlicesPerCard > 0:

@@ -42,6 +42,8 @@ type Partition struct {
 	MemoryMiB int64
 	// ComputeSlices is the number of compute slices one partition takes.
 	ComputeSlices int32
+	// MemorySlices is the number of memory slices one partition takes, the size of its placements.
+	MemorySlices int32
 	// Count is how many partitions of the profile one empty card holds.
 	Count int32
 	// Placements are the legal start positions of the profile.

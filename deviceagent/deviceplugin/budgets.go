@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -53,6 +54,27 @@ func (b PodBudgets) Budget(ctx context.Context, r Resource, card providers.Devic
 			pod.Namespace, pod.Name, c.Name, base, base, base)
 	}
 	return budget, nil
+}
+
+// Profile returns the partition profile the pending partitioned container asks: the profile of its one
+// <base>.partitioned.<kind>-<profile> key.
+func (b PodBudgets) Profile(ctx context.Context, r Resource) (string, error) {
+	pod, c, err := b.pending(ctx, r.Name)
+	if err != nil {
+		return "", err
+	}
+	prefix := r.Name + "." + r.Vendor.PartitionKind + "-"
+	var profiles []string
+	for name := range c.Resources.Limits {
+		if profile, ok := strings.CutPrefix(string(name), prefix); ok {
+			profiles = append(profiles, profile)
+		}
+	}
+	if len(profiles) != 1 {
+		return "", errors.Errorf("pod %s/%s container %s asks for %s with %d profile keys (%s*); it needs exactly one",
+			pod.Namespace, pod.Name, c.Name, r.Name, len(profiles), prefix)
+	}
+	return profiles[0], nil
 }
 
 // Cards returns the cards the ledger recorded for the pending container that asks for the resource, so the

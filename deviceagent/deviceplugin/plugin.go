@@ -13,12 +13,20 @@ import (
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
-// PendingSource tells about the container an allocation is for: its slice budget, and the cards the ledger
-// recorded for it. The kubelet's calls name only devices, so both are read from the Pod the allocation
-// belongs to.
+// PendingSource tells about the container an allocation is for: its slice budget, its partition profile, and
+// the cards the ledger recorded for it. The kubelet's calls name only devices, so all are read from the Pod
+// the allocation belongs to.
 type PendingSource interface {
 	Budget(ctx context.Context, r Resource, card providers.Device) (Budget, error)
+	Profile(ctx context.Context, r Resource) (string, error)
 	Cards(ctx context.Context, r Resource) []string
+}
+
+// Partitioner creates hardware partitions on a node's cards: NVIDIA's MIG through NVML on a real node.
+type Partitioner interface {
+	// Create makes one partition of the profile on the card, or takes one that exists and nobody holds, and
+	// returns the device name the vendor's visibility variable takes (MIG-<uuid>).
+	Create(ctx context.Context, card providers.Device, profile string) (string, error)
 }
 
 // Plugin serves one resource to the kubelet.
@@ -38,6 +46,8 @@ type Plugin struct {
 	// Reservations are the cards recently handed to the vendor's other resources, which the visibility
 	// resource hands on to the SSH sidecar; shared by the vendor's plugins.
 	Reservations *Reservations
+	// Partitioner creates the partitions a partitioned resource hands out; without one, it refuses them.
+	Partitioner Partitioner
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -139,6 +149,15 @@ func (p *Plugin) prefer(ctx context.Context, available, mustInclude []string, si
 		d.Family = pools.FamilyExclusive
 	case Shared:
 		d.Family = pools.FamilyShared
+	case Partitioned:
+		if p.Pending == nil {
+			return nil
+		}
+		profile, err := p.Pending.Profile(ctx, p.Resource)
+		if err != nil {
+			return nil
+		}
+		d.Family, d.Profile = pools.FamilyPartitioned, profile
 	case Sliced:
 		d.Family, d.Units = pools.FamilySliced, 1
 		if len(ids) > 0 && p.Pending != nil {
@@ -158,7 +177,10 @@ func (p *Plugin) prefer(ctx context.Context, available, mustInclude []string, si
 	if p.Resource.Kind == Whole {
 		return on
 	}
-	return tokensOn(available, on)
+	if tokens := tokensOn(available, on); len(tokens) == size {
+		return tokens
+	}
+	return nil
 }
 
 // Allocate gives each container its cards: visible through the vendor's variable, and for a slice with the
@@ -200,6 +222,11 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 			if cresp, err = p.Runtime.sliceFor(cards[0], b, key); err != nil {
 				return nil, errors.Wrap(err, p.Resource.Name)
 			}
+		case Partitioned:
+			var err error
+			if cresp, err = p.partitionsFor(ctx, creq.DevicesIds, byID); err != nil {
+				return nil, err
+			}
 		case Visibility:
 			// The sidecar sees what its Pod's workload got; the tokens only count its cards.
 			if reserved := p.Reservations.take(len(cards)); reserved != nil {
@@ -213,6 +240,30 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		resp.ContainerResponses = append(resp.ContainerResponses, cresp)
 	}
 	return resp, nil
+}
+
+// partitionsFor creates one partition of the pending container's profile per token, on the token's card, and
+// makes them visible through the vendor's variable.
+func (p *Plugin) partitionsFor(ctx context.Context, tokens []string, byID map[string]providers.Device) (*pluginapi.ContainerAllocateResponse, error) {
+	if p.Partitioner == nil {
+		return nil, errors.Errorf("%s: this node's %s backend cannot create partitions", p.Resource.Name, p.Resource.Vendor.Key)
+	}
+	if p.Pending == nil {
+		return nil, errors.Errorf("%s: no source of partition profiles", p.Resource.Name)
+	}
+	profile, err := p.Pending.Profile(ctx, p.Resource)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s: cannot tell the partition's profile", p.Resource.Name)
+	}
+	var devices []string
+	for _, t := range tokens {
+		dev, err := p.Partitioner.Create(ctx, byID[CardOf(t)], profile)
+		if err != nil {
+			return nil, errors.Wrapf(err, "%s: cannot create a %s partition on card %s", p.Resource.Name, profile, CardOf(t))
+		}
+		devices = append(devices, dev)
+	}
+	return &pluginapi.ContainerAllocateResponse{Envs: visibleDevices(p.Resource.Vendor.Key, devices)}, nil
 }
 
 // PreStartContainer is not used; the plugin asks the kubelet not to call it.

@@ -52,10 +52,15 @@ type pending struct {
 	mu      sync.Mutex
 	budgets map[string]Budget
 	cards   map[string][]string
+	profile string
 }
 
 func (p *pending) Budget(_ context.Context, _ Resource, card providers.Device) (Budget, error) {
 	return p.budgets[card.UUID], nil
+}
+
+func (p *pending) Profile(context.Context, Resource) (string, error) {
+	return p.profile, nil
 }
 
 func (p *pending) Cards(_ context.Context, r Resource) []string {
@@ -117,9 +122,9 @@ func TestPlugin(t *testing.T) {
 			got = append(got, name)
 		}
 		sort.Strings(got)
-		want := []string{"device.gpustack.ai/nvidia.visibility", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/gpu.sliced"}
+		want := []string{"device.gpustack.ai/nvidia.visibility", "nvidia.com/gpu", "nvidia.com/gpu.partitioned", "nvidia.com/gpu.shared", "nvidia.com/gpu.sliced"}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("The four NVIDIA resources register with the kubelet: -want, +got:\n%s", diff)
+			t.Errorf("The five NVIDIA resources register with the kubelet: -want, +got:\n%s", diff)
 		}
 	})
 

@@ -28,6 +28,9 @@ const (
 	Sliced Kind = "sliced"
 	// Visibility lets the SSH sidecar see its Pod's cards without being charged for them.
 	Visibility Kind = "visibility"
+	// Partitioned hands out hardware partitions (MIG) of cards in a partitioning mode, as many tokens per card
+	// as the most partitions it can hold; the profile is the Pod's per-profile counting key.
+	Partitioned Kind = "partitioned"
 )
 
 // SharesPerCard is the number of shares one card gives: a share costs a tenth of the card's credits.
@@ -44,35 +47,52 @@ type Resource struct {
 }
 
 // Resources returns a vendor's resources: the whole-card resource, its .shared pool, its .sliced pool when the
-// vendor can soft-slice, and device.gpustack.ai/<mfr>.visibility.
+// vendor can soft-slice, its .partitioned pool when it has a partitioning kind, and
+// device.gpustack.ai/<mfr>.visibility.
 func Resources(v vendors.Vendor) []Resource {
 	out := []Resource{{Name: v.ResourceName, Kind: Whole, Vendor: v}, {Name: v.ResourceName + ".shared", Kind: Shared, Vendor: v}}
 	if v.SlicesPerCard > 0 {
 		out = append(out, Resource{Name: v.ResourceName + ".sliced", Kind: Sliced, Vendor: v})
 	}
+	if v.PartitionKind != "" {
+		out = append(out, Resource{Name: v.ResourceName + ".partitioned", Kind: Partitioned, Vendor: v})
+	}
 	return append(out, Resource{Name: "device.gpustack.ai/" + v.Key + ".visibility", Kind: Visibility, Vendor: v})
 }
 
-// PerCard is the number of tokens the resource lists for one card.
-func (r Resource) PerCard() int {
+// PerCard is the number of tokens the resource lists for one card: a card in a partitioning mode offers only
+// partitions (the most its profiles allow at once), any other card everything but partitions.
+func (r Resource) PerCard(c providers.Device) int {
+	if len(c.Partitions) > 0 {
+		if r.Kind != Partitioned && r.Kind != Visibility {
+			return 0
+		}
+		var most int32
+		for _, p := range c.Partitions {
+			most = max(most, p.Count)
+		}
+		return int(most)
+	}
 	switch r.Kind {
+	case Whole:
+		return 1
 	case Shared:
 		return SharesPerCard
 	case Sliced, Visibility:
 		return int(r.Vendor.SlicesPerCard)
 	}
-	return 1
+	return 0
 }
 
 // tokenSeparator joins a card ID and the token's number; card IDs (UUIDs, die IDs, PCI addresses) never hold it.
 const tokenSeparator = "::"
 
-// Tokens returns the devices the resource lists to the kubelet for the given cards. Cards in a partitioning
-// mode offer only partitions and are left out; an unhealthy card's tokens are listed unhealthy.
+// Tokens returns the devices the resource lists to the kubelet for the given cards, PerCard of each; an
+// unhealthy card's tokens are listed unhealthy.
 func Tokens(r Resource, cards []providers.Device) []*pluginapi.Device {
 	var out []*pluginapi.Device
 	for _, c := range cards {
-		if c.Manufacturer != r.Vendor.Key || len(c.Partitions) > 0 {
+		if c.Manufacturer != r.Vendor.Key || r.PerCard(c) == 0 {
 			continue
 		}
 		health := pluginapi.Healthy
@@ -83,7 +103,7 @@ func Tokens(r Resource, cards []providers.Device) []*pluginapi.Device {
 			out = append(out, &pluginapi.Device{ID: c.UUID, Health: health})
 			continue
 		}
-		for i := 0; i < r.PerCard(); i++ {
+		for i := 0; i < r.PerCard(c); i++ {
 			out = append(out, &pluginapi.Device{ID: fmt.Sprintf("%s%s%s-%d", c.UUID, tokenSeparator, r.Kind, i), Health: health})
 		}
 	}

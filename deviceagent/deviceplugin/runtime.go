@@ -73,6 +73,15 @@ func visible(vendor string, cards []providers.Device) map[string]string {
 	return map[string]string{vis.env: strings.Join(ids, ",")}
 }
 
+// visibleDevices makes partitions visible by their device names, through the vendor's variable.
+func visibleDevices(vendor string, names []string) map[string]string {
+	vis, ok := visibility[vendor]
+	if !ok {
+		return map[string]string{}
+	}
+	return map[string]string{vis.env: strings.Join(names, ",")}
+}
+
 // containerFor returns what a container needs to use whole cards or shares: the cards, made visible.
 func containerFor(vendor string, cards []providers.Device) *pluginapi.ContainerAllocateResponse {
 	return &pluginapi.ContainerAllocateResponse{Envs: visible(vendor, cards)}

@@ -89,7 +89,7 @@ func (p *Provider) device(index int) (providers.Device, string) {
 		d.Family = family(arch)
 	}
 	if current, _, ret := get2(h.GetMigMode); ret == nvml.SUCCESS && current == nvml.DEVICE_MIG_ENABLE {
-		d.Partitions = profiles(h, d.MemoryMiB)
+		d.Partitions = profiles(h, d.Product)
 	}
 	if len(problems) > 0 {
 		d.Unhealthy = true
@@ -107,7 +107,10 @@ var migProfiles = []int{
 
 // profiles lists a MIG card's profiles, named <slices>g.<memory>gb as nvidia-smi names them, with the number
 // of instances one empty card holds and their legal placements. Profiles without a legal placement are left out.
-func profiles(h nvml.Device, totalMiB int64) []providers.Partition {
+// NVML reports a little less memory than a profile's name says (1g.5gb has 4864 MiB), so a known product's
+// profiles take the names of the product table; an unknown product's are named from the memory, rounded.
+func profiles(h nvml.Device, product string) []providers.Partition {
+	known, _ := ProductProfiles(product)
 	var out []providers.Partition
 	for _, id := range migProfiles {
 		info, ret := getArg(h.GetGpuInstanceProfileInfo, id)
@@ -122,10 +125,16 @@ func profiles(h nvml.Device, totalMiB int64) []providers.Partition {
 		for i, pl := range placements {
 			starts[i] = int32(pl.Start)
 		}
-		gb := int64(math.Round(float64(info.MemorySizeMB) / 1024))
+		size := int32(placements[0].Size)
+		name := fmt.Sprintf("%dg.%dgb", info.SliceCount, int64(math.Round(float64(info.MemorySizeMB)/1024)))
+		for _, k := range known {
+			if k.ComputeSlices == int32(info.SliceCount) && k.Count == int32(info.InstanceCount) {
+				name = k.Name
+			}
+		}
 		out = append(out, providers.Partition{
-			Name: fmt.Sprintf("%dg.%dgb", info.SliceCount, gb), MemoryMiB: int64(info.MemorySizeMB),
-			ComputeSlices: int32(info.SliceCount), Count: int32(info.InstanceCount), Placements: starts,
+			Name: name, MemoryMiB: int64(info.MemorySizeMB),
+			ComputeSlices: int32(info.SliceCount), MemorySlices: size, Count: int32(info.InstanceCount), Placements: starts,
 		})
 	}
 	return out

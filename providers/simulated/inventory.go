@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpustack/gpustack-operator/providers/nvidia"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
@@ -80,6 +81,9 @@ type Accelerators struct {
 	DriverVersion string `json:"driverVersion,omitempty"`
 	// RuntimeVersion is the compute runtime's version.
 	RuntimeVersion string `json:"runtimeVersion,omitempty"`
+	// PartitionMode puts the cards in a hardware partitioning mode: "mig" gives them the product's MIG
+	// profiles (NVIDIA products only), so they offer partitions and nothing else. Empty: not partitioned.
+	PartitionMode string `json:"partitionMode,omitempty"`
 }
 
 // Load reads and validates an inventory file.
@@ -212,6 +216,18 @@ func (a *Accelerators) validate() error {
 	}
 	if a.Cores < 0 {
 		return errors.Errorf("cores: must not be negative, got %d", a.Cores)
+	}
+	switch a.PartitionMode {
+	case "":
+	case "mig":
+		if a.Vendor != "nvidia" {
+			return errors.Errorf("partitionMode: mig is simulated for NVIDIA products only, not %s", a.Vendor)
+		}
+		if _, ok := nvidia.ProductProfiles(a.Product); !ok {
+			return errors.Errorf("partitionMode: %q has no MIG; MIG products: %s", a.Product, strings.Join(nvidia.MIGProducts(), ", "))
+		}
+	default:
+		return errors.Errorf("partitionMode: unknown mode %q; known: mig", a.PartitionMode)
 	}
 	for field, s := range map[string]string{
 		"computeCapability": a.ComputeCapability, "driverVersion": a.DriverVersion,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/providers/nvidia"
 )
 
 // Provider reports one inventory node's accelerators.
@@ -21,13 +22,18 @@ func New(node Node) *Provider { return &Provider{node: node} }
 // Name names the backend.
 func (p *Provider) Name() string { return "simulated" }
 
-// Detect returns the node's cards, indexed in inventory order, with UUIDs stable across runs.
+// Detect returns the node's cards, indexed in inventory order, with UUIDs stable across runs; cards in MIG
+// mode with their product's profiles, as NVML reports them.
 func (p *Provider) Detect(context.Context) ([]providers.Device, error) {
 	var out []providers.Device
 	var index int32
 	for _, a := range p.node.Accelerators {
+		var partitions []providers.Partition
+		if a.PartitionMode == "mig" {
+			partitions, _ = nvidia.ProductProfiles(a.Product)
+		}
 		for i := int32(0); i < a.Count; i++ {
-			out = append(out, providers.Device{
+			out = append(out, providers.Device{Partitions: partitions,
 				Manufacturer: a.Vendor, Product: a.Product, UUID: uuidFor(p.node.Name, index),
 				Index: index, MemoryMiB: a.Memory.Value() >> 20, Cores: a.Cores, Family: a.Family,
 				ComputeCapability: a.ComputeCapability, DriverVersion: a.DriverVersion, RuntimeVersion: a.RuntimeVersion,

@@ -1,10 +1,12 @@
 // Package nodecapacity advertises on each Node the counting keys of its sliceable cards (.sliced.units and the
-// slice budgets) as extended resources in its status, so the scheduler weighs a slice's budget against the
+// slice budgets) and of its partitioned cards (.partitioned.units and one key per profile) as extended
+// resources in its status, so the scheduler weighs a slice's budget or a partition's profile against the
 // node. The device plugin serves the countable pools; these keys have no devices behind them.
 package nodecapacity
 
 import (
 	"context"
+	"maps"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -24,8 +26,11 @@ import (
 // FieldManager owns the counting keys in Node status.
 const FieldManager = "gpustack-operator-node-capacity"
 
-// countingSuffixes end the resource names this controller owns.
+// countingSuffixes end the resource names this controller owns, with every name that holds
+// partitionedInfix (the plugin's own pool, <base>.partitioned, does not).
 var countingSuffixes = []string{".sliced.units", ".sliced.memory-percentage", ".sliced.memory-mib", ".sliced.cores-percentage"}
+
+const partitionedInfix = ".partitioned."
 
 // Reconciler keeps one node's counting keys.
 type Reconciler struct {
@@ -47,6 +52,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch err := r.Client.Get(ctx, req.NamespacedName, d); {
 	case err == nil:
 		want = pools.CountingCapacity(d.Spec)
+		maps.Copy(want, pools.PartitionCounting(d))
 	case client.IgnoreNotFound(err) != nil:
 		return reconcile.Result{}, errors.Wrap(err, "cannot get the node's Devices")
 	}
@@ -71,16 +77,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func current(node *corev1.Node) map[string]int64 {
 	var out map[string]int64
 	for k, v := range node.Status.Capacity {
-		for _, s := range countingSuffixes {
-			if strings.HasSuffix(string(k), s) {
-				if out == nil {
-					out = map[string]int64{}
-				}
-				out[string(k)] = v.Value()
-			}
+		if !owned(string(k)) {
+			continue
 		}
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[string(k)] = v.Value()
 	}
 	return out
+}
+
+// owned reports whether the resource is a counting key of this controller.
+func owned(name string) bool {
+	if strings.Contains(name, partitionedInfix) {
+		return true
+	}
+	for _, s := range countingSuffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func equal(a, b map[string]int64) bool {

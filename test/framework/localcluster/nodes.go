@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
@@ -43,17 +44,17 @@ func NodeFor(n simulated.Node) *corev1.Node {
 		corev1.ResourcePods:             resource.MustParse("110"),
 	}
 	for _, a := range n.Accelerators {
-		v, ok := vendors.Lookup(a.Vendor)
-		if !ok {
-			continue // Validate rejects unknown vendors; nothing to add for one here.
+		if v, ok := vendors.Lookup(a.Vendor); ok {
+			labels["feature.node.kubernetes.io/pci-"+v.PCIVendorID+".present"] = "true"
 		}
-		labels["feature.node.kubernetes.io/pci-"+v.PCIVendorID+".present"] = "true"
-		// What the device agent's plugin would register with a real kubelet.
+	}
+	// What the device agent's plugins would register with a real kubelet, from the cards it would detect.
+	cards, _ := simulated.New(n).Detect(context.Background())
+	for _, v := range vendors.All() {
 		for _, r := range deviceplugin.Resources(v) {
-			name := corev1.ResourceName(r.Name)
-			total := capacity[name]
-			total.Add(*resource.NewQuantity(int64(a.Count)*int64(r.PerCard()), resource.DecimalSI))
-			capacity[name] = total
+			if tokens := len(deviceplugin.Tokens(r, cards)); tokens > 0 {
+				capacity[corev1.ResourceName(r.Name)] = *resource.NewQuantity(int64(tokens), resource.DecimalSI)
+			}
 		}
 	}
 	for k, v := range n.Labels {
