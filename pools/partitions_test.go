@@ -100,10 +100,10 @@ func TestLedgerPartitions(t *testing.T) {
 				"1g.10gb 3, 1g.20gb 2, 2g.20gb 1, 3g.40gb 1, 4g.40gb 0, 7g.80gb 0"},
 		},
 		"WholeCardsNeverTakePartitions": {
-			reason: "A card in MIG mode offers only partitions: a whole-card claim finds no free card.",
-			cards:  1,
-			claims: []Claim{{Key: "whole", Manufacturer: "nvidia", Demand: Demand{Family: FamilyExclusive, Cards: 1}}},
-			want:   []card{free()},
+			reason:   "A card in MIG mode offers only partitions: a whole-card claim finds no free card.",
+			cards:    1,
+			claims:   []Claim{{Key: "whole", Manufacturer: "nvidia", Demand: Demand{Family: FamilyExclusive, Cards: 1}}},
+			want:     []card{free()},
 			problems: []string{"whole: not enough free cards for 1 whole card(s): 0 free"},
 		},
 	}
