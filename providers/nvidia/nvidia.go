@@ -6,7 +6,6 @@ package nvidia
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -110,7 +109,6 @@ var migProfiles = []int{
 // NVML reports a little less memory than a profile's name says (1g.5gb has 4864 MiB), so a known product's
 // profiles take the names of the product table; an unknown product's are named from the memory, rounded.
 func profiles(h nvml.Device, product string) []providers.Partition {
-	known, _ := ProductProfiles(product)
 	var out []providers.Partition
 	for _, id := range migProfiles {
 		info, ret := getArg(h.GetGpuInstanceProfileInfo, id)
@@ -126,14 +124,8 @@ func profiles(h nvml.Device, product string) []providers.Partition {
 			starts[i] = int32(pl.Start)
 		}
 		size := int32(placements[0].Size)
-		name := fmt.Sprintf("%dg.%dgb", info.SliceCount, int64(math.Round(float64(info.MemorySizeMB)/1024)))
-		for _, k := range known {
-			if k.ComputeSlices == int32(info.SliceCount) && k.Count == int32(info.InstanceCount) {
-				name = k.Name
-			}
-		}
 		out = append(out, providers.Partition{
-			Name: name, MemoryMiB: int64(info.MemorySizeMB),
+			Name: profileName(info, product), MemoryMiB: int64(info.MemorySizeMB),
 			ComputeSlices: int32(info.SliceCount), MemorySlices: size, Count: int32(info.InstanceCount), Placements: starts,
 		})
 	}

@@ -1,0 +1,78 @@
+package partitions
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+)
+
+const (
+	h100 = "gpustack--nvidia-h100-80gb-hbm3-linux-amd64"
+	a30  = "gpustack--nvidia-a30-linux-amd64"
+)
+
+// create makes an Instance of one partition of the profile and deletes it when the spec ends.
+func create(name, instanceType, profile string) {
+	GinkgoHelper()
+	inst := builders.MakeInstance("default", name, instanceType).Partition(profile).Obj()
+	Expect(k.Create(context.Background(), inst)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+}
+
+// Reference-behaviour section 12's example: eight H100s in MIG mode, one 3g.40gb in use. The pool's PT view
+// reads 1/52 (one 3g.40gb takes half a card: seven cards give 7 each, the eighth 3 more 1g.10gb), the node's
+// per-profile keys are held + possible (1g.10gb 52, 3g.40gb 16), and all returns when the Instance goes.
+var _ = It("runs a 3g.40gb Instance on an H100 and moves the PT view", func() {
+	waitViews(h100, "0/0 0/0 0/0 1/56")
+	waitViews(a30, "0/0 0/0 0/0 1/4")
+	create("mig-demo", h100, "3g.40gb")
+	waitPhase("mig-demo", "Ready")
+	waitViews(h100, "0/0 0/0 0/0 1/52")
+	Expect(kubectl("get", "instancetype", h100, "-o",
+		`jsonpath={range .status.acceleratorPartitioned.remainingProfiles[*]}{.name}={.count} {end}`)).To(Equal(
+		"1g.10gb=52 1g.20gb=30 2g.20gb=22 3g.40gb=15 4g.40gb=7 7g.80gb=7 "))
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "node", "node-h100", "-o",
+			`jsonpath={.status.capacity.nvidia\.com/gpu\.partitioned\.mig-1g\.10gb} {.status.capacity.nvidia\.com/gpu\.partitioned\.mig-3g\.40gb}`)
+		return got == "52 16", "node-h100's 1g.10gb and 3g.40gb keys: " + got
+	})
+	Expect(kubectl("get", "pod", "mig-demo", "-n", "default", "-o", "jsonpath={.spec.nodeName}")).To(Equal("node-h100"))
+
+	kubectl("delete", "instance", "mig-demo", "-n", "default")
+	waitViews(h100, "0/0 0/0 0/0 1/56")
+})
+
+// The A30 has one 4g.24gb placement. Two Instances race for it: one runs, the other waits with the per-card
+// check's reason, and runs once the first goes.
+var _ = It("gives the last placement to one of two racing Instances", func() {
+	create("race-a", a30, "4g.24gb")
+	create("race-b", a30, "4g.24gb")
+	var winner, loser string
+	eventually(2*time.Minute, func() (bool, string) {
+		a := kubectl("get", "instance", "race-a", "-n", "default", "-o", "jsonpath={.status.phase}: {.status.phaseMessage}")
+		b := kubectl("get", "instance", "race-b", "-n", "default", "-o", "jsonpath={.status.phase}: {.status.phaseMessage}")
+		switch {
+		case strings.HasPrefix(a, "Ready"):
+			winner, loser = "race-a", "race-b"
+		case strings.HasPrefix(b, "Ready"):
+			winner, loser = "race-b", "race-a"
+		default:
+			return false, "neither runs: race-a " + a + "; race-b " + b
+		}
+		return true, ""
+	})
+	waitPhase(loser, "Starting: waiting for a card with room: ")
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "instance", loser, "-n", "default", "-o", "jsonpath={.status.phaseMessage}")
+		return strings.Contains(got, "no card has a free placement for 1 4g.24gb partition(s)"), loser + " names the profile: " + got
+	})
+	waitViews(a30, "0/0 0/0 0/0 0/0")
+
+	kubectl("delete", "instance", winner, "-n", "default")
+	waitPhase(loser, "Ready")
+})
