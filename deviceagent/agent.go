@@ -7,7 +7,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -34,6 +36,8 @@ type Agent struct {
 	Runtime deviceplugin.Runtime
 	// Log reports what could not be done.
 	Log logr.Logger
+	// Partitioners create and reclaim hardware partitions, by vendor key; a vendor without one refuses them.
+	Partitioners map[string]deviceplugin.Partitioner
 	// PluginCheck is how often the plugins' sockets are looked at, so a kubelet that started again (and removed
 	// them) has the plugins registered again within that time; 2 s when zero.
 	PluginCheck time.Duration
@@ -69,6 +73,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-plugins.C:
 		case <-detect.C:
 			a.detect(ctx, pub)
+			a.reclaim(ctx)
 			detect.Reset(a.Interval)
 		}
 		if a.PluginDir != "" {
@@ -94,6 +99,33 @@ func (a *Agent) detect(ctx context.Context, pub *Publisher) {
 		a.mu.Unlock()
 	}
 	a.setCards(cards)
+}
+
+// reclaim destroys the partitions whose Pod is gone and the orphans, once per detection.
+func (a *Agent) reclaim(ctx context.Context) {
+	if len(a.Partitioners) == 0 {
+		return
+	}
+	var pods corev1.PodList
+	if err := a.Client.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", a.Node)}); err != nil {
+		a.Log.Error(err, "cannot list the node's Pods; partitions are not reclaimed this round", "node", a.Node)
+		return
+	}
+	live := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live[string(p.UID)] = true
+		}
+	}
+	for _, c := range a.currentCards() {
+		part := a.Partitioners[c.Manufacturer]
+		if part == nil || len(c.Partitions) == 0 {
+			continue
+		}
+		for _, err := range part.Reclaim(ctx, c, func(owner string) bool { return live[owner] }) {
+			a.Log.Error(err, "cannot reclaim a partition", "node", a.Node, "card", c.UUID)
+		}
+	}
 }
 
 // Ready says why the agent is not ready, nil when it is: the node's cards are published, and, when it serves
@@ -182,7 +214,8 @@ func (a *Agent) servePlugins(ctx context.Context) {
 			p := a.plugins[r.Name]
 			if p == nil {
 				p = &deviceplugin.Plugin{Resource: r, Cards: a.currentCards, Ledger: a.ledger, Runtime: a.Runtime,
-					Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node}, Reservations: a.reservations[v.Key]}
+					Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node}, Reservations: a.reservations[v.Key],
+					Partitioner: a.Partitioners[v.Key]}
 				a.plugins[r.Name] = p
 			}
 			s, err := deviceplugin.Serve(ctx, a.PluginDir, p)

@@ -68,6 +68,9 @@ func runDeviceManager(args []string) error {
 		for name, p := range agents {
 			a := &deviceagent.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
 				Runtime: deviceplugin.DefaultRuntime(), Log: logger}
+			if hw, ok := p.(*hardware.Provider); ok {
+				a.Partitioners = map[string]deviceplugin.Partitioner{"nvidia": hw.MIG()}
+			}
 			if err := serveMetrics(ctx, *metricsAddr, logger, a.Ready); err != nil {
 				return err
 			}

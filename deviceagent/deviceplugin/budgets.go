@@ -56,12 +56,12 @@ func (b PodBudgets) Budget(ctx context.Context, r Resource, card providers.Devic
 	return budget, nil
 }
 
-// Profile returns the partition profile the pending partitioned container asks: the profile of its one
-// <base>.partitioned.<kind>-<profile> key.
-func (b PodBudgets) Profile(ctx context.Context, r Resource) (string, error) {
+// Profile returns the partition profile the pending partitioned container asks (the profile of its one
+// <base>.partitioned.<kind>-<profile> key) and its Pod's UID, which owns the partition.
+func (b PodBudgets) Profile(ctx context.Context, r Resource) (string, string, error) {
 	pod, c, err := b.pending(ctx, r.Name)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	prefix := r.Name + "." + r.Vendor.PartitionKind + "-"
 	var profiles []string
@@ -71,10 +71,10 @@ func (b PodBudgets) Profile(ctx context.Context, r Resource) (string, error) {
 		}
 	}
 	if len(profiles) != 1 {
-		return "", errors.Errorf("pod %s/%s container %s asks for %s with %d profile keys (%s*); it needs exactly one",
+		return "", "", errors.Errorf("pod %s/%s container %s asks for %s with %d profile keys (%s*); it needs exactly one",
 			pod.Namespace, pod.Name, c.Name, r.Name, len(profiles), prefix)
 	}
-	return profiles[0], nil
+	return profiles[0], string(pod.UID), nil
 }
 
 // Cards returns the cards the ledger recorded for the pending container that asks for the resource, so the

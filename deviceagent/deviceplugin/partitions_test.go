@@ -24,11 +24,13 @@ func migCard(index int32) providers.Device {
 // recordingPartitioner creates partitions by name, as a MIG backend would, and remembers them.
 type recordingPartitioner struct{ created []string }
 
-func (r *recordingPartitioner) Create(_ context.Context, card providers.Device, profile string) (string, error) {
-	name := fmt.Sprintf("MIG-%s-%s-%d", card.UUID, profile, len(r.created))
+func (r *recordingPartitioner) Create(_ context.Context, card providers.Device, profile, owner string) (string, error) {
+	name := fmt.Sprintf("MIG-%s-%s-%s-%d", card.UUID, profile, owner, len(r.created))
 	r.created = append(r.created, name)
 	return name, nil
 }
+
+func (r *recordingPartitioner) Reclaim(context.Context, providers.Device, func(string) bool) []error { return nil }
 
 func TestPartitionTokens(t *testing.T) {
 	nvidia, _ := vendors.Lookup("nvidia")
@@ -60,9 +62,9 @@ func TestAllocatePartitions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Allocate(...): %v", err)
 		}
-		want := map[string]string{"NVIDIA_VISIBLE_DEVICES": "MIG-GPU-h100-1-3g.40gb-0"}
+		want := map[string]string{"NVIDIA_VISIBLE_DEVICES": "MIG-GPU-h100-1-3g.40gb-pod-uid-0"}
 		if diff := cmp.Diff(want, resp.ContainerResponses[0].Envs); diff != "" {
-			t.Errorf("the container sees the partition made on its token's card, not the card\nAllocate(...): -want, +got:\n%s", diff)
+			t.Errorf("the container sees the partition made for its Pod on its token's card, not the card\nAllocate(...): -want, +got:\n%s", diff)
 		}
 	})
 	t.Run("NoPartitioner", func(t *testing.T) {

@@ -18,15 +18,17 @@ import (
 // the allocation belongs to.
 type PendingSource interface {
 	Budget(ctx context.Context, r Resource, card providers.Device) (Budget, error)
-	Profile(ctx context.Context, r Resource) (string, error)
+	Profile(ctx context.Context, r Resource) (profile, owner string, err error)
 	Cards(ctx context.Context, r Resource) []string
 }
 
 // Partitioner creates hardware partitions on a node's cards: NVIDIA's MIG through NVML on a real node.
 type Partitioner interface {
-	// Create makes one partition of the profile on the card, or takes one that exists and nobody holds, and
-	// returns the device name the vendor's visibility variable takes (MIG-<uuid>).
-	Create(ctx context.Context, card providers.Device, profile string) (string, error)
+	// Create makes one partition of the profile on the card for owner (the Pod's UID), or takes one that
+	// exists and nobody holds, and returns the device name the vendor's visibility variable takes.
+	Create(ctx context.Context, card providers.Device, profile, owner string) (string, error)
+	// Reclaim destroys the card's partitions whose owner is no longer live, and those nobody holds.
+	Reclaim(ctx context.Context, card providers.Device, live func(owner string) bool) []error
 }
 
 // Plugin serves one resource to the kubelet.
@@ -153,7 +155,7 @@ func (p *Plugin) prefer(ctx context.Context, available, mustInclude []string, si
 		if p.Pending == nil {
 			return nil
 		}
-		profile, err := p.Pending.Profile(ctx, p.Resource)
+		profile, _, err := p.Pending.Profile(ctx, p.Resource)
 		if err != nil {
 			return nil
 		}
@@ -251,13 +253,13 @@ func (p *Plugin) partitionsFor(ctx context.Context, tokens []string, byID map[st
 	if p.Pending == nil {
 		return nil, errors.Errorf("%s: no source of partition profiles", p.Resource.Name)
 	}
-	profile, err := p.Pending.Profile(ctx, p.Resource)
+	profile, owner, err := p.Pending.Profile(ctx, p.Resource)
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s: cannot tell the partition's profile", p.Resource.Name)
 	}
 	var devices []string
 	for _, t := range tokens {
-		dev, err := p.Partitioner.Create(ctx, byID[CardOf(t)], profile)
+		dev, err := p.Partitioner.Create(ctx, byID[CardOf(t)], profile, owner)
 		if err != nil {
 			return nil, errors.Wrapf(err, "%s: cannot create a %s partition on card %s", p.Resource.Name, profile, CardOf(t))
 		}

@@ -59,8 +59,8 @@ func (p *pending) Budget(_ context.Context, _ Resource, card providers.Device) (
 	return p.budgets[card.UUID], nil
 }
 
-func (p *pending) Profile(context.Context, Resource) (string, error) {
-	return p.profile, nil
+func (p *pending) Profile(context.Context, Resource) (string, string, error) {
+	return p.profile, "pod-uid", nil
 }
 
 func (p *pending) Cards(_ context.Context, r Resource) []string {

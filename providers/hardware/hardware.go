@@ -74,6 +74,9 @@ func New(opts Options) *Provider {
 // Name names the provider.
 func (p *Provider) Name() string { return "hardware" }
 
+// MIG returns the MIG lifecycle of the node's NVIDIA cards, over the same NVML library.
+func (p *Provider) MIG() *nvidia.MIG { return nvidia.NewMIG(p.opts.NVML) }
+
 // Detect runs the backend of every vendor with cards on the bus, in the vendor table's order, and returns all
 // their cards; the errors of the backends that had trouble are joined.
 func (p *Provider) Detect(ctx context.Context) ([]providers.Device, error) {

@@ -25,13 +25,14 @@ type MIG struct {
 	Attempts int
 	Wait     func(time.Duration)
 
-	mu   sync.Mutex
-	held map[string]bool
+	mu sync.Mutex
+	// held maps the partitions handed out to the Pod (UID) each was made for.
+	held map[string]string
 }
 
 // NewMIG returns the MIG lifecycle over an initialised NVML library.
 func NewMIG(lib nvml.Interface) *MIG {
-	return &MIG{lib: lib, Attempts: 5, Wait: time.Sleep, held: map[string]bool{}}
+	return &MIG{lib: lib, Attempts: 5, Wait: time.Sleep, held: map[string]string{}}
 }
 
 // migInstance is one GPU instance with its compute instance.
@@ -51,11 +52,12 @@ func deviceName(card string, gi, ci uint32) string {
 	return fmt.Sprintf("MIG-%s/%d/%d", card, gi, ci)
 }
 
-// Create makes one partition of the profile on the card and returns its device name: a GPU instance of the
-// profile that nobody holds, or a new one at the first free placement.
-func (m *MIG) Create(_ context.Context, card providers.Device, profile string) (string, error) {
+// Create makes one partition of the profile on the card for the owner (a Pod's UID) and returns its device
+// name: a GPU instance of the profile that nobody holds, or a new one at the first free placement.
+func (m *MIG) Create(_ context.Context, card providers.Device, profile, owner string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.open()()
 	h, ret := getArg(m.lib.DeviceGetHandleByUUID, card.UUID)
 	if ret != nvml.SUCCESS {
 		return "", errors.Errorf("cannot open card %s: %s", card.UUID, errorString(m.lib, ret))
@@ -76,8 +78,8 @@ func (m *MIG) Create(_ context.Context, card providers.Device, profile string) (
 			}
 			in.ci, in.ciID = ci, computeID(ci)
 		}
-		if name := deviceName(card.UUID, in.giID, in.ciID); !m.held[name] {
-			m.held[name] = true
+		if name := deviceName(card.UUID, in.giID, in.ciID); m.held[name] == "" {
+			m.held[name] = owner
 			return name, nil
 		}
 	}
@@ -99,7 +101,7 @@ func (m *MIG) Create(_ context.Context, card providers.Device, profile string) (
 			return "", err
 		}
 		name := deviceName(card.UUID, gpuID(gi), computeID(ci))
-		m.held[name] = true
+		m.held[name] = owner
 		return name, nil
 	}
 	return "", errors.Errorf("card %s has no free placement for %s", card.UUID, profile)
@@ -118,6 +120,7 @@ func (m *MIG) createGPU(h nvml.Device, info nvml.GpuInstanceProfileInfo, pl nvml
 func (m *MIG) Release(_ context.Context, card providers.Device, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.open()()
 	h, ret := getArg(m.lib.DeviceGetHandleByUUID, card.UUID)
 	if ret != nvml.SUCCESS {
 		return errors.Errorf("cannot open card %s: %s", card.UUID, errorString(m.lib, ret))
@@ -135,12 +138,13 @@ func (m *MIG) Release(_ context.Context, card providers.Device, name string) err
 	return nil
 }
 
-// ReclaimOrphans destroys the partitions of the card that nobody holds, the ones keep does not claim either
-// (an agent that restarted keeps the partitions its Pods still use). One that stays in use is reported and
-// left.
-func (m *MIG) ReclaimOrphans(_ context.Context, card providers.Device, keep func(name string) bool) []error {
+// Reclaim destroys the card's partitions whose Pod is gone (live says which owners still run) and the
+// orphans nobody holds: made by hand, or by an agent before it restarted. One still in use (a container of a
+// Pod the agent does not know) answers IN_USE, is reported and left for the next round.
+func (m *MIG) Reclaim(_ context.Context, card providers.Device, live func(owner string) bool) []error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.open()()
 	h, ret := getArg(m.lib.DeviceGetHandleByUUID, card.UUID)
 	if ret != nvml.SUCCESS {
 		return []error{errors.Errorf("cannot open card %s: %s", card.UUID, errorString(m.lib, ret))}
@@ -148,14 +152,22 @@ func (m *MIG) ReclaimOrphans(_ context.Context, card providers.Device, keep func
 	var errs []error
 	for _, in := range m.instances(h, card.Product) {
 		name := deviceName(card.UUID, in.giID, in.ciID)
-		if in.ci != nil && (m.held[name] || keep != nil && keep(name)) {
+		if owner := m.held[name]; in.ci != nil && owner != "" && live(owner) {
 			continue
 		}
 		if err := m.destroy(in); err != nil {
-			errs = append(errs, errors.Wrapf(err, "cannot reclaim the orphaned %s instance %d of card %s", in.profile, in.giID, card.UUID))
+			errs = append(errs, errors.Wrapf(err, "cannot reclaim the %s instance %d of card %s", in.profile, in.giID, card.UUID))
+			continue
 		}
+		delete(m.held, name)
 	}
 	return errs
+}
+
+// open initialises NVML for one operation and returns its shutdown; NVML counts the two.
+func (m *MIG) open() func() {
+	_ = call(m.lib.Init)
+	return func() { _ = call(m.lib.Shutdown) }
 }
 
 // destroy removes the compute instance and then the GPU instance, each retried while NVML says it is in use.

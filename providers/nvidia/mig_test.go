@@ -45,14 +45,14 @@ func TestMIGLifecycle(t *testing.T) {
 	ctx := context.Background()
 	s, m, card := migNode(t)
 
-	first, err := m.Create(ctx, card, "3g.40gb")
+	first, err := m.Create(ctx, card, "3g.40gb", "pod-a")
 	if err != nil {
 		t.Fatalf("Create(3g.40gb): %v", err)
 	}
 	if !strings.HasPrefix(first, "MIG-"+card.UUID+"/") {
 		t.Errorf("Create(...): device %q is not named MIG-<card>/<gi>/<ci>", first)
 	}
-	second, err := m.Create(ctx, card, "3g.40gb")
+	second, err := m.Create(ctx, card, "3g.40gb", "pod-a")
 	if err != nil {
 		t.Fatalf("Create(3g.40gb) a second time: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestMIGLifecycle(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"3g.40gb": 2}, gpuInstances(t, m, s, card)); diff != "" {
 		t.Errorf("two 3g.40gb GPU instances, at the profile's two placements: -want, +got:\n%s", diff)
 	}
-	if _, err := m.Create(ctx, card, "3g.40gb"); err == nil || !strings.Contains(err.Error(), "no free placement for 3g.40gb") {
+	if _, err := m.Create(ctx, card, "3g.40gb", "pod-a"); err == nil || !strings.Contains(err.Error(), "no free placement for 3g.40gb") {
 		t.Errorf("Create(...) on a full card: want no free placement, got %v", err)
 	}
 
@@ -73,7 +73,7 @@ func TestMIGLifecycle(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"3g.40gb": 1}, gpuInstances(t, m, s, card)); diff != "" {
 		t.Errorf("Release destroys the compute and the GPU instance: -want, +got:\n%s", diff)
 	}
-	if _, err := m.Create(ctx, card, "3g.40gb"); err != nil {
+	if _, err := m.Create(ctx, card, "3g.40gb", "pod-a"); err != nil {
 		t.Errorf("Create(...) after a Release: %v", err)
 	}
 }
@@ -83,11 +83,11 @@ func TestMIGReuse(t *testing.T) {
 	s, m, card := migNode(t)
 	// A GPU instance made by an earlier agent, which nobody holds now, is taken as it is.
 	earlier := NewMIG(s)
-	made, err := earlier.Create(ctx, card, "1g.10gb")
+	made, err := earlier.Create(ctx, card, "1g.10gb", "pod-old")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := m.Create(ctx, card, "1g.10gb")
+	got, err := m.Create(ctx, card, "1g.10gb", "pod-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestMIGReuse(t *testing.T) {
 func TestMIGInUse(t *testing.T) {
 	ctx := context.Background()
 	s, m, card := migNode(t)
-	name, err := m.Create(ctx, card, "1g.10gb")
+	name, err := m.Create(ctx, card, "1g.10gb", "pod-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestMIGInUse(t *testing.T) {
 	}
 
 	// Busy for longer than the attempts: reported, and left in place.
-	name, _ = m.Create(ctx, card, "1g.10gb")
+	name, _ = m.Create(ctx, card, "1g.10gb", "pod-a")
 	gi = m.instances(h, card.Product)[0].gi.(*server.GpuInstance)
 	for c := range gi.ComputeInstances {
 		c.DestroyFunc = func() nvml.Return { return nvml.ERROR_IN_USE }
@@ -144,23 +144,23 @@ func TestMIGInUse(t *testing.T) {
 	}
 }
 
-func TestMIGReclaimOrphans(t *testing.T) {
+func TestMIGReclaim(t *testing.T) {
 	ctx := context.Background()
 	s, m, card := migNode(t)
-	if _, err := m.Create(ctx, card, "2g.20gb"); err != nil {
+	if _, err := m.Create(ctx, card, "2g.20gb", "pod-running"); err != nil {
 		t.Fatal(err)
 	}
-	// Made by hand (or by an agent that restarted): nobody holds them.
-	other := NewMIG(s)
-	kept, _ := other.Create(ctx, card, "1g.10gb")
-	if _, err := other.Create(ctx, card, "1g.20gb"); err != nil {
+	if _, err := m.Create(ctx, card, "1g.20gb", "pod-gone"); err != nil {
 		t.Fatal(err)
 	}
-	errs := m.ReclaimOrphans(ctx, card, func(name string) bool { return name == kept })
-	if len(errs) > 0 {
-		t.Fatalf("ReclaimOrphans(...): %v", errs)
+	// Made by hand, or by the agent before it restarted: nobody holds it.
+	if _, err := NewMIG(s).Create(ctx, card, "1g.10gb", "pod-before-restart"); err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]int{"2g.20gb": 1, "1g.10gb": 1}, gpuInstances(t, m, s, card)); diff != "" {
-		t.Errorf("the held partition and the one a Pod still uses stay, the orphan goes: -want, +got:\n%s", diff)
+	if errs := m.Reclaim(ctx, card, func(owner string) bool { return owner == "pod-running" }); len(errs) > 0 {
+		t.Fatalf("Reclaim(...): %v", errs)
+	}
+	if diff := cmp.Diff(map[string]int{"2g.20gb": 1}, gpuInstances(t, m, s, card)); diff != "" {
+		t.Errorf("the running Pod's partition stays; the gone Pod's and the orphan go: -want, +got:\n%s", diff)
 	}
 }
