@@ -30,7 +30,9 @@ func (r *recordingPartitioner) Create(_ context.Context, card providers.Device, 
 	return name, nil
 }
 
-func (r *recordingPartitioner) Reclaim(context.Context, providers.Device, func(string) bool) []error { return nil }
+func (r *recordingPartitioner) Reclaim(context.Context, providers.Device, func(string) bool) []error {
+	return nil
+}
 
 func TestPartitionTokens(t *testing.T) {
 	nvidia, _ := vendors.Lookup("nvidia")
