@@ -188,8 +188,8 @@ test-integration: $(TEST_TOOLS) ## Tests on envtest's API server, and the polici
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local cluster.
-	$(TEST_ENV) go test -count=1 -timeout 30m ./test/e2e/
+test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local cluster; then partitions on a MIG cluster.
+	$(TEST_ENV) go test -p 1 -count=1 -timeout 30m ./test/e2e/...
 
 .PHONY: test-packages
 test-packages: $(TEST_TOOLS) build package ## The Helm chart and the Crossplane packages installed on local clusters; the Crossplane render.

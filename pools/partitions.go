@@ -14,8 +14,9 @@ import (
 // A partitioned card is modelled as the hardware lays it out: a row of memory slices (8 on an H100), each
 // profile taking Size slices at one of its legal starts. How many more partitions of a profile a card can
 // take depends on where the ones it holds sit, so the remaining counts are recomputed from the partitions
-// held, placed largest first, each at its first free legal start: the same rule the device agent follows
-// when it creates them, which keeps the ledger and the card in agreement.
+// held, placed largest first, each at its first free legal start. The device agent creates each partition at
+// its first free start too, so the two agree as long as partitions come and go in the same order; where they
+// differ (a small partition freed below a large one) the card may hold more than the ledger says, never less.
 
 // partitionsFromSpec returns a card's profiles as its inventory lists them, with what one partition of each
 // costs in credits on a card of cardMiB memory.
@@ -45,14 +46,21 @@ func placeable(ps []Partition) bool {
 	return len(ps) > 0
 }
 
-// layout places the partitions a card holds, largest first and each at its first free legal start, and
+// layout places the partitions a card holds, largest first (of equal sizes the one with fewer legal starts
+// first: a 4g.40gb, only at slice 0, before a 3g.40gb, at 0 or 4) and each at its first free legal start, and
 // returns the memory slices they occupy. ok is false when they cannot all be placed.
 func layout(ps []Partition) (used uint64, ok bool) {
 	order := make([]int, 0, len(ps))
 	for i := range ps {
 		order = append(order, i)
 	}
-	sort.SliceStable(order, func(a, b int) bool { return ps[order[a]].Size > ps[order[b]].Size })
+	sort.SliceStable(order, func(a, b int) bool {
+		pa, pb := ps[order[a]], ps[order[b]]
+		if pa.Size != pb.Size {
+			return pa.Size > pb.Size
+		}
+		return len(pa.Starts) < len(pb.Starts)
+	})
 	ok = true
 	for _, i := range order {
 		for n := int64(0); n < ps[i].Allocated; n++ {

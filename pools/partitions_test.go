@@ -99,6 +99,24 @@ func TestLedgerPartitions(t *testing.T) {
 			problems: []string{"second: no card has a free placement for 1 4g.40gb partition(s): free placements " +
 				"1g.10gb 3, 1g.20gb 2, 2g.20gb 1, 3g.40gb 1, 4g.40gb 0, 7g.80gb 0"},
 		},
+		"ConstrainedFirst": {
+			reason: "A 4g.40gb (only at slice 0) and then a 3g.40gb (at 0 or 4) fit one card together, the " +
+				"3g.40gb at slice 4, and the card reads full.",
+			cards:  1,
+			claims: []Claim{partition("b", "4g.40gb", "GPU-0"), partition("a", "3g.40gb", "GPU-0")},
+			want: []card{{Mode: workerv1.AllocationPartitioned, Remaining: 0, Allocated: "3g.40gb=1 4g.40gb=1",
+				Free: "1g.10gb=0 1g.20gb=0 2g.20gb=0 3g.40gb=0 4g.40gb=0 7g.80gb=0"}},
+		},
+		"HeldFirst": {
+			reason: "A 3g.40gb made first sits at slice 0, where a 4g.40gb would have to go: the card refuses the " +
+				"4g.40gb though half of it is free, as the hardware does.",
+			cards:  1,
+			claims: []Claim{partition("a", "3g.40gb", "GPU-0"), partition("b", "4g.40gb")},
+			want: []card{{Mode: workerv1.AllocationPartitioned, Remaining: M / 2, Allocated: "3g.40gb=1",
+				Free: "1g.10gb=3 1g.20gb=2 2g.20gb=1 3g.40gb=1 4g.40gb=0 7g.80gb=0"}},
+			problems: []string{"b: no card has a free placement for 1 4g.40gb partition(s): free placements " +
+				"1g.10gb 3, 1g.20gb 2, 2g.20gb 1, 3g.40gb 1, 4g.40gb 0, 7g.80gb 0"},
+		},
 		"WholeCardsNeverTakePartitions": {
 			reason:   "A card in MIG mode offers only partitions: a whole-card claim finds no free card.",
 			cards:    1,

@@ -34,8 +34,20 @@ const (
 var Frameworks = []string{"batch/job", "pod"}
 
 // ExcludeResourcePrefixes are the resources no queue judges (Kueue v0.17 has no quotaCheckStrategy
-// IgnoreUndeclared, so they are left out instead).
-var ExcludeResourcePrefixes = []string{"memory", "ephemeral-storage", "device.gpustack.ai/"}
+// IgnoreUndeclared, so they are left out instead): memory, storage, the SSH sidecar's visibility, and every
+// vendor's per-profile partition keys (<base>.partitioned.<kind>-<profile>), whose names a transformation
+// cannot list ahead of the profiles; the partition is charged by its .partitioned.units.
+var ExcludeResourcePrefixes = excludeResourcePrefixes()
+
+func excludeResourcePrefixes() []string {
+	out := []string{"memory", "ephemeral-storage", "device.gpustack.ai/"}
+	for _, v := range vendors.All() {
+		if v.PartitionKind != "" {
+			out = append(out, v.ResourceName+".partitioned."+v.PartitionKind+"-")
+		}
+	}
+	return out
+}
 
 // Credits is the quota resource of a manufacturer.
 func Credits(manufacturer string) corev1.ResourceName {

@@ -82,8 +82,11 @@ func TestCheck(t *testing.T) {
 				c.Integrations.Frameworks = []string{"batch/job"}
 				c.Resources = nil
 			},
-			lines: 1 + 9*9 + 3,
+			// One integration, nine transformations per vendor, and six exclusions: memory, storage, the
+			// visibility keys and the per-profile keys of the three vendors with partitions.
+			lines: 1 + 9*9 + 6,
 			want: []string{`integrations.frameworks lacks "pod"`, "resources.excludeResourcePrefixes lacks \"memory\"",
+				"resources.excludeResourcePrefixes lacks \"nvidia.com/gpu.partitioned.mig-\"",
 				"resources.transformations lacks nvidia.com/gpu.sliced.units (Replace by 1 credits.gpustack.ai/nvidia times nvidia.com/gpu.sliced)"},
 		},
 		"WrongAmount": {

@@ -123,11 +123,13 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	if err != nil {
 		return verdict{kueue.CheckStateRetry, ReasonNoSingleFlavor, err.Error()}, nil
 	}
-	nodes, err := r.nodesOf(ctx, flavor)
+	// The Workloads in flight are read before the nodes' Pods: a Pod bound in between then counts twice (a
+	// Retry a moment too early), never zero times (two Workloads given the same last card).
+	inflight, err := r.inflight(ctx, wl, flavor)
 	if err != nil {
 		return verdict{}, err
 	}
-	inflight, err := r.inflight(ctx, wl, flavor)
+	nodes, err := r.nodesOf(ctx, flavor)
 	if err != nil {
 		return verdict{}, err
 	}

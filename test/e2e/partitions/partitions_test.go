@@ -13,8 +13,14 @@ import (
 
 const (
 	h100 = "gpustack--nvidia-h100-80gb-hbm3-linux-amd64"
-	a30  = "gpustack--nvidia-a30-linux-amd64"
+	a100 = "gpustack--nvidia-a100-sxm4-80gb-linux-amd64"
 )
+
+// Every spec starts from the pools as composed, with every placement free.
+var _ = BeforeEach(func() {
+	waitViews(h100, "0/0 0/0 0/0 1/56")
+	waitViews(a100, "0/0 0/0 0/0 1/7")
+})
 
 // create makes an Instance of one partition of the profile and deletes it when the spec ends.
 func create(name, instanceType, profile string) {
@@ -28,8 +34,6 @@ func create(name, instanceType, profile string) {
 // reads 1/52 (one 3g.40gb takes half a card: seven cards give 7 each, the eighth 3 more 1g.10gb), the node's
 // per-profile keys are held + possible (1g.10gb 52, 3g.40gb 16), and all returns when the Instance goes.
 var _ = It("runs a 3g.40gb Instance on an H100 and moves the PT view", func() {
-	waitViews(h100, "0/0 0/0 0/0 1/56")
-	waitViews(a30, "0/0 0/0 0/0 1/4")
 	create("mig-demo", h100, "3g.40gb")
 	waitPhase("mig-demo", "Ready")
 	waitViews(h100, "0/0 0/0 0/0 1/52")
@@ -47,11 +51,19 @@ var _ = It("runs a 3g.40gb Instance on an H100 and moves the PT view", func() {
 	waitViews(h100, "0/0 0/0 0/0 1/56")
 })
 
-// The A30 has one 4g.24gb placement. Two Instances race for it: one runs, the other waits with the per-card
-// check's reason, and runs once the first goes.
+// The A100 holds seven 1g.10gb, each an eighth of its credits. With six held, two Instances race for the
+// seventh placement: quota has room for both (an eighth is left after the seventh), so the per-card check
+// decides: one runs, the other waits with the check's reason, and runs once the first goes.
 var _ = It("gives the last placement to one of two racing Instances", func() {
-	create("race-a", a30, "4g.24gb")
-	create("race-b", a30, "4g.24gb")
+	for _, name := range []string{"hold-0", "hold-1", "hold-2", "hold-3", "hold-4", "hold-5"} {
+		create(name, a100, "1g.10gb")
+	}
+	for _, name := range []string{"hold-0", "hold-1", "hold-2", "hold-3", "hold-4", "hold-5"} {
+		waitPhase(name, "Ready")
+	}
+	waitViews(a100, "0/0 0/0 0/0 1/1")
+	create("race-a", a100, "1g.10gb")
+	create("race-b", a100, "1g.10gb")
 	var winner, loser string
 	eventually(2*time.Minute, func() (bool, string) {
 		a := kubectl("get", "instance", "race-a", "-n", "default", "-o", "jsonpath={.status.phase}: {.status.phaseMessage}")
@@ -69,9 +81,9 @@ var _ = It("gives the last placement to one of two racing Instances", func() {
 	waitPhase(loser, "Starting: waiting for a card with room: ")
 	eventually(time.Minute, func() (bool, string) {
 		got := kubectl("get", "instance", loser, "-n", "default", "-o", "jsonpath={.status.phaseMessage}")
-		return strings.Contains(got, "no card has a free placement for 1 4g.24gb partition(s)"), loser + " names the profile: " + got
+		return strings.Contains(got, "no card has a free placement for 1 1g.10gb partition(s)"), loser + " names the profile: " + got
 	})
-	waitViews(a30, "0/0 0/0 0/0 0/0")
+	waitViews(a100, "0/0 0/0 0/0 0/0")
 
 	kubectl("delete", "instance", winner, "-n", "default")
 	waitPhase(loser, "Ready")

@@ -1,5 +1,5 @@
 // Package partitions is the end-to-end suite of hardware partitions: a local cluster of cards in MIG mode
-// (examples/clusters/h100-mig.yaml: eight H100s on one node, one A30 on another) with the real Kueue and the
+// (examples/clusters/h100-mig.yaml: eight H100s on one node, one A100 80GB on another) with the real Kueue and the
 // operator, where Instances ask for MIG profiles and the PT view follows them.
 package partitions
 
@@ -84,10 +84,14 @@ func eventually(timeout time.Duration, cond func() (bool, string)) {
 	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
-// views returns an InstanceType's ACCELERATOR(EX/SH/SL/PT) column as kubectl prints it.
+// views returns an InstanceType's ACCELERATOR(EX/SH/SL/PT) column as kubectl prints it; empty while the
+// InstanceType does not exist.
 func views(instanceType string) string {
-	GinkgoHelper()
-	for _, row := range walkthrough.ParseTable(kubectl("get", "instancetype", instanceType)) {
+	out, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype", instanceType)
+	if err != nil {
+		return ""
+	}
+	for _, row := range walkthrough.ParseTable(out) {
 		if len(row) > 3 && row[0] == instanceType {
 			return row[3]
 		}
