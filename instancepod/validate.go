@@ -59,7 +59,11 @@ func Validate(inst, old *workerv1.Instance, f Facts) field.ErrorList {
 		}
 	case sliced:
 		if !slices(it) {
-			errs = append(errs, field.Forbidden(res.Child("acceleratorSlicedMemoryPercentage"), pool+" has no logical slicing"))
+			msg := pool + " has no logical slicing"
+			if v, err := Vendor(it); err == nil && v.SliceGap != "" {
+				msg += ": " + v.SliceGap
+			}
+			errs = append(errs, field.Forbidden(res.Child("acceleratorSlicedMemoryPercentage"), msg))
 		}
 	default:
 		if capacity := it.Status.Accelerator; capacity != nil && count > capacity.Capacity.Value() {

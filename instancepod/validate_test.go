@@ -19,6 +19,8 @@ func TestValidate(t *testing.T) {
 	}
 	noSlicing := withStatus(a10gType())
 	noSlicing.Spec.Feature = &workerv1.InstanceTypeFeature{LogicalSliced: &workerv1.LogicalSlicedFeature{MaxSize: 0}}
+	mlu := withStatus(a10gType())
+	mlu.Name, mlu.Spec.AcceleratorGroup, mlu.Spec.Manufacturer = "gpustack--cambricon-mlu370-linux-amd64", "cambricon-mlu370", "cambricon"
 	mig := withStatus(a10gType())
 	mig.Spec.Feature = &workerv1.InstanceTypeFeature{PhysicalSliced: &workerv1.PhysicalSlicedFeature{MaxSize: 7, Profiles: []string{"1g.10gb", "3g.40gb"}}}
 	pinned := instance(workerv1.InstanceResources{})
@@ -59,6 +61,11 @@ func TestValidate(t *testing.T) {
 		"NoSlicing": {reason: "A slice on a pool whose cards do not slice.",
 			inst:  instance(workerv1.InstanceResources{AcceleratorSlicedMemoryPercentage: ptr.To[int32](20)}),
 			facts: Facts{Type: noSlicing}, want: []string{"spec.resources.acceleratorSlicedMemoryPercentage: Forbidden: instance type gpustack--nvidia-a10g-linux-amd64 (pool nvidia-a10g) has no logical slicing"}},
+		"SliceNotEnforced": {reason: "A slice of a vendor whose slices the agent cannot enforce is refused, naming the vendor's enforcer.",
+			inst:  instance(workerv1.InstanceResources{AcceleratorSlicedMemoryPercentage: ptr.To[int32](20)}),
+			facts: Facts{Type: mlu}, want: []string{"spec.resources.acceleratorSlicedMemoryPercentage: Forbidden: instance type " +
+				"gpustack--cambricon-mlu370-linux-amd64 (pool cambricon-mlu370) has no logical slicing: the device agent cannot " +
+				"create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget"}},
 		"ProfileNotOffered": {reason: "A profile the pool does not offer lists the ones it does.",
 			inst:  instance(workerv1.InstanceResources{AcceleratorPartitionedProfile: "7g.80gb"}),
 			facts: Facts{Type: mig}, want: []string{`spec.resources.acceleratorPartitionedProfile: Unsupported value: "7g.80gb": supported values: "1g.10gb", "3g.40gb"`}},

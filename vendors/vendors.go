@@ -23,25 +23,33 @@ type Vendor struct {
 	RuntimeClass string
 	// Class is the kind of accelerator: GPU, NPU, MLU, DCU or PPU.
 	Class string
-	// SlicesPerCard is the number of soft slices one card holds; 0 when the vendor has no soft slicing.
+	// SlicesPerCard is the number of soft slices one card holds; 0 when the vendor has no soft slicing, or
+	// when this operator cannot enforce one (SliceGap says why): a slice is only offered where its budget holds.
 	SlicesPerCard int32
 	// CoresOvercommit is true when slice compute budgets may add up to more than 100 %.
 	CoresOvercommit bool
 	// PartitionKind is the hardware partitioning scheme (mig), empty when the vendor has none.
 	PartitionKind string
+	// SliceGap says why the vendor's cards are not soft-sliced although the vendor has soft slicing: its
+	// enforcer is not built into the device agent yet. Empty when SlicesPerCard says all.
+	SliceGap string
 }
 
 // table lists the vendors in the order the documentation does.
 var table = []Vendor{
-	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig"},
-	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, ""},
-	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, ""},
-	{"cambricon", "Cambricon", "cabc", "cambricon.com/mlu", "cambricon", "MLU", 16, false, ""},
-	{"hygon", "Hygon", "1d94", "hygon.com/dcu", "hygon", "DCU", 4, false, "mig"},
-	{"iluvatar", "Iluvatar", "1e3e", "iluvatar.com/gpu", "iluvatar", "GPU", 16, false, ""},
-	{"metax", "MetaX", "9999", "metax-tech.com/gpu", "metax", "GPU", 16, false, ""},
-	{"mthreads", "Moore Threads", "1ed5", "mthreads.com/gpu", "mthreads", "GPU", 16, false, ""},
-	{"thead", "T-Head", "1ded", "alibabacloud.com/ppu", "", "PPU", 16, false, "mig"},
+	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig", ""},
+	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, "", ""},
+	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, "", ""},
+	{"cambricon", "Cambricon", "cabc", "cambricon.com/mlu", "cambricon", "MLU", 0, false, "",
+		"the device agent cannot create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget"},
+	{"hygon", "Hygon", "1d94", "hygon.com/dcu", "hygon", "DCU", 0, false, "mig",
+		"the device agent cannot write Hygon's per-Pod vdev configuration, which enforces a slice's budget"},
+	{"iluvatar", "Iluvatar", "1e3e", "iluvatar.com/gpu", "iluvatar", "GPU", 16, false, "", ""},
+	{"metax", "MetaX", "9999", "metax-tech.com/gpu", "metax", "GPU", 0, false, "",
+		"the device agent cannot create MetaX's sGPUs (sysfs fixed-share), which enforce a slice's budget"},
+	{"mthreads", "Moore Threads", "1ed5", "mthreads.com/gpu", "mthreads", "GPU", 0, false, "",
+		"the device agent cannot drive Moore Threads' sGPU kernel module, which enforces a slice's budget"},
+	{"thead", "T-Head", "1ded", "alibabacloud.com/ppu", "", "PPU", 16, false, "mig", ""},
 }
 
 // aliases maps other spellings of a manufacturer to its key.

@@ -78,8 +78,11 @@ func (r Resource) PerCard(c providers.Device) int {
 		return 1
 	case Shared:
 		return SharesPerCard
-	case Sliced, Visibility:
+	case Sliced:
 		return int(r.Vendor.SlicesPerCard)
+	case Visibility:
+		// One per Pod that can hold the card at once: a share or a slice each.
+		return max(int(r.Vendor.SlicesPerCard), SharesPerCard)
 	}
 	return 0
 }
