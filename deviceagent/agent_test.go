@@ -62,7 +62,7 @@ var _ = It("registers its device plugins again when the kubelet starts again", f
 		sort.Strings(names)
 		return names
 	}
-	want := []string{"device.gpustack.ai/nvidia.visibility", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/gpu.sliced"}
+	want := []string{"device.gpustack.ai/nvidia.visibility", "nvidia.com/gpu", "nvidia.com/gpu.partitioned", "nvidia.com/gpu.shared", "nvidia.com/gpu.sliced"}
 	Eventually(resources).WithTimeout(10 * time.Second).Should(Equal(want))
 	Eventually(a.Ready).WithTimeout(10 * time.Second).Should(Succeed())
 

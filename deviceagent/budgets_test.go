@@ -33,8 +33,9 @@ func slicePod(name, node string, keys map[string]string) *corev1.Pod {
 	}
 }
 
-// Reads slice budgets from Pods in a real API server: the oldest waiting Pod of the node is the
-// one being allocated, a percentage is taken of the card's memory, and a Pod on another node is not looked at.
+// Reads slice budgets from Pods in a real API server: the waiting Pod recorded on the card handed out, else the
+// oldest waiting Pod of the node, is the one being allocated, a percentage is taken of the card's memory, and a
+// Pod on another node is not looked at.
 var _ = It("reads slice budgets from Pods in a real API server", func() {
 	ctx := context.Background()
 	nvidia, _ := vendors.Lookup("nvidia")
@@ -62,6 +63,13 @@ var _ = It("reads slice budgets from Pods in a real API server", func() {
 	got, err := budgets.Budget(ctx, sliced, card)
 	if diff := cmp.Diff(deviceplugin.Budget{MemoryMiB: 4915, CoresPercent: 50}, got); diff != "" || err != nil {
 		Fail(fmt.Sprintf("The oldest waiting Pod's 20 %% of a 24 GiB card: %v, -want, +got:\n%s", err, diff))
+	}
+
+	// The card being handed out names the Pod: the ledger recorded the second Pod on GPU-7, so an allocation of
+	// GPU-7 is the second Pod's though the first is older.
+	got, err = budgets.Budget(ctx, sliced, providers.Device{Manufacturer: "nvidia", UUID: "GPU-7", MemoryMiB: 24576})
+	if diff := cmp.Diff(deviceplugin.Budget{MemoryMiB: 8192, CoresPercent: 100}, got); diff != "" || err != nil {
+		Fail(fmt.Sprintf("The Pod recorded on GPU-7: %v, -want, +got:\n%s", err, diff))
 	}
 
 	// Once the first Pod's container runs, the next allocation is the second Pod's.

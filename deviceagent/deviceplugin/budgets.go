@@ -3,6 +3,7 @@ package deviceplugin
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,9 +19,11 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
-// PodBudgets reads a slice's budget from the Pods bound to the node: the oldest Pod with a container that asks
-// for the sliced resource and has not started yet is the one the kubelet is allocating for, since the kubelet
-// allocates a Pod's devices just before it starts its containers.
+// PodBudgets reads a slice's budget from the Pods bound to the node. The kubelet allocates a Pod's devices
+// just before it starts its containers, one Pod at a time, and the ledger recorded on each Pod the cards it
+// placed it on (which GetPreferredAllocation steered the kubelet to): so the Pod allocated for is the one
+// whose unstarted container asks for the resource and was recorded on the card being handed out, and only
+// when no Pod was recorded there, the oldest such Pod.
 type PodBudgets struct {
 	// Reader lists Pods; an uncached reader, so a Pod bound a moment ago is seen.
 	Reader client.Reader
@@ -33,7 +36,7 @@ type PodBudgets struct {
 // (100 when not given).
 func (b PodBudgets) Budget(ctx context.Context, r Resource, card providers.Device) (Budget, error) {
 	base := r.Vendor.ResourceName + ".sliced"
-	pod, c, err := b.pending(ctx, base)
+	pod, c, err := b.pending(ctx, base, card.UUID)
 	if err != nil {
 		return Budget{}, err
 	}
@@ -59,7 +62,7 @@ func (b PodBudgets) Budget(ctx context.Context, r Resource, card providers.Devic
 // Profile returns the partition profile the pending partitioned container asks (the profile of its one
 // <base>.partitioned.<kind>-<profile> key) and its Pod's UID, which owns the partition.
 func (b PodBudgets) Profile(ctx context.Context, r Resource) (string, string, error) {
-	pod, c, err := b.pending(ctx, r.Name)
+	pod, c, err := b.pending(ctx, r.Name, "")
 	if err != nil {
 		return "", "", err
 	}
@@ -80,7 +83,7 @@ func (b PodBudgets) Profile(ctx context.Context, r Resource) (string, string, er
 // Cards returns the cards the ledger recorded for the pending container that asks for the resource, so the
 // kubelet hands out the cards the ledger charged; none when nothing is recorded yet.
 func (b PodBudgets) Cards(ctx context.Context, r Resource) []string {
-	pod, c, err := b.pending(ctx, r.Name)
+	pod, c, err := b.pending(ctx, r.Name, "")
 	if err != nil {
 		return nil
 	}
@@ -89,8 +92,9 @@ func (b PodBudgets) Cards(ctx context.Context, r Resource) []string {
 	return recorded[c.Name]
 }
 
-// pending returns the oldest Pod of the node with a container that asks for the resource and has not started.
-func (b PodBudgets) pending(ctx context.Context, resourceName string) (*corev1.Pod, *corev1.Container, error) {
+// pending returns the Pod of the node with a container that asks for the resource and has not started: the
+// oldest one recorded on card when card is given and one is, else the oldest.
+func (b PodBudgets) pending(ctx context.Context, resourceName, card string) (*corev1.Pod, *corev1.Container, error) {
 	var pods corev1.PodList
 	if err := b.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", b.Node)}); err != nil {
 		return nil, nil, errors.Wrapf(err, "cannot list the Pods of node %s", b.Node)
@@ -98,17 +102,30 @@ func (b PodBudgets) pending(ctx context.Context, resourceName string) (*corev1.P
 	sort.Slice(pods.Items, func(i, j int) bool {
 		return pods.Items[i].CreationTimestamp.Before(&pods.Items[j].CreationTimestamp)
 	})
+	var oldest *corev1.Pod
+	var oldestContainer *corev1.Container
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
 			continue
 		}
+		recorded := map[string][]string{}
+		_ = json.Unmarshal([]byte(pod.Annotations[pools.AnnotationAllocated]), &recorded)
 		for j := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[j]
-			if _, ok := c.Resources.Limits[corev1.ResourceName(resourceName)]; ok && !started(*pod, c.Name) {
+			if _, ok := c.Resources.Limits[corev1.ResourceName(resourceName)]; !ok || started(*pod, c.Name) {
+				continue
+			}
+			if card == "" || slices.Contains(recorded[c.Name], card) {
 				return pod, c, nil
 			}
+			if oldest == nil {
+				oldest, oldestContainer = pod, c
+			}
 		}
+	}
+	if oldest != nil {
+		return oldest, oldestContainer, nil
 	}
 	return nil, nil, errors.Errorf("no Pod on node %s is waiting for %s", b.Node, resourceName)
 }

@@ -2,6 +2,7 @@ package deviceplugin
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -220,6 +221,13 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 			if err != nil {
 				return nil, errors.Wrapf(err, "%s: cannot tell the slice's budget", p.Resource.Name)
 			}
+			units := int64(1)
+			if cards[0].MemoryMiB > 0 {
+				units = max(1, b.MemoryMiB*pools.M/cards[0].MemoryMiB)
+			}
+			if err := p.roomFor(ctx, cards[0], pools.Demand{Family: pools.FamilySliced, Units: units}); err != nil {
+				return nil, err
+			}
 			key := strings.NewReplacer(":", "-", "/", "-").Replace(creq.DevicesIds[0])
 			if cresp, err = p.Runtime.sliceFor(cards[0], b, key); err != nil {
 				return nil, errors.Wrap(err, p.Resource.Name)
@@ -244,6 +252,30 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 	return resp, nil
 }
 
+// roomFor checks the ledger before a slice or a partition is handed out: the card must have room for it,
+// unless the ledger already charged it there (its cards are recorded on the Pod). A ledger that cannot be
+// read counts every card free, as the per-card check had judged the Pod already.
+func (p *Plugin) roomFor(ctx context.Context, card providers.Device, d pools.Demand) error {
+	if p.Ledger == nil {
+		return nil
+	}
+	ledger, err := p.Ledger(ctx)
+	if err != nil {
+		return nil
+	}
+	entry, ok := ledger[card.UUID]
+	if !ok {
+		return nil
+	}
+	if p.Pending != nil && slices.Contains(p.Pending.Cards(ctx, p.Resource), card.UUID) {
+		return nil
+	}
+	if _, _, err := pools.Fit([]pools.Card{entry}, d); err != nil {
+		return errors.Wrapf(err, "%s: card %s", p.Resource.Name, card.UUID)
+	}
+	return nil
+}
+
 // partitionsFor creates one partition of the pending container's profile per token, on the token's card, and
 // makes them visible through the vendor's variable.
 func (p *Plugin) partitionsFor(ctx context.Context, tokens []string, byID map[string]providers.Device) (*pluginapi.ContainerAllocateResponse, error) {
@@ -259,6 +291,9 @@ func (p *Plugin) partitionsFor(ctx context.Context, tokens []string, byID map[st
 	}
 	var devices []string
 	for _, t := range tokens {
+		if err := p.roomFor(ctx, byID[CardOf(t)], pools.Demand{Family: pools.FamilyPartitioned, Profile: profile, Cards: 1}); err != nil {
+			return nil, err
+		}
 		dev, err := p.Partitioner.Create(ctx, byID[CardOf(t)], profile, owner)
 		if err != nil {
 			return nil, errors.Wrapf(err, "%s: cannot create a %s partition on card %s", p.Resource.Name, profile, CardOf(t))
