@@ -37,46 +37,23 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, errors.Wrap(err, "cannot read the node inventory from spec"))
 		return rsp, nil
 	}
-	nodes := validNodes(rsp, pools.Expand(in.Classes))
-
-	flavors := pools.Flavors(nodes, in.Settings.MixedOnNode)
-	catalog := pools.Catalog(nodes, flavors, in.Settings.AwareCPUManufacturer)
+	c := Compose(*in)
+	for _, w := range c.Warnings {
+		response.Warning(rsp, w)
+	}
 
 	desired, err := request.GetDesiredComposedResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get desired composed resources"))
 		return rsp, nil
 	}
-	add := func(name string, o runtime.Object) error {
-		cd, err := xrs.Composed(o)
+	for _, name := range c.Names() {
+		cd, err := xrs.Composed(c.Objects[name])
 		if err != nil {
-			return errors.Wrapf(err, "cannot convert %s to a composed resource", name)
+			response.Fatal(rsp, errors.Wrapf(err, "cannot convert %s to a composed resource", name))
+			return rsp, nil
 		}
 		desired[resource.Name(name)] = &resource.DesiredComposed{Resource: cd, Ready: resource.ReadyTrue}
-		return nil
-	}
-	for _, fl := range flavors {
-		if err := add("resourceflavor-"+fl.Name, ResourceFlavor(fl)); err != nil {
-			response.Fatal(rsp, err)
-			return rsp, nil
-		}
-	}
-	entries := map[string]pools.CatalogEntry{}
-	for _, e := range catalog {
-		entries[e.Name] = e
-		if err := add("instancetypeflavor-"+e.Name, InstanceTypeFlavor(e)); err != nil {
-			response.Fatal(rsp, err)
-			return rsp, nil
-		}
-	}
-	if in.Settings.DerivedFromNode {
-		for _, p := range pools.DerivedPools(catalog) {
-			e := entries[pools.CatalogName(catalogGeneral(p, in.Settings.AwareCPUManufacturer), p.AcceleratorGroup)]
-			if err := add("instancetype-"+p.Name(), DerivedInstanceType(p, e)); err != nil {
-				response.Fatal(rsp, err)
-				return rsp, nil
-			}
-		}
 	}
 	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot set desired composed resources"))
@@ -88,7 +65,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, errors.Wrap(err, "cannot get desired composite resource"))
 		return rsp, nil
 	}
-	if err := dxr.Resource.SetValue("status", xrs.NodeInventoryStatus{Flavors: flavors, Catalog: catalog}); err != nil {
+	if err := dxr.Resource.SetValue("status", c.Status); err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot set the composite's status"))
 		return rsp, nil
 	}
@@ -96,8 +73,58 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, errors.Wrap(err, "cannot set desired composite resource"))
 		return rsp, nil
 	}
-	response.Normalf(rsp, "composed %d flavors and %d catalog entries from %d nodes", len(flavors), len(catalog), len(nodes))
+	response.Normalf(rsp, "composed %d flavors and %d catalog entries from %d nodes", len(c.Status.Flavors), len(c.Status.Catalog), c.Nodes)
 	return rsp, nil
+}
+
+// Composition is what the function composes from an inventory, before any encoding: the embedded composer
+// takes it as it is, RunFunction encodes it for Crossplane.
+type Composition struct {
+	// Objects are the composed resources by their resource name in the response.
+	Objects map[string]runtime.Object
+	// Status is the composite's status: the flavors and the catalog.
+	Status xrs.NodeInventoryStatus
+	// Warnings name the nodes left out.
+	Warnings []error
+	// Nodes is the number of nodes composed.
+	Nodes int
+}
+
+// Names returns the objects' resource names, sorted.
+func (c Composition) Names() []string {
+	names := make([]string, 0, len(c.Objects))
+	for n := range c.Objects {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Compose turns an inventory into the flavors, the catalog entries and, while derivation is on, the derived
+// InstanceTypes.
+func Compose(in xrs.NodeInventorySpec) Composition {
+	c := Composition{Objects: map[string]runtime.Object{}}
+	nodes := validNodes(&c, pools.Expand(in.Classes))
+	c.Nodes = len(nodes)
+
+	flavors := pools.Flavors(nodes, in.Settings.MixedOnNode)
+	catalog := pools.Catalog(nodes, flavors, in.Settings.AwareCPUManufacturer)
+	for _, fl := range flavors {
+		c.Objects["resourceflavor-"+fl.Name] = ResourceFlavor(fl)
+	}
+	entries := map[string]pools.CatalogEntry{}
+	for _, e := range catalog {
+		entries[e.Name] = e
+		c.Objects["instancetypeflavor-"+e.Name] = InstanceTypeFlavor(e)
+	}
+	if in.Settings.DerivedFromNode {
+		for _, p := range pools.DerivedPools(catalog) {
+			e := entries[pools.CatalogName(catalogGeneral(p, in.Settings.AwareCPUManufacturer), p.AcceleratorGroup)]
+			c.Objects["instancetype-"+p.Name()] = DerivedInstanceType(p, e)
+		}
+	}
+	c.Status = xrs.NodeInventoryStatus{Flavors: flavors, Catalog: catalog}
+	return c
 }
 
 // catalogGeneral is the general group of the catalog entry a pool comes from: the pool's own while CPU
@@ -111,7 +138,7 @@ func catalogGeneral(p pools.Pool, aware bool) string {
 
 // validNodes drops the nodes the function cannot place, each with a warning naming it, so one bad node never
 // stops the rest of the cluster's pools from being composed.
-func validNodes(rsp *fnv1.RunFunctionResponse, in []pools.Node) []pools.Node {
+func validNodes(c *Composition, in []pools.Node) []pools.Node {
 	out := make([]pools.Node, 0, len(in))
 	seen := map[string]bool{}
 	for _, n := range in {
@@ -132,7 +159,7 @@ func validNodes(rsp *fnv1.RunFunctionResponse, in []pools.Node) []pools.Node {
 			}
 		}
 		if problem != "" {
-			response.Warning(rsp, errors.New(problem+"; it is left out of every pool"))
+			c.Warnings = append(c.Warnings, errors.New(problem+"; it is left out of every pool"))
 			continue
 		}
 		seen[n.Name] = true

@@ -12,6 +12,9 @@ import (
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/response"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 
 	"github.com/gpustack/gpustack-operator/functions/xrs"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -36,12 +39,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, errors.Wrap(err, "cannot read the pool from spec"))
 		return rsp, nil
 	}
-	if in.Name == "" {
-		response.Fatal(rsp, errors.New("spec.name: the InstanceType's name is required"))
-		return rsp, nil
-	}
-	if in.Type.Acceleratable && pools.ManufacturerOf(in.Type.AcceleratorGroup) == "" {
-		response.Fatal(rsp, errors.Errorf("InstanceType %s: spec.acceleratorGroup %q names no known manufacturer", in.Name, in.Type.AcceleratorGroup))
+	c, err := Compose(*in)
+	if err != nil {
+		response.Fatal(rsp, err)
 		return rsp, nil
 	}
 
@@ -50,21 +50,13 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, errors.Wrap(err, "cannot get desired composed resources"))
 		return rsp, nil
 	}
-	cq, err := xrs.Composed(ClusterQueue(in))
-	if err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot convert the ClusterQueue to a composed resource"))
-		return rsp, nil
-	}
-	desired["clusterqueue"] = &resource.DesiredComposed{Resource: cq, Ready: resource.ReadyTrue}
-	namespaces := append([]string(nil), in.Namespaces...)
-	sort.Strings(namespaces)
-	for _, ns := range namespaces {
-		lq, err := xrs.Composed(LocalQueue(in.Name, ns))
+	for _, name := range c.Names() {
+		cd, err := xrs.Composed(c.Objects[name])
 		if err != nil {
-			response.Fatal(rsp, errors.Wrapf(err, "cannot convert the LocalQueue of namespace %s to a composed resource", ns))
+			response.Fatal(rsp, errors.Wrapf(err, "cannot convert %s to a composed resource", name))
 			return rsp, nil
 		}
-		desired[resource.Name("localqueue-"+ns)] = &resource.DesiredComposed{Resource: lq, Ready: resource.ReadyTrue}
+		desired[resource.Name(name)] = &resource.DesiredComposed{Resource: cd, Ready: resource.ReadyTrue}
 	}
 	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot set desired composed resources"))
@@ -76,7 +68,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, errors.Wrap(err, "cannot get desired composite resource"))
 		return rsp, nil
 	}
-	if err := dxr.Resource.SetValue("status", Status(in)); err != nil {
+	if err := dxr.Resource.SetValue("status", c.Status); err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot set the pool's status"))
 		return rsp, nil
 	}
@@ -85,6 +77,41 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	return rsp, nil
+}
+
+// Composition is what the function composes for one pool, before any encoding: the embedded composer takes
+// it as it is, RunFunction encodes it for Crossplane.
+type Composition struct {
+	// Objects are the ClusterQueue and the LocalQueues by their resource name in the response.
+	Objects map[string]runtime.Object
+	// Status is the InstanceType's status.
+	Status workerv1.InstanceTypeStatus
+}
+
+// Names returns the objects' resource names, sorted.
+func (c Composition) Names() []string {
+	names := make([]string, 0, len(c.Objects))
+	for n := range c.Objects {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Compose turns one pool into its ClusterQueue, a LocalQueue per namespace and the InstanceType's status. A
+// pool without a name, or an accelerated one whose group names no manufacturer, is an error naming the field.
+func Compose(in xrs.InstanceTypePoolSpec) (Composition, error) {
+	if in.Name == "" {
+		return Composition{}, errors.New("spec.name: the InstanceType's name is required")
+	}
+	if in.Type.Acceleratable && pools.ManufacturerOf(in.Type.AcceleratorGroup) == "" {
+		return Composition{}, errors.Errorf("InstanceType %s: spec.acceleratorGroup %q names no known manufacturer", in.Name, in.Type.AcceleratorGroup)
+	}
+	c := Composition{Objects: map[string]runtime.Object{"clusterqueue": ClusterQueue(&in)}, Status: Status(&in)}
+	for _, ns := range in.Namespaces {
+		c.Objects["localqueue-"+ns] = LocalQueue(in.Name, ns)
+	}
+	return c, nil
 }
 
 func sortedProfiles(m map[string]int64) []string {

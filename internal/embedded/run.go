@@ -1,14 +1,14 @@
-// Package embedded runs the composition functions in-process, with the same request and response types
-// Crossplane uses, and turns their answers into objects to apply. The embedded composer and `plan` share it.
+// Package embedded runs the composition functions in-process and turns their answers into objects to apply.
+// The embedded composer and `plan` share it. In-process the functions' Compose is called with typed values:
+// the same code RunFunction runs for Crossplane, without the protocol's encoding (TestTypedPathMatchesProtocol
+// proves both give the same objects and status). The requests Crossplane would send are built here too.
 package embedded
 
 import (
 	"context"
-	"sort"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-	"github.com/crossplane/function-sdk-go/resource"
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,20 +27,16 @@ type Output struct {
 	Warnings []string
 }
 
-// Runner is a composition function.
-type Runner interface {
-	RunFunction(context.Context, *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error)
-}
-
 // Flavors runs the flavors function on an inventory.
-func Flavors(ctx context.Context, spec xrs.NodeInventorySpec) (Output, xrs.NodeInventoryStatus, error) {
-	var status xrs.NodeInventoryStatus
-	req, err := FlavorsRequest(spec)
-	if err != nil {
-		return Output{}, status, err
+func Flavors(_ context.Context, spec xrs.NodeInventorySpec) (Output, xrs.NodeInventoryStatus, error) {
+	c := flavors.Compose(spec)
+	out := Output{}
+	for _, w := range c.Warnings {
+		out.Warnings = append(out.Warnings, w.Error())
 	}
-	out, err := run(ctx, &flavors.Function{}, req, &status)
-	return out, status, err
+	objects, err := objectsOf(c.Names(), c.Objects)
+	out.Objects = objects
+	return out, c.Status, err
 }
 
 // FlavorsRequest is the flavors function's request for an inventory (see xrs.Inventory: node identities
@@ -50,14 +46,26 @@ func FlavorsRequest(spec xrs.NodeInventorySpec) (*fnv1.RunFunctionRequest, error
 }
 
 // InstanceType runs the instancetype function on one pool.
-func InstanceType(ctx context.Context, spec xrs.InstanceTypePoolSpec) (Output, workerv1.InstanceTypeStatus, error) {
-	var status workerv1.InstanceTypeStatus
-	req, err := InstanceTypeRequest(spec)
+func InstanceType(_ context.Context, spec xrs.InstanceTypePoolSpec) (Output, workerv1.InstanceTypeStatus, error) {
+	c, err := instancetype.Compose(spec)
 	if err != nil {
-		return Output{}, status, err
+		return Output{}, workerv1.InstanceTypeStatus{}, err
 	}
-	out, err := run(ctx, &instancetype.Function{}, req, &status)
-	return out, status, err
+	objects, err := objectsOf(c.Names(), c.Objects)
+	return Output{Objects: objects}, c.Status, err
+}
+
+// objectsOf converts the composed objects, in the order of names, as the functions' responses carry them.
+func objectsOf(names []string, objects map[string]runtime.Object) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(names))
+	for _, n := range names {
+		cd, err := xrs.Composed(objects[n])
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot convert %s to a composed resource", n)
+		}
+		out = append(out, &unstructured.Unstructured{Object: cd.Object})
+	}
+	return out, nil
 }
 
 // InstanceTypeRequest is the instancetype function's request for one pool.
@@ -101,38 +109,3 @@ func request(kind, name string, spec any) (*fnv1.RunFunctionRequest, error) {
 	}, nil
 }
 
-// run calls fn and decodes the desired composite's status into status.
-func run(ctx context.Context, fn Runner, req *fnv1.RunFunctionRequest, status any) (Output, error) {
-	rsp, err := fn.RunFunction(ctx, req)
-	if err != nil {
-		return Output{}, errors.Wrap(err, "function failed")
-	}
-	var out Output
-	for _, r := range rsp.GetResults() {
-		switch r.GetSeverity() {
-		case fnv1.Severity_SEVERITY_FATAL:
-			return out, errors.New(r.GetMessage())
-		case fnv1.Severity_SEVERITY_WARNING:
-			out.Warnings = append(out.Warnings, r.GetMessage())
-		}
-	}
-	names := make([]string, 0, len(rsp.GetDesired().GetResources()))
-	for n := range rsp.GetDesired().GetResources() {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		u := &unstructured.Unstructured{}
-		if err := resource.AsObject(rsp.GetDesired().GetResources()[n].GetResource(), u); err != nil {
-			return out, errors.Wrapf(err, "cannot decode desired resource %s", n)
-		}
-		out.Objects = append(out.Objects, u)
-	}
-	if st, ok := rsp.GetDesired().GetComposite().GetResource().AsMap()["status"]; ok && status != nil {
-		m, _ := st.(map[string]any)
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, status); err != nil {
-			return out, errors.Wrap(err, "cannot decode the composite's status")
-		}
-	}
-	return out, nil
-}
