@@ -108,4 +108,3 @@ func request(kind, name string, spec any) (*fnv1.RunFunctionRequest, error) {
 		Desired:  &fnv1.State{Composite: &fnv1.Resource{Resource: desired}},
 	}, nil
 }
-
