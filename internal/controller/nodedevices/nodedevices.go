@@ -89,7 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if inst != nil {
 		r.Recorder.Event(inst, eventType, v.reason, v.message)
 	}
-	state.State, state.Message, state.LastTransitionTime = v.state, v.message, metav1.Now()
+	state.State, state.Message, state.LastTransitionTime, state.PodSetUpdates = v.state, v.message, metav1.Now(), v.pin
 	if v.state == kueue.CheckStateRetry {
 		// Kueue gives the quota back and tries again; without a pause it would retry many times a second.
 		state.RequeueAfterSeconds = ptr.To(retryAfterSeconds)
@@ -110,6 +110,8 @@ type verdict struct {
 	state   kueue.CheckState
 	reason  string
 	message string
+	// pin is the podSetUpdates of a Ready answer that keep the Pods on the node they were placed on.
+	pin []kueue.PodSetUpdate
 }
 
 // judge places the Workload's Pods on the nodes of its assigned flavors, after the Pods bound to them and the
@@ -117,11 +119,11 @@ type verdict struct {
 func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, error) {
 	pods := workloadPods(wl)
 	if len(pods) == 0 {
-		return verdict{kueue.CheckStateReady, ReasonNoAccelerator, "asks for no accelerator"}, nil
+		return verdict{state: kueue.CheckStateReady, reason: ReasonNoAccelerator, message: "asks for no accelerator"}, nil
 	}
 	flavor, err := singleFlavor(wl)
 	if err != nil {
-		return verdict{kueue.CheckStateRetry, ReasonNoSingleFlavor, err.Error()}, nil
+		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoSingleFlavor, message: err.Error()}, nil
 	}
 	// The Workloads in flight are read before the nodes' Pods: a Pod bound in between then counts twice (a
 	// Retry a moment too early), never zero times (two Workloads given the same last card).
@@ -129,46 +131,51 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	if err != nil {
 		return verdict{}, err
 	}
-	nodes, err := r.nodesOf(ctx, flavor)
+	nodes, objects, err := r.nodesOf(ctx, flavor)
 	if err != nil {
 		return verdict{}, err
 	}
 	for _, other := range inflight {
-		if _, after, err := pools.PlacePods(nodes, other); err == nil {
+		if _, after, err := placeOn(nodes, allowedNodes(acceleratedTemplates(other), objects), workloadPods(other)); err == nil {
 			nodes = after
 		}
 	}
-	placed, _, err := pools.PlacePods(nodes, pods)
+	templates := acceleratedTemplates(wl)
+	placed, _, err := placeOn(nodes, allowedNodes(templates, objects), pods)
 	if err != nil {
-		return verdict{kueue.CheckStateRetry, ReasonNoCardWithRoom,
-			fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(pods), err)}, nil
+		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoCardWithRoom,
+			message: fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(pods), err)}, nil
 	}
-	return verdict{kueue.CheckStateReady, ReasonFits, "fits on " + onNodes(placed)}, nil
+	return verdict{state: kueue.CheckStateReady, reason: ReasonFits, message: "fits on " + onNodes(placed),
+		pin: pinOf(templates, placed, objects)}, nil
 }
 
-// nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods.
-func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference) ([]pools.NodeCards, error) {
+// nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods,
+// and the Node objects by name.
+func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference) ([]pools.NodeCards, map[string]*corev1.Node, error) {
 	rf := &kueue.ResourceFlavor{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: string(flavor)}, rf); err != nil {
-		return nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", flavor)
+		return nil, nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", flavor)
 	}
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(rf.Spec.NodeLabels)}); err != nil {
-		return nil, errors.Wrap(err, "cannot list the flavor's nodes")
+		return nil, nil, errors.Wrap(err, "cannot list the flavor's nodes")
 	}
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
 	var out []pools.NodeCards
-	for _, n := range nodes.Items {
+	objects := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
 		d := &workerv1.Devices{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: n.Name}, d); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, errors.Wrapf(err, "cannot get the Devices of node %s", n.Name)
+			return nil, nil, errors.Wrapf(err, "cannot get the Devices of node %s", n.Name)
 		}
 		var pods corev1.PodList
 		if err := r.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: nodeNameSelector(n.Name)}); err != nil {
-			return nil, errors.Wrapf(err, "cannot list the Pods of node %s", n.Name)
+			return nil, nil, errors.Wrapf(err, "cannot list the Pods of node %s", n.Name)
 		}
 		var bound []pools.Claim
 		for i := range pods.Items {
@@ -177,13 +184,14 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 			}
 		}
 		out = append(out, pools.NodeCardsOf(d, bound))
+		objects[n.Name] = n
 	}
-	return out, nil
+	return out, objects, nil
 }
 
-// inflight returns the Pods' claims of the other Workloads on the flavor that passed the check and whose Pods the
-// scheduler has not bound yet, oldest first.
-func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([]podClaims, error) {
+// inflight returns the other Workloads on the flavor that passed the check and whose Pods the scheduler has not
+// bound yet, oldest first.
+func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([]*kueue.Workload, error) {
 	var wls kueue.WorkloadList
 	if err := r.Reader.List(ctx, &wls); err != nil {
 		return nil, errors.Wrap(err, "cannot list Workloads")
@@ -191,7 +199,7 @@ func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor 
 	sort.Slice(wls.Items, func(i, j int) bool {
 		return wls.Items[i].CreationTimestamp.Before(&wls.Items[j].CreationTimestamp)
 	})
-	var out []podClaims
+	var out []*kueue.Workload
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if wl.UID == self.UID || !reserved(wl) || evicted(wl) {
@@ -208,7 +216,7 @@ func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor 
 			return nil, err
 		}
 		if unbound {
-			out = append(out, workloadPods(wl))
+			out = append(out, wl)
 		}
 	}
 	return out, nil

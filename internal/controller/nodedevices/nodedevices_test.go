@@ -194,3 +194,60 @@ var _ = DescribeTable("places a Workload of several Pods Pod by Pod",
 	Entry("three Pods: the third finds no room", "threepods", int32(3),
 		want{State: kueue.CheckStateRetry, Message: "cannot take 3 Pods of 1 whole card(s) now: Pod 3 of 3: threepods-a: not enough free cards"}),
 )
+
+// The check judges a Workload only on the nodes its Pods may go to, and pins one it placed on a single node
+// there (podSetUpdates with the node's hostname, which Kueue adds to the Pods' nodeSelector); a Workload in
+// flight counts on the node it was pinned to.
+var _ = DescribeTable("pins a Workload to the node it placed it on",
+	func(key string, selector map[string]string, inflightOn string, w want, pin string) {
+		ctx := context.Background()
+		suite.Create(&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
+			Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}})
+		for _, n := range []string{key + "-a", key + "-b"} {
+			suite.Create(builders.MakeNode(n).Label("pool", key).Obj(), builders.MakeDevices(n).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj())
+		}
+		if inflightOn != "" {
+			// A Workload the check passed a moment ago and pinned, whose Pod is not bound yet.
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key + "-inflight"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Limits: limits(whole)}}}}}
+			suite.Create(pod)
+			other, st := makeWorkload(key+"-inflight", key, whole, true)
+			other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
+			suite.Create(other)
+			st.AdmissionChecks[0].State = kueue.CheckStateReady
+			st.AdmissionChecks[0].PodSetUpdates = []kueue.PodSetUpdate{{Name: "main", NodeSelector: map[string]string{corev1.LabelHostname: inflightOn}}}
+			other.Status = st
+			Expect(suite.Client.Status().Update(ctx, other)).To(Succeed())
+		}
+		wl, st := makeWorkload(key, key, whole, true)
+		wl.Spec.PodSets[0].Template.Spec.NodeSelector = selector
+		suite.Create(wl)
+		wl.Status = st
+		Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
+
+		r := &nodedevices.Reconciler{Client: suite.Client, Reader: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl)).To(Succeed())
+		s := wl.Status.AdmissionChecks[0]
+		Expect(s.State).To(Equal(w.State))
+		Expect(s.Message).To(ContainSubstring(w.Message))
+		var pinned string
+		for _, u := range s.PodSetUpdates {
+			pinned = string(u.Name) + ":" + u.NodeSelector[corev1.LabelHostname]
+		}
+		Expect(pinned).To(Equal(pin), "the podSetUpdates' node")
+	},
+	Entry("a Workload placed on a node is pinned there", "pinfree", nil, "",
+		want{State: kueue.CheckStateReady, Message: "fits on node pinfree-a"}, "main:pinfree-a"),
+	Entry("a Pod that may only go to the second node is judged there", "pinselector",
+		map[string]string{corev1.LabelHostname: "pinselector-b"}, "",
+		want{State: kueue.CheckStateReady, Message: "fits on node pinselector-b"}, "main:pinselector-b"),
+	Entry("a Pod that may go to no node of the flavor waits, saying so", "pinnowhere",
+		map[string]string{corev1.LabelHostname: "elsewhere"}, "",
+		want{State: kueue.CheckStateRetry, Message: "no node of the flavor matches the Pods' node selector and affinity"}, ""),
+	Entry("a Workload in flight counts on the node it was pinned to (the second), so the next one goes to the first",
+		"pininflight", nil, "pininflight-b",
+		want{State: kueue.CheckStateReady, Message: "fits on node pininflight-a"}, "main:pininflight-a"),
+)
