@@ -45,7 +45,9 @@ var _ = It("runs a 3g.40gb Instance on an H100 and moves the PT view", func() {
 			`jsonpath={.status.capacity.nvidia\.com/gpu\.partitioned\.mig-1g\.10gb} {.status.capacity.nvidia\.com/gpu\.partitioned\.mig-3g\.40gb}`)
 		return got == "52 16", "node-h100's 1g.10gb and 3g.40gb keys: " + got
 	})
-	Expect(kubectl("get", "pod", "mig-demo", "-n", "default", "-o", "jsonpath={.spec.nodeName}")).To(Equal("node-h100"))
+	// The per-card check pinned the Pod to the node it counted it on; Kueue put the pin in its nodeSelector.
+	Expect(kubectl("get", "pod", "mig-demo", "-n", "default", "-o",
+		`jsonpath={.spec.nodeName} {.spec.nodeSelector.kubernetes\.io/hostname}`)).To(Equal("node-h100 node-h100"))
 
 	kubectl("delete", "instance", "mig-demo", "-n", "default")
 	waitViews(h100, "0/0 0/0 0/0 1/56")
