@@ -31,6 +31,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
 	"github.com/gpustack/gpustack-operator/internal/controller/persistentvolume"
 	"github.com/gpustack/gpustack-operator/internal/controller/podcards"
+	"github.com/gpustack/gpustack-operator/internal/controller/nodefit"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/setting"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
@@ -118,6 +119,9 @@ func runWorker(args []string) error {
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&profiler.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-profiler")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the profiler")
+	}
+	if err := (&nodefit.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the node fit labels")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	comp := &composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}

@@ -319,9 +319,15 @@ var _ = It("follows the walkthrough's Step 3", func() {
 		return len(fields) == 3 && strings.HasPrefix(fields[0], `["GPU-`) && fields[1] == fields[2],
 			"the Instance shows its card and, with no access setting, its node's IP as its address: " + got
 	})
+	// The node's fit label says how big a slice its freest card still takes, 80 % of a card in credits.
+	fit := func() string {
+		return kubectl("get", "node", "node-a10g", "-o", `jsonpath={.metadata.labels.sliced-max-free-units\.fit\.gpustack\.ai/nvidia-a10g}`)
+	}
+	eventually(time.Minute, func() (bool, string) { return fit() == "1280000", "node-a10g's fit label: " + fit() })
 	kubectl("delete", "instance", "sliced-demo", "-n", "default")
 	waitTable(step1Types, "get", "instancetype")
 	Expect(sliced()).To(Equal(100.0), "the A10G pool's free slice units after the slice")
+	eventually(time.Minute, func() (bool, string) { return fit() == "1600000", "node-a10g's fit label: " + fit() })
 })
 
 // poolMetric reads one view's gauge of an InstanceType from the worker's metrics endpoint.
