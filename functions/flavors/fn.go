@@ -91,14 +91,7 @@ type Composition struct {
 }
 
 // Names returns the objects' resource names, sorted.
-func (c Composition) Names() []string {
-	names := make([]string, 0, len(c.Objects))
-	for n := range c.Objects {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c Composition) Names() []string { return xrs.SortedNames(c.Objects) }
 
 // Compose turns an inventory into the flavors, the catalog entries and, while derivation is on, the derived
 // InstanceTypes.

@@ -89,14 +89,7 @@ type Composition struct {
 }
 
 // Names returns the objects' resource names, sorted.
-func (c Composition) Names() []string {
-	names := make([]string, 0, len(c.Objects))
-	for n := range c.Objects {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c Composition) Names() []string { return xrs.SortedNames(c.Objects) }
 
 // Compose turns one pool into its ClusterQueue, a LocalQueue per namespace and the InstanceType's status. A
 // pool without a name, or an accelerated one whose group names no manufacturer, is an error naming the field.

@@ -4,6 +4,8 @@
 package xrs
 
 import (
+	"sort"
+
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -101,6 +103,16 @@ type InstanceTypePoolSpec struct {
 	Namespaces []string `json:"namespaces"`
 	// Settings are the settings in effect.
 	Settings FunctionSettings `json:"settings"`
+}
+
+// SortedNames returns the resource names of a function's composed objects, sorted, the order responses list them.
+func SortedNames(objects map[string]runtime.Object) []string {
+	names := make([]string, 0, len(objects))
+	for n := range objects {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Composed converts a typed object into a desired composed resource, without its status: a composed object's

@@ -20,8 +20,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
-	"github.com/gpustack/gpustack-operator/test/framework/testenv"
-	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
+	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 )
 
 // Checks one Ready node per inventory entry, with the entry's capacity.
@@ -156,24 +155,19 @@ var _ = It("checks that nfd-master turns a NodeFeature's labels into Node labels
 // kubectlTable runs kubectl against the cluster and splits its table into cells.
 func kubectlTable(args ...string) [][]string {
 	GinkgoHelper()
-	return walkthrough.ParseTable(kubectl(args...))
+	return suite.KubectlTable(args...)
 }
 
 // kubectl runs kubectl against the cluster and fails the test when it fails.
 func kubectl(args ...string) string {
 	GinkgoHelper()
-	out, err := testenv.Kubectl(cluster.Kubeconfig, args...)
-	Expect(err).NotTo(HaveOccurred())
-	return out
+	return suite.Kubectl(args...)
 }
 
 // eventually polls cond until it holds, failing the spec with cond's last message after timeout.
 func eventually(timeout time.Duration, cond func() (bool, string)) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		ok, msg := cond()
-		g.Expect(ok).To(BeTrue(), msg)
-	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+	e2esuite.WaitFor(timeout, cond)
 }
 
 // waitTable waits until kubectl prints the table.

@@ -163,29 +163,39 @@ var _ = It("tells the verdict to the Instance whose Pod the Workload was made fo
 		"one event on the Workload, the same on its Instance")
 })
 
+// judgeOnce creates the Workload with the status Kueue would write, runs the check once and returns its state.
+func judgeOnce(ctx context.Context, wl *kueue.Workload, st kueue.WorkloadStatus) kueue.AdmissionCheckState {
+	GinkgoHelper()
+	suite.Create(wl)
+	wl.Status = st
+	Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
+	r := &nodedevices.Reconciler{Client: suite.Client, Reader: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
+	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl)).To(Succeed())
+	return wl.Status.AdmissionChecks[0]
+}
+
+// twoOneCardNodes makes flavor key of two nodes, key-a and key-b, with one A10G each.
+func twoOneCardNodes(key string) {
+	suite.Create(&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
+		Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}})
+	for _, n := range []string{key + "-a", key + "-b"} {
+		suite.Create(builders.MakeNode(n).Label("pool", key).Obj(), builders.MakeDevices(n).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj())
+	}
+}
+
 // A Workload of several Pods (a Job with parallelism 2) is placed Pod by Pod: each Pod's cards on one node,
 // the Pods on whichever nodes have room, so two Pods of one whole card fit a flavor of two one-card nodes, and
 // a third is refused naming which Pod found no room.
 var _ = DescribeTable("places a Workload of several Pods Pod by Pod",
 	func(key string, pods int32, w want) {
 		ctx := context.Background()
-		suite.Create(&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
-			Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}})
-		for _, n := range []string{key + "-a", key + "-b"} {
-			suite.Create(builders.MakeNode(n).Label("pool", key).Obj(), builders.MakeDevices(n).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj())
-		}
+		twoOneCardNodes(key)
 		wl, st := makeWorkload(key, key, whole, true)
 		wl.Spec.PodSets[0].Count = pods
 		st.Admission.PodSetAssignments[0].Count = ptr.To(pods)
-		suite.Create(wl)
-		wl.Status = st
-		Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
-
-		r := &nodedevices.Reconciler{Client: suite.Client, Reader: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
-		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl)).To(Succeed())
-		s := wl.Status.AdmissionChecks[0]
+		s := judgeOnce(ctx, wl, st)
 		Expect(s.State).To(Equal(w.State))
 		Expect(s.Message).To(ContainSubstring(w.Message))
 	},
@@ -201,11 +211,7 @@ var _ = DescribeTable("places a Workload of several Pods Pod by Pod",
 var _ = DescribeTable("pins a Workload to the node it placed it on",
 	func(key string, selector map[string]string, inflightOn string, w want, pin string) {
 		ctx := context.Background()
-		suite.Create(&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
-			Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}})
-		for _, n := range []string{key + "-a", key + "-b"} {
-			suite.Create(builders.MakeNode(n).Label("pool", key).Obj(), builders.MakeDevices(n).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj())
-		}
+		twoOneCardNodes(key)
 		if inflightOn != "" {
 			// A Workload the check passed a moment ago and pinned, whose Pod is not bound yet.
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key + "-inflight"},
@@ -222,15 +228,7 @@ var _ = DescribeTable("pins a Workload to the node it placed it on",
 		}
 		wl, st := makeWorkload(key, key, whole, true)
 		wl.Spec.PodSets[0].Template.Spec.NodeSelector = selector
-		suite.Create(wl)
-		wl.Status = st
-		Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
-
-		r := &nodedevices.Reconciler{Client: suite.Client, Reader: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
-		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl)).To(Succeed())
-		s := wl.Status.AdmissionChecks[0]
+		s := judgeOnce(ctx, wl, st)
 		Expect(s.State).To(Equal(w.State))
 		Expect(s.Message).To(ContainSubstring(w.Message))
 		var pinned string

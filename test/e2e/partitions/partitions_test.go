@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 )
 
 const (
@@ -26,8 +27,8 @@ var _ = BeforeEach(func() {
 func create(name, instanceType, profile string) {
 	GinkgoHelper()
 	inst := builders.MakeInstance("default", name, instanceType).Partition(profile).Obj()
-	Expect(k.Create(context.Background(), inst)).To(Succeed())
-	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+	Expect(suite.Client.Create(context.Background(), inst)).To(Succeed())
+	DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), inst) })
 }
 
 // Reference-behaviour section 12's example: eight H100s in MIG mode, one 3g.40gb in use. The pool's PT view
@@ -37,19 +38,19 @@ var _ = It("runs a 3g.40gb Instance on an H100 and moves the PT view", func() {
 	create("mig-demo", h100, "3g.40gb")
 	waitPhase("mig-demo", "Ready")
 	waitViews(h100, "0/0 0/0 0/0 1/52")
-	Expect(kubectl("get", "instancetype", h100, "-o",
+	Expect(suite.Kubectl("get", "instancetype", h100, "-o",
 		`jsonpath={range .status.acceleratorPartitioned.remainingProfiles[*]}{.name}={.count} {end}`)).To(Equal(
 		"1g.10gb=52 1g.20gb=30 2g.20gb=22 3g.40gb=15 4g.40gb=7 7g.80gb=7 "))
-	eventually(time.Minute, func() (bool, string) {
-		got := kubectl("get", "node", "node-h100", "-o",
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		got := suite.Kubectl("get", "node", "node-h100", "-o",
 			`jsonpath={.status.capacity.nvidia\.com/gpu\.partitioned\.mig-1g\.10gb} {.status.capacity.nvidia\.com/gpu\.partitioned\.mig-3g\.40gb}`)
 		return got == "52 16", "node-h100's 1g.10gb and 3g.40gb keys: " + got
 	})
 	// The per-card check pinned the Pod to the node it counted it on; Kueue put the pin in its nodeSelector.
-	Expect(kubectl("get", "pod", "mig-demo", "-n", "default", "-o",
+	Expect(suite.Kubectl("get", "pod", "mig-demo", "-n", "default", "-o",
 		`jsonpath={.spec.nodeName} {.spec.nodeSelector.kubernetes\.io/hostname}`)).To(Equal("node-h100 node-h100"))
 
-	kubectl("delete", "instance", "mig-demo", "-n", "default")
+	suite.Kubectl("delete", "instance", "mig-demo", "-n", "default")
 	waitViews(h100, "0/0 0/0 0/0 1/56")
 })
 
@@ -67,9 +68,8 @@ var _ = It("gives the last placement to one of two racing Instances", func() {
 	create("race-a", a100, "1g.10gb")
 	create("race-b", a100, "1g.10gb")
 	var winner, loser string
-	eventually(2*time.Minute, func() (bool, string) {
-		a := kubectl("get", "instance", "race-a", "-n", "default", "-o", "jsonpath={.status.phase}: {.status.phaseMessage}")
-		b := kubectl("get", "instance", "race-b", "-n", "default", "-o", "jsonpath={.status.phase}: {.status.phaseMessage}")
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		a, b := phase("race-a"), phase("race-b")
 		switch {
 		case strings.HasPrefix(a, "Ready"):
 			winner, loser = "race-a", "race-b"
@@ -81,12 +81,12 @@ var _ = It("gives the last placement to one of two racing Instances", func() {
 		return true, ""
 	})
 	waitPhase(loser, "Starting: waiting for a card with room: ")
-	eventually(time.Minute, func() (bool, string) {
-		got := kubectl("get", "instance", loser, "-n", "default", "-o", "jsonpath={.status.phaseMessage}")
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		got := suite.Kubectl("get", "instance", loser, "-n", "default", "-o", "jsonpath={.status.phaseMessage}")
 		return strings.Contains(got, "no card has a free placement for 1 1g.10gb partition(s)"), loser + " names the profile: " + got
 	})
 	waitViews(a100, "0/0 0/0 0/0 0/0")
 
-	kubectl("delete", "instance", winner, "-n", "default")
+	suite.Kubectl("delete", "instance", winner, "-n", "default")
 	waitPhase(loser, "Ready")
 })
