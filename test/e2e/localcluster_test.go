@@ -19,8 +19,8 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
 
 // Checks one Ready node per inventory entry, with the entry's capacity.
