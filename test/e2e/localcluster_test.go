@@ -19,6 +19,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
@@ -214,5 +215,40 @@ var _ = It("checks the running Kueue's configuration and says so on every Instan
 	eventually(time.Minute, func() (bool, string) {
 		got := kubectl("get", "instancetype", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="KueueConfigured")].status} {end}`)
 		return got == strings.Repeat("True ", len(step1Types)-1), "KueueConfigured of each InstanceType: " + got
+	})
+})
+
+// With a stock Kueue configuration (no credit transformations, no Pod integration) no accelerated Instance would
+// ever be admitted: the worker reads it from Kueue's ConfigMap within its minute and says on every
+// InstanceType what is missing, with a Warning event, then True again once the configuration is restored.
+var _ = It("says on every InstanceType what a stock Kueue configuration lacks", func(ctx context.Context) {
+	cm := &corev1.ConfigMap{}
+	Expect(k.Get(ctx, client.ObjectKey{Namespace: kueueconfig.Namespace, Name: kueueconfig.ConfigMap}, cm)).To(Succeed())
+	configured := cm.Data[kueueconfig.ConfigKey]
+	set := func(config string) {
+		GinkgoHelper()
+		Expect(k.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+		cm.Data[kueueconfig.ConfigKey] = config
+		Expect(k.Update(ctx, cm)).To(Succeed())
+	}
+	set("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations:\n  frameworks: [batch/job]\n")
+	DeferCleanup(func(ctx context.Context) { set(configured) })
+	conditions := func(field string) string {
+		return kubectl("get", "instancetype", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="KueueConfigured")].`+field+`}{"\n"}{end}`)
+	}
+	eventually(2*time.Minute, func() (bool, string) {
+		got := conditions("reason")
+		return got == strings.Repeat("KueueMisconfigured\n", len(step1Types)-1), "KueueConfigured reasons: " + got
+	})
+	Expect(conditions("message")).To(HavePrefix(`the queues will not admit: integrations.frameworks lacks "pod"; `))
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "events", "-A", "--field-selector", "reason=KueueMisconfigured,involvedObject.kind=InstanceType",
+			"-o", "custom-columns=TYPE:.type,OBJECT:.involvedObject.name", "--no-headers")
+		return strings.Count(got, "Warning") >= len(step1Types)-1, "the Warning events: " + got
+	})
+	set(configured)
+	eventually(2*time.Minute, func() (bool, string) {
+		got := conditions("status")
+		return got == strings.Repeat("True\n", len(step1Types)-1), "KueueConfigured once restored: " + got
 	})
 })
