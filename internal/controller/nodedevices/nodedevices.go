@@ -136,11 +136,11 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 		return verdict{}, err
 	}
 	for _, other := range inflight {
-		if _, after, err := placeOn(nodes, allowedNodes(acceleratedTemplates(other), objects), workloadPods(other)); err == nil {
+		if _, after, err := placeOn(nodes, allowedNodes(acceleratedTemplates(other, true), objects), workloadPods(other)); err == nil {
 			nodes = after
 		}
 	}
-	templates := acceleratedTemplates(wl)
+	templates := acceleratedTemplates(wl, false)
 	placed, _, err := placeOn(nodes, allowedNodes(templates, objects), pods)
 	if err != nil {
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoCardWithRoom,

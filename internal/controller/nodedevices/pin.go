@@ -17,12 +17,13 @@ import (
 // lets them go, so the scheduler binds them where the ledger counted them. A Workload whose Pods spread over
 // several nodes is not pinned; the device plugin's ledger check at Allocate is its guard.
 
-// acceleratedTemplates returns the Pod of each PodSet that asks for an accelerator, by PodSet name, with the
-// nodeSelector this check pinned it to merged in.
-func acceleratedTemplates(wl *kueue.Workload) map[kueue.PodSetReference]*corev1.Pod {
+// acceleratedTemplates returns the Pod of each PodSet that asks for an accelerator, by PodSet name; with pinned,
+// with the nodeSelector this check pinned it to merged in (a Workload in flight goes where it was pinned; one
+// judged again is placed afresh, whatever an earlier verdict said).
+func acceleratedTemplates(wl *kueue.Workload, pinned bool) map[kueue.PodSetReference]*corev1.Pod {
 	out := map[kueue.PodSetReference]*corev1.Pod{}
 	var updates []kueue.PodSetUpdate
-	if s := checkState(wl); s != nil {
+	if s := checkState(wl); s != nil && pinned {
 		updates = s.PodSetUpdates
 	}
 	for _, ps := range wl.Spec.PodSets {
