@@ -249,3 +249,19 @@ var _ = DescribeTable("pins a Workload to the node it placed it on",
 		"pininflight", nil, "pininflight-b",
 		want{State: kueue.CheckStateReady, Message: "fits on node pininflight-a"}, "main:pininflight-a"),
 )
+
+// A Workload judged again (after an eviction) is placed afresh: the pin of an earlier verdict, to a node whose
+// card a bound Pod has taken since, does not keep it there.
+var _ = It("places a Workload judged again afresh", func(ctx context.Context) {
+	twoOneCardNodes("repin")
+	suite.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "repin-holder"},
+		Spec: corev1.PodSpec{NodeName: "repin-a", Containers: []corev1.Container{{Name: "main", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Limits: limits(whole)}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	wl, st := makeWorkload("repin", "repin", whole, true)
+	st.AdmissionChecks[0].PodSetUpdates = []kueue.PodSetUpdate{{Name: "main", NodeSelector: map[string]string{corev1.LabelHostname: "repin-a"}}}
+	s := judgeOnce(ctx, wl, st)
+	Expect(s.State).To(Equal(kueue.CheckStateReady))
+	Expect(s.Message).To(Equal("fits on node repin-b"))
+	Expect(s.PodSetUpdates).To(ConsistOf(kueue.PodSetUpdate{Name: "main", NodeSelector: map[string]string{corev1.LabelHostname: "repin-b"}}))
+})
