@@ -126,6 +126,34 @@ func BenchmarkDomain(b *testing.B) {
 	}
 }
 
+// BenchmarkAggregate measures the worker-gateway's aggregation for 20 member clusters of 500 nodes each: every
+// member shows the pools of the generated inventory, one InstanceType each with the views of its own
+// recompute, and each name's 20 candidates are aggregated (a seventh of the members inactive).
+func BenchmarkAggregate(b *testing.B) {
+	const members = 20
+	nodes := generated(500)
+	byName := map[string]pools.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	flavors := pools.Flavors(nodes, true)
+	candidates := map[string][]pools.Candidate{}
+	for _, p := range pools.DerivedPools(pools.Catalog(nodes, flavors, false)) {
+		v := pools.PoolViews(p, flavors, byName)
+		for m := 0; m < members; m++ {
+			candidates[p.Name()] = append(candidates[p.Name()], pools.Candidate{Cluster: fmt.Sprintf("member-%02d", m),
+				Active: m%7 != 0, Accelerated: p.AcceleratorGroup != "", Views: v})
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, cs := range candidates {
+			pools.Aggregate(cs)
+		}
+	}
+	b.ReportMetric(float64(len(candidates)), "types")
+}
+
 // TestRequestSize reports the size of the flavors function's request for 5,000 nodes as Flavors sends it
 // (identities, no ledgers), which under Crossplane travels over gRPC with a 4 MiB default limit, and fails if it
 // no longer fits.
