@@ -551,11 +551,13 @@ var _ = It("follows the walkthrough's Step 6", func() {
 		_ = k.Delete(context.Background(), gone)
 	}
 
-	// node-cpu has no T4: Kueue admits the T4 pool's quota, the scheduler cannot place the pin.
+	// node-cpu has no T4: Kueue admits the T4 pool's quota, and the per-card check, which judges a Pod only on
+	// the nodes it may go to, finds none in the pool and holds it there, saying why.
 	nowhere := builders.MakeInstance("default", "pinned-nowhere", "gpustack--nvidia-tesla-t4-linux-amd64").Accelerators(1).NodeName("node-cpu").Obj()
 	Expect(k.Create(context.Background(), nowhere)).To(Succeed())
 	DeferCleanup(func() { _ = k.Delete(context.Background(), nowhere) })
-	waitPhase("pinned-nowhere", "Starting: unschedulable: 0/4 nodes are available")
+	waitPhase("pinned-nowhere", "Starting: waiting for a card with room: ")
+	Expect(instancePhase("pinned-nowhere")).To(HaveSuffix("cannot take 1 whole card(s) now: no node of the flavor matches the Pods' node selector and affinity"))
 })
 
 // Creates, as a server-side dry run, a raw Pod that asks the T4 pool for a slice of 8192 MiB:
