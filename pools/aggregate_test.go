@@ -59,7 +59,7 @@ func TestAggregate(t *testing.T) {
 				gpu("b", Views{Partitioned: View{Capacity: 7, OnceMaxRequest: 1, Remaining: 7}, RemainingProfiles: map[string]int64{"1g.10gb": 7, "3g.40gb": 2}}),
 			},
 			want: Aggregated{Tiers: []Tier{{OnceMaxRequest: Views{Partitioned: View{OnceMaxRequest: 1}}, Winner: "a", Clusters: []string{"a", "b"}}},
-				Views: Views{Partitioned: View{Capacity: 63, OnceMaxRequest: 1, Remaining: 59}, RemainingProfiles: map[string]int64{"1g.10gb": 59, "3g.40gb": 17}},
+				Views:    Views{Partitioned: View{Capacity: 63, OnceMaxRequest: 1, Remaining: 59}, RemainingProfiles: map[string]int64{"1g.10gb": 59, "3g.40gb": 17}},
 				Clusters: []string{"a", "b"}},
 		},
 		"CPUTypes": {
