@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
-	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
@@ -37,38 +37,38 @@ type Suite struct {
 // Start starts a local cluster of the inventory file examples/clusters/<file> with the operator and the CEL
 // admission policies, or skips the suite when the binaries are not built.
 func Start(file string) *Suite {
-	GinkgoHelper()
+	ginkgo.GinkgoHelper()
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
 		"kueue", "nfd-master", "gpustack-operator")
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	if skip != "" {
-		Skip(skip)
+		ginkgo.Skip(skip)
 	}
 	s := &Suite{}
 	s.Inventory, err = simulated.Load(testenv.Path("examples", "clusters", file))
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	s.Dir, err = os.MkdirTemp("", "gpustack-e2e-")
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s.Cluster, err = localcluster.Start(ctx, localcluster.Config{
-		BinDir: bin, Dir: s.Dir, Inventory: s.Inventory, CRDPaths: []string{testenv.Path("package", "crds")}, Progress: GinkgoWriter,
+		BinDir: bin, Dir: s.Dir, Inventory: s.Inventory, CRDPaths: []string{testenv.Path("package", "crds")}, Progress: ginkgo.GinkgoWriter,
 		Operator: filepath.Join(bin, "gpustack-operator"), PolicyPaths: []string{testenv.Path("policies", "cel")},
 	})
-	Expect(err).NotTo(HaveOccurred(), "cannot start the local cluster")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "cannot start the local cluster")
 	s.Client, err = client.New(s.Cluster.RESTConfig, client.Options{Scheme: scheme.New()})
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return s
 }
 
 // Stop stops the cluster, fails if any of its processes is left, and removes its files.
 func (s *Suite) Stop() {
-	GinkgoHelper()
+	ginkgo.GinkgoHelper()
 	if s == nil || s.Cluster == nil {
 		return
 	}
 	defer func() { _ = os.RemoveAll(s.Dir) }()
-	Expect(stopAndCheck(s.Cluster, s.Dir)).To(Succeed())
+	gomega.Expect(stopAndCheck(s.Cluster, s.Dir)).To(gomega.Succeed())
 }
 
 func stopAndCheck(c *localcluster.Cluster, dir string) error {
@@ -92,23 +92,23 @@ func stopAndCheck(c *localcluster.Cluster, dir string) error {
 
 // Kubectl runs kubectl against the cluster and fails the spec when it fails.
 func (s *Suite) Kubectl(args ...string) string {
-	GinkgoHelper()
+	ginkgo.GinkgoHelper()
 	out, err := testenv.Kubectl(s.Cluster.Kubeconfig, args...)
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return out
 }
 
 // KubectlTable runs kubectl against the cluster and splits its table into cells.
 func (s *Suite) KubectlTable(args ...string) [][]string {
-	GinkgoHelper()
+	ginkgo.GinkgoHelper()
 	return walkthrough.ParseTable(s.Kubectl(args...))
 }
 
 // WaitFor polls cond until it holds, failing the spec with cond's last message after timeout.
 func WaitFor(timeout time.Duration, cond func() (bool, string)) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) {
+	ginkgo.GinkgoHelper()
+	gomega.Eventually(func(g gomega.Gomega) {
 		ok, msg := cond()
-		g.Expect(ok).To(BeTrue(), msg)
-	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+		g.Expect(ok).To(gomega.BeTrue(), msg)
+	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(gomega.Succeed())
 }
