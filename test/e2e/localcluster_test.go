@@ -225,14 +225,15 @@ var _ = It("says on every InstanceType what a stock Kueue configuration lacks", 
 	cm := &corev1.ConfigMap{}
 	Expect(k.Get(ctx, client.ObjectKey{Namespace: kueueconfig.Namespace, Name: kueueconfig.ConfigMap}, cm)).To(Succeed())
 	configured := cm.Data[kueueconfig.ConfigKey]
-	set := func(config string) {
+	set := func(ctx context.Context, config string) {
 		GinkgoHelper()
 		Expect(k.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 		cm.Data[kueueconfig.ConfigKey] = config
 		Expect(k.Update(ctx, cm)).To(Succeed())
 	}
-	set("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations:\n  frameworks: [batch/job]\n")
-	DeferCleanup(func(ctx context.Context) { set(configured) })
+	set(ctx, "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations:\n  frameworks: [batch/job]\n")
+	// The cleanup gets its own context: the spec's ends with the spec.
+	DeferCleanup(func(ctx context.Context) { set(ctx, configured) })
 	conditions := func(field string) string {
 		return kubectl("get", "instancetype", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="KueueConfigured")].`+field+`}{"\n"}{end}`)
 	}
@@ -246,7 +247,7 @@ var _ = It("says on every InstanceType what a stock Kueue configuration lacks", 
 			"-o", "custom-columns=TYPE:.type,OBJECT:.involvedObject.name", "--no-headers")
 		return strings.Count(got, "Warning") >= len(step1Types)-1, "the Warning events: " + got
 	})
-	set(configured)
+	set(ctx, configured)
 	eventually(2*time.Minute, func() (bool, string) {
 		got := conditions("status")
 		return got == strings.Repeat("True\n", len(step1Types)-1), "KueueConfigured once restored: " + got
