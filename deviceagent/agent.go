@@ -103,7 +103,14 @@ func (a *Agent) detect(ctx context.Context, pub *Publisher) {
 
 // reclaim destroys the partitions whose Pod is gone and the orphans, once per detection.
 func (a *Agent) reclaim(ctx context.Context) {
-	if len(a.Partitioners) == 0 {
+	var partitioned []providers.Device
+	for _, c := range a.currentCards() {
+		if a.Partitioners[c.Manufacturer] != nil && len(c.Partitions) > 0 {
+			partitioned = append(partitioned, c)
+		}
+	}
+	// A node without cards in a partitioning mode has nothing to reclaim: its Pods are not listed.
+	if len(partitioned) == 0 {
 		return
 	}
 	var pods corev1.PodList
@@ -117,12 +124,8 @@ func (a *Agent) reclaim(ctx context.Context) {
 			live[string(p.UID)] = true
 		}
 	}
-	for _, c := range a.currentCards() {
-		part := a.Partitioners[c.Manufacturer]
-		if part == nil || len(c.Partitions) == 0 {
-			continue
-		}
-		for _, err := range part.Reclaim(ctx, c, func(owner string) bool { return live[owner] }) {
+	for _, c := range partitioned {
+		for _, err := range a.Partitioners[c.Manufacturer].Reclaim(ctx, c, func(owner string) bool { return live[owner] }) {
 			a.Log.Error(err, "cannot reclaim a partition", "node", a.Node, "card", c.UUID)
 		}
 	}

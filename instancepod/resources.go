@@ -58,7 +58,7 @@ func Resources(inst *workerv1.Instance, it *workerv1.InstanceType, overcommit bo
 			}
 			// The Pod webhook folds the profile into .partitioned.units from the pool's inventory.
 			set(limits, base+".partitioned", count)
-			set(limits, base+".partitioned."+v.PartitionKind+"-"+r.AcceleratorPartitionedProfile, count)
+			set(limits, v.ProfilePrefix()+r.AcceleratorPartitionedProfile, count)
 		case r.AcceleratorSlicedMemoryPercentage != nil && *r.AcceleratorSlicedMemoryPercentage > 0:
 			if count != 1 {
 				return out, errors.Errorf("spec.resources.accelerator: a slice is always 1 accelerator, got %d", count)

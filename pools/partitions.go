@@ -2,6 +2,7 @@ package pools
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -172,7 +173,7 @@ func fitPartitions(cards []Card, d Demand) ([]int, []Card, error) {
 			return nil, nil, errors.Errorf("no card has a free placement for %s: %s", d, freePartitions(after))
 		}
 		after[best] = withPartition(after[best], d.Profile)
-		if !containsInt(chosen, best) {
+		if !slices.Contains(chosen, best) {
 			chosen = append(chosen, best)
 		}
 	}
@@ -202,15 +203,6 @@ func freePartitions(cards []Card) string {
 	return "free placements " + strings.Join(parts, ", ")
 }
 
-func containsInt(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // PartitionCounting returns the Node capacity of the counting keys a node's partitioned cards give, keyed by
 // resource name: per vendor with a partitioning kind, <base>.partitioned.units (healthy partitioned cards ×
 // M) and, per profile, <base>.partitioned.<kind>-<profile> = the partitions held plus those still possible.
@@ -231,7 +223,7 @@ func PartitionCounting(d *workerv1.Devices) map[string]int64 {
 			}
 			out[v.ResourceName+".partitioned.units"] += M
 			for _, p := range c.Partitions {
-				out[v.ResourceName+".partitioned."+v.PartitionKind+"-"+p.Profile] += p.Allocated + p.Remaining
+				out[v.ProfilePrefix()+p.Profile] += p.Allocated + p.Remaining
 			}
 		}
 	}

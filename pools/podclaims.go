@@ -69,7 +69,7 @@ func demand(limits corev1.ResourceList, v vendors.Vendor) (Demand, bool) {
 		return Demand{Family: FamilySliced, Units: units}, true
 	case v.PartitionKind != "" && count(base+".partitioned") > 0:
 		// The profile is the one per-profile key the container asks; the first in name order if it asks several.
-		prefix := base + ".partitioned." + v.PartitionKind + "-"
+		prefix := v.ProfilePrefix()
 		var profiles []string
 		for name := range limits {
 			if profile, ok := strings.CutPrefix(string(name), prefix); ok && count(string(name)) > 0 {

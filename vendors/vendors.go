@@ -35,6 +35,15 @@ type Vendor struct {
 	SliceGap string
 }
 
+// ProfilePrefix is the start of the vendor's per-profile partition keys, <base>.partitioned.<kind>- (a Pod asks
+// nvidia.com/gpu.partitioned.mig-3g.40gb); empty when the vendor has no partitioning kind.
+func (v Vendor) ProfilePrefix() string {
+	if v.PartitionKind == "" {
+		return ""
+	}
+	return v.ResourceName + ".partitioned." + v.PartitionKind + "-"
+}
+
 // table lists the vendors in the order the documentation does.
 var table = []Vendor{
 	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig", ""},

@@ -66,7 +66,7 @@ func (b PodBudgets) Profile(ctx context.Context, r Resource) (string, string, er
 	if err != nil {
 		return "", "", err
 	}
-	prefix := r.Name + "." + r.Vendor.PartitionKind + "-"
+	prefix := r.Vendor.ProfilePrefix()
 	var profiles []string
 	for name := range c.Resources.Limits {
 		if profile, ok := strings.CutPrefix(string(name), prefix); ok {

@@ -42,8 +42,8 @@ var ExcludeResourcePrefixes = excludeResourcePrefixes()
 func excludeResourcePrefixes() []string {
 	out := []string{"memory", "ephemeral-storage", "device.gpustack.ai/"}
 	for _, v := range vendors.All() {
-		if v.PartitionKind != "" {
-			out = append(out, v.ResourceName+".partitioned."+v.PartitionKind+"-")
+		if prefix := v.ProfilePrefix(); prefix != "" {
+			out = append(out, prefix)
 		}
 	}
 	return out

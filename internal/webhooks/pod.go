@@ -118,7 +118,7 @@ func (d *folder) foldPartitions(ctx context.Context, c *corev1.Container, v vend
 	if v.PartitionKind == "" {
 		return nil
 	}
-	prefix := v.ResourceName + ".partitioned." + v.PartitionKind + "-"
+	prefix := v.ProfilePrefix()
 	profiles := map[string]string{}
 	for name := range c.Resources.Limits {
 		if profile, ok := strings.CutPrefix(string(name), prefix); ok {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -314,10 +313,4 @@ func profileName(info nvml.GpuInstanceProfileInfo, product string) string {
 		}
 	}
 	return strconv.Itoa(int(info.SliceCount)) + "g." + strconv.FormatInt((int64(info.MemorySizeMB)+512)/1024, 10) + "gb"
-}
-
-// CardOfDevice returns the card UUID of a partition's device name.
-func CardOfDevice(name string) string {
-	card, _, _ := strings.Cut(strings.TrimPrefix(name, "MIG-"), "/")
-	return card
 }
