@@ -200,6 +200,19 @@ test-packages: $(TEST_TOOLS) build package ## The Helm chart and the Crossplane 
 bench: ## Run the benchmarks (numbers in the README).
 	go test -run '^$$' -bench . -benchtime 20x ./internal/embedded/
 
+# The scale harness's size, and how long it counts writes on a quiet cluster.
+NODES ?= 5000
+WORKLOADS ?= 500
+QUIET ?= 5m
+BENCH_DIR ?= $(ROOT)/.bench-cluster
+
+.PHONY: bench-cluster
+bench-cluster: $(DEMO_TOOLS) ## Measure the operator on a local cluster of NODES nodes (8 cards each) with WORKLOADS workloads; redraws docs/bench/cluster.png.
+	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/benchcluster
+	$(BIN)/benchcluster --bin $(BIN) --dir $(BENCH_DIR) --nodes $(NODES) --workloads $(WORKLOADS) --quiet $(QUIET) \
+		--results docs/bench/cluster-results.json
+	cd hack/tools/benchplot && go run . --in $(ROOT)/docs/bench/cluster-results.json --out $(ROOT)/docs/bench/cluster.png
+
 ##@ Demo
 
 DEMO_DIR ?= $(ROOT)/.demo

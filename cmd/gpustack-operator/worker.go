@@ -59,6 +59,10 @@ func runWorker(args []string) error {
 	agentImage := fs.String("device-manager-image", "", "deploy the device agents with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
 	kueueConfig := fs.String("kueue-config", kueueconfig.Namespace+"/"+kueueconfig.ConfigMap, "namespace/name of the ConfigMap that holds the Kueue controller's configuration ("+kueueconfig.ConfigKey+"): the worker checks it carries what the operator needs and says what it lacks on every InstanceType (condition "+composer.ConditionKueueConfigured+"); empty checks nothing")
 	leaderElect := fs.Bool("leader-elect", true, "run the controllers and the AdmissionCheck on one replica at a time, the holder of the Lease "+leaseName+" in the worker's namespace; every replica serves the webhooks")
+	// client-go's own limit (5 requests a second, bursts of 10) held each verdict of the check and each Instance
+	// behind the others' reads; these are Kueue's defaults.
+	qps := fs.Float64("kube-api-qps", 50, "requests a second the worker sends the API server, on average")
+	burst := fs.Int("kube-api-burst", 100, "requests the worker may send the API server at once")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
@@ -66,6 +70,7 @@ func runWorker(args []string) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot load the kubeconfig")
 	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	s := scheme.New()
 	opts := ctrl.Options{
 		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,

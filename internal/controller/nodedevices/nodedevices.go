@@ -125,17 +125,24 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	if err != nil {
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoSingleFlavor, message: err.Error()}, nil
 	}
-	// The Workloads in flight are read before the nodes' Pods: a Pod bound in between then counts twice (a
-	// Retry a moment too early), never zero times (two Workloads given the same last card).
-	inflight, err := r.inflight(ctx, wl, flavor)
+	// The Workloads that passed the check are read before the Pods: a Pod bound in between is then seen bound
+	// (counted on its node, its Workload not in flight), never counted nowhere.
+	passed, err := r.passed(ctx, wl, flavor)
 	if err != nil {
 		return verdict{}, err
 	}
-	nodes, objects, err := r.nodesOf(ctx, flavor)
+	snapshot, err := r.livePods(ctx)
 	if err != nil {
 		return verdict{}, err
 	}
-	for _, other := range inflight {
+	nodes, objects, err := r.nodesOf(ctx, flavor, snapshot)
+	if err != nil {
+		return verdict{}, err
+	}
+	for _, other := range passed {
+		if !snapshot.unbound(other) {
+			continue
+		}
 		if _, after, err := placeOn(nodes, allowedNodes(acceleratedTemplates(other, true), objects), workloadPods(other)); err == nil {
 			nodes = after
 		}
@@ -152,7 +159,7 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 
 // nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods,
 // and the Node objects by name.
-func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference) ([]pools.NodeCards, map[string]*corev1.Node, error) {
+func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference, snapshot podSnapshot) ([]pools.NodeCards, map[string]*corev1.Node, error) {
 	rf := &kueue.ResourceFlavor{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: string(flavor)}, rf); err != nil {
 		return nil, nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", flavor)
@@ -173,15 +180,9 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 			}
 			return nil, nil, errors.Wrapf(err, "cannot get the Devices of node %s", n.Name)
 		}
-		var pods corev1.PodList
-		if err := r.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: nodeNameSelector(n.Name)}); err != nil {
-			return nil, nil, errors.Wrapf(err, "cannot list the Pods of node %s", n.Name)
-		}
 		var bound []pools.Claim
-		for i := range pods.Items {
-			if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-				bound = append(bound, pools.PodClaims(p)...)
-			}
+		for _, p := range snapshot.byNode[n.Name] {
+			bound = append(bound, pools.PodClaims(p)...)
 		}
 		out = append(out, pools.NodeCardsOf(d, bound))
 		objects[n.Name] = n
@@ -189,9 +190,9 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 	return out, objects, nil
 }
 
-// inflight returns the other Workloads on the flavor that passed the check and whose Pods the scheduler has not
-// bound yet, oldest first.
-func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([]*kueue.Workload, error) {
+// passed returns the other Workloads on the flavor that passed the check and still hold their quota, oldest
+// first; those whose Pods are not bound yet are in flight.
+func (r *Reconciler) passed(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([]*kueue.Workload, error) {
 	var wls kueue.WorkloadList
 	if err := r.Reader.List(ctx, &wls); err != nil {
 		return nil, errors.Wrap(err, "cannot list Workloads")
@@ -211,34 +212,47 @@ func (r *Reconciler) inflight(ctx context.Context, self *kueue.Workload, flavor 
 		if f, err := singleFlavor(wl); err != nil || f != flavor {
 			continue
 		}
-		unbound, err := r.podsUnbound(ctx, wl)
-		if err != nil {
-			return nil, err
-		}
-		if unbound {
-			out = append(out, wl)
-		}
+		out = append(out, wl)
 	}
 	return out, nil
 }
 
-// podsUnbound reports whether a Workload's Pod (Kueue's Pod integration names it as the Workload's owner)
-// is not bound to a node yet.
-func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool, error) {
+// podSnapshot is one read of every Pod that has not ended: the bound ones by node, and all by namespace and
+// name. One list answers both what each node's cards hold and which Workloads are still in flight, at the
+// same instant; a read per node and per Workload cost a request each, hundreds per verdict at scale.
+type podSnapshot struct {
+	byNode map[string][]*corev1.Pod
+	byKey  map[client.ObjectKey]*corev1.Pod
+}
+
+// livePods reads the Pods that have not ended, uncached.
+func (r *Reconciler) livePods(ctx context.Context) (podSnapshot, error) {
+	var pods corev1.PodList
+	if err := r.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: liveSelector}); err != nil {
+		return podSnapshot{}, errors.Wrap(err, "cannot list Pods")
+	}
+	s := podSnapshot{byNode: map[string][]*corev1.Pod{}, byKey: make(map[client.ObjectKey]*corev1.Pod, len(pods.Items))}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		s.byKey[client.ObjectKeyFromObject(p)] = p
+		if p.Spec.NodeName != "" {
+			s.byNode[p.Spec.NodeName] = append(s.byNode[p.Spec.NodeName], p)
+		}
+	}
+	return s, nil
+}
+
+// unbound reports whether a Workload's Pod (Kueue's Pod integration names it as the Workload's owner) is
+// there and not bound to a node yet.
+func (s podSnapshot) unbound(wl *kueue.Workload) bool {
 	for _, o := range wl.OwnerReferences {
 		if o.Kind != "Pod" {
 			continue
 		}
-		pod := &corev1.Pod{}
-		if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}, pod); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return false, errors.Wrap(err, "cannot get a Workload's Pod")
-		}
-		return pod.Spec.NodeName == "", nil
+		p, ok := s.byKey[client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}]
+		return ok && p.Spec.NodeName == ""
 	}
-	return false, nil
+	return false
 }
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances,verbs=get;list;watch

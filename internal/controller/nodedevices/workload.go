@@ -103,6 +103,6 @@ func onNodes(names []string) string {
 	return "nodes " + strings.Join(seen, ", ")
 }
 
-func nodeNameSelector(node string) fields.Selector {
-	return fields.OneTermEqualSelector("spec.nodeName", node)
-}
+// liveSelector selects the Pods that have not ended: only they hold cards or wait for them.
+var liveSelector = fields.AndSelectors(fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))

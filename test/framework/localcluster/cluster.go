@@ -68,6 +68,9 @@ type Config struct {
 	// KeepJobsRunning leaves out KWOK's stage that completes a Job's Pods at once, for a test that runs them
 	// itself and reports when they end.
 	KeepJobsRunning bool
+	// AuditUsers, when set, makes the API server record every write by these users (create, update, patch,
+	// delete) in the audit log at AuditLogPath, for a measure of the writes a component causes.
+	AuditUsers []string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }
@@ -190,6 +193,9 @@ func (c *Cluster) AgentMetricsURL() string {
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.agentMetrics)
 }
+
+// AuditLogPath is the API server's audit log (JSON lines), written only when Config.AuditUsers is set.
+func (c *Cluster) AuditLogPath() string { return c.path("logs", "audit.log") }
 
 // Clientset returns a Kubernetes clientset for the administrator.
 func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 )
 
 func (c *Cluster) startEtcd(ctx context.Context) error {
@@ -38,7 +39,11 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 
 func (c *Cluster) startAPIServer(ctx context.Context) error {
 	pki := func(name string) string { return c.path("pki", name) }
-	if err := c.start(componentAPIServer, nil, c.bin("kube-apiserver"),
+	audit, err := c.auditFlags()
+	if err != nil {
+		return err
+	}
+	if err := c.start(componentAPIServer, nil, append([]string{c.bin("kube-apiserver"),
 		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(c.ports.etcdClient),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(c.ports.apiServer),
@@ -53,7 +58,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		// On loopback the endpoint reconciler would refuse 127.0.0.1 as the kubernetes Service's endpoint.
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	); err != nil {
+	}, audit...)...); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
@@ -67,6 +72,34 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// auditFlags returns the API server's audit flags: a policy that records the writes of Config.AuditUsers at
+// the Metadata level, and nothing else. None when no user is named.
+func (c *Cluster) auditFlags() ([]string, error) {
+	if len(c.cfg.AuditUsers) == 0 {
+		return nil, nil
+	}
+	policy := map[string]any{
+		"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": []string{"RequestReceived"},
+		"rules": []map[string]any{
+			{"level": "Metadata", "users": c.cfg.AuditUsers, "verbs": []string{"create", "update", "patch", "delete", "deletecollection"}},
+			{"level": "None"},
+		},
+	}
+	data, err := yaml.Marshal(policy)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot encode the audit policy")
+	}
+	path := c.path("config", "audit-policy.yaml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, errors.Wrap(err, "cannot create the configuration directory")
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return nil, errors.Wrap(err, "cannot write the audit policy")
+	}
+	return []string{"--audit-policy-file=" + path, "--audit-log-path=" + c.AuditLogPath(), "--audit-log-format=json",
+		"--audit-log-mode=batch"}, nil
 }
 
 func (c *Cluster) startControllers(ctx context.Context) error {
@@ -159,19 +192,29 @@ func (c *Cluster) startKWOK(ctx context.Context) error {
 	if c.cfg.Inventory == nil {
 		return nil
 	}
-	for _, n := range c.cfg.Inventory.Nodes {
-		node := NodeFor(n)
-		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return errors.Wrapf(err, "cannot create node %s", n.Name)
+	nodes := c.cfg.Inventory.Nodes
+	if err := parallel(ctx, len(nodes), func(ctx context.Context, i int) error {
+		_, err := cs.CoreV1().Nodes().Create(ctx, NodeFor(nodes[i]), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return errors.Wrapf(err, "cannot create node %s", nodes[i].Name)
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	return c.waitFor(ctx, "nodes", 2*time.Minute, func(ctx context.Context) error {
-		for _, n := range c.cfg.Inventory.Nodes {
-			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if !NodeReady(node) {
+	// KWOK marks a few hundred nodes Ready a second on these machines; thousands need longer than a few.
+	timeout := 2*time.Minute + time.Duration(len(nodes))*50*time.Millisecond
+	return c.waitFor(ctx, "nodes", timeout, func(ctx context.Context) error {
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return err
+		}
+		ready := map[string]bool{}
+		for i := range list.Items {
+			ready[list.Items[i].Name] = NodeReady(&list.Items[i])
+		}
+		for _, n := range nodes {
+			if !ready[n.Name] {
 				return errors.Errorf("node %s is not Ready", n.Name)
 			}
 		}

@@ -87,21 +87,22 @@ func (c *Cluster) nodeTokens(ctx context.Context, account, namespace string) (st
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", errors.Wrap(err, "cannot create the node token directory")
 	}
-	for _, n := range c.cfg.Inventory.Nodes {
-		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	nodes := c.cfg.Inventory.Nodes
+	if err := parallel(ctx, len(nodes), func(ctx context.Context, i int) error {
+		node, err := cs.CoreV1().Nodes().Get(ctx, nodes[i].Name, metav1.GetOptions{})
 		if err != nil {
-			return "", errors.Wrapf(err, "cannot get node %s", n.Name)
+			return errors.Wrapf(err, "cannot get node %s", nodes[i].Name)
 		}
 		token, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, account, &authenticationv1.TokenRequest{
 			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](30 * 24 * 3600),
 				BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}},
 		}, metav1.CreateOptions{})
 		if err != nil {
-			return "", errors.Wrapf(err, "cannot request a token of %s bound to node %s", account, n.Name)
+			return errors.Wrapf(err, "cannot request a token of %s bound to node %s", account, node.Name)
 		}
-		if err := os.WriteFile(filepath.Join(dir, n.Name), []byte(token.Status.Token), 0o600); err != nil {
-			return "", errors.Wrap(err, "cannot write a node token")
-		}
+		return errors.Wrap(os.WriteFile(filepath.Join(dir, node.Name), []byte(token.Status.Token), 0o600), "cannot write a node token")
+	}); err != nil {
+		return "", err
 	}
 	return dir, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"golang.org/x/sync/errgroup"
 )
 
 // process is one component of the cluster running as a child process, with its log in <dir>/logs/<name>.log
@@ -157,4 +158,15 @@ func alive(pid int) bool {
 		return s[i+2] != 'Z'
 	}
 	return true
+}
+
+// parallel runs do for 0..n-1 on a few goroutines and returns the first error: creating thousands of nodes or
+// tokens one request at a time would take minutes.
+func parallel(ctx context.Context, n int, do func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i := range n {
+		g.Go(func() error { return do(ctx, i) })
+	}
+	return g.Wait()
 }

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+// policySwitchDelay is how long the API server is given to load or drop a binding before timing again: its
+// admission plugin reads bindings from an informer.
+const policySwitchDelay = 5 * time.Second
+
+// policyLatency are dry-run Pod creates timed with the admission policies bound and with their bindings gone.
+type policyLatency struct {
+	with, without []time.Duration
+}
+
+// bindings reads the ValidatingAdmissionPolicyBindings of the policy files in dir.
+func bindings(dir string) ([]*admissionv1.ValidatingAdmissionPolicyBinding, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot list the policies in %s", dir)
+	}
+	var out []*admissionv1.ValidatingAdmissionPolicyBinding
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot read %s", f)
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			var head metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+				return nil, errors.Wrapf(err, "cannot decode %s", f)
+			}
+			if head.Kind != "ValidatingAdmissionPolicyBinding" {
+				continue
+			}
+			b := &admissionv1.ValidatingAdmissionPolicyBinding{}
+			if err := yaml.UnmarshalStrict([]byte(doc), b); err != nil {
+				return nil, errors.Wrapf(err, "cannot decode a binding of %s", f)
+			}
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// measurePolicies times n dry-run creates of pod with the policies' bindings in place and n without, in two
+// alternating rounds so that drift in the cluster's load falls on both sides alike. The bindings are back in
+// place when it returns.
+func measurePolicies(ctx context.Context, cs kubernetes.Interface, dir string, pod *corev1.Pod, n int) (policyLatency, error) {
+	var out policyLatency
+	bs, err := bindings(dir)
+	if err != nil {
+		return out, err
+	}
+	if len(bs) == 0 {
+		return out, errors.Errorf("no ValidatingAdmissionPolicyBinding in %s", dir)
+	}
+	api := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	bind := func(on bool) error {
+		for _, b := range bs {
+			var err error
+			if on {
+				_, err = api.Create(ctx, b.DeepCopy(), metav1.CreateOptions{})
+			} else {
+				err = api.Delete(ctx, b.Name, metav1.DeleteOptions{})
+			}
+			if err != nil {
+				return errors.Wrapf(err, "cannot switch the binding %s", b.Name)
+			}
+		}
+		time.Sleep(policySwitchDelay)
+		return nil
+	}
+	time1 := func(into *[]time.Duration) error {
+		for range n / 2 {
+			p := pod.DeepCopy()
+			start := time.Now()
+			if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				return errors.Wrap(err, "cannot create a dry-run Pod")
+			}
+			*into = append(*into, time.Since(start))
+		}
+		return nil
+	}
+	for range 2 {
+		if err := time1(&out.with); err != nil {
+			return out, err
+		}
+		if err := bind(false); err != nil {
+			return out, err
+		}
+		err := time1(&out.without)
+		if berr := bind(true); berr != nil {
+			return out, berr
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}

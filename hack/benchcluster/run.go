@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	goruntime "runtime"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/package/rbac"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+)
+
+// options are the harness's flags.
+type options struct {
+	nodes, workloads, flips, policyCreates int
+	quiet                                  time.Duration
+	bin, dir, crds, policies, results      string
+}
+
+// serviceAccountUser is the user name a service account's requests carry.
+func serviceAccountUser(namespace, component string) string {
+	return "system:serviceaccount:" + namespace + ":" + rbac.ServiceAccountName(component)
+}
+
+// run starts the cluster, takes every measure in turn and stops the cluster.
+func run(ctx context.Context, o options) (*result, error) {
+	r := &result{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Nodes: o.nodes, Workloads: o.workloads}
+	say := func(format string, args ...any) { fmt.Fprintf(os.Stderr, ">> "+format+"\n", args...) }
+
+	say("starting a local cluster of %d nodes with %d cards", o.nodes, o.nodes*cardsPerNode)
+	start := time.Now()
+	c, err := localcluster.Start(ctx, localcluster.Config{
+		BinDir: o.bin, Dir: o.dir, Inventory: generate(o.nodes), CRDPaths: []string{o.crds}, PolicyPaths: []string{o.policies},
+		Operator: filepath.Join(o.bin, "gpustack-operator"), Progress: os.Stderr,
+		AuditUsers: []string{serviceAccountUser(workerv1.SystemNamespace, "worker"), serviceAccountUser(deviceagent.Namespace, "device-manager")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.Stop() }()
+	cfg := *c.RESTConfig
+	cfg.QPS, cfg.Burst = 1000, 2000
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, workerv1.AddToScheme, nfdv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, errors.Wrap(err, "cannot build the scheme")
+		}
+	}
+	k, err := client.NewWithWatch(&cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create a client")
+	}
+	cs, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create a clientset")
+	}
+	pid, err := workerPID(o.dir)
+	if err != nil {
+		return nil, err
+	}
+
+	say("waiting for every node's inventory and a settled chain")
+	if err := settled(ctx, k, o.nodes); err != nil {
+		return nil, err
+	}
+	r.add("startup", time.Since(start).Seconds(), "s", "")
+	first, err := sampleProc(pid)
+	if err != nil {
+		return nil, err
+	}
+
+	say("timing %d flips of gpustack.ai/managed", o.flips)
+	var names []string
+	for i := range o.nodes {
+		names = append(names, fmt.Sprintf("node-%05d", i))
+	}
+	flips, err := converge(ctx, k, names, o.flips)
+	if err != nil {
+		return nil, err
+	}
+	r.add("converge-p50", ms(percentile(flips, 50)), "ms", "")
+	r.add("converge-p99", ms(percentile(flips, 99)), "ms", "")
+
+	pool, err := slicedPool(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	bare, err := probePod(ctx, k, pool)
+	if err != nil {
+		return nil, err
+	}
+	say("timing %d dry-run Pod creates with the admission policies and %d without", o.policyCreates, o.policyCreates)
+	pl, err := measurePolicies(ctx, cs, o.policies, bare, o.policyCreates)
+	if err != nil {
+		return nil, err
+	}
+	r.add("policy-with-p50", ms(percentile(pl.with, 50)), "ms", "")
+	r.add("policy-without-p50", ms(percentile(pl.without, 50)), "ms", "")
+	r.add("policy-added-p50", ms(percentile(pl.with, 50))-ms(percentile(pl.without, 50)), "ms", "")
+	r.add("policy-added-p99", ms(percentile(pl.with, 99))-ms(percentile(pl.without, 99)), "ms", "< 1")
+
+	say("running %d Instances and %d bare Kueue Pods in pool %s", o.workloads, o.workloads, pool)
+	rn, err := startWorkloads(ctx, k, pool, bare, o.workloads)
+	if err != nil {
+		return nil, err
+	}
+	inst, pods := ms(percentile(rn.instances, 50)), ms(percentile(rn.pods, 50))
+	r.add("instance-running-p50", inst, "ms", "")
+	r.add("pod-running-p50", pods, "ms", "")
+	r.add("instance-vs-pod-ratio", inst/pods, "", "<= 1.2")
+	check, err := admissionCheckP99(ctx, c.MetricsURL())
+	if err != nil {
+		return nil, err
+	}
+	r.add("admission-check-p99", check, "ms", "")
+
+	say("counting writes for %s with nothing changing", o.quiet)
+	settleCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	err = settled(settleCtx, k, o.nodes)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	from := time.Now()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(o.quiet):
+	}
+	to := time.Now()
+	last, err := sampleProc(pid)
+	if err != nil {
+		return nil, err
+	}
+	// The API server writes its audit log in batches: give the last one time to land.
+	time.Sleep(2 * time.Second)
+	writes, err := auditWrites(c.AuditLogPath(), from, to)
+	if err != nil {
+		return nil, err
+	}
+	r.add("quiet-writes", float64(writes.Writes), "count", "0")
+	r.add("quiet-lease-writes", float64(writes.Leases), "count", "")
+	r.QuietByResource = writes.ByResource
+	r.add("worker-rss", float64(last.rssKiB)/1024, "MiB", "< 150")
+	r.add("worker-rss-peak", float64(last.hwmK)/1024, "MiB", "")
+	r.add("worker-cpu", meanCores(first, last), "cores", "")
+	return r, nil
+}
+
+// settled waits until every node has its Devices and the InstanceTypes' statuses stop changing.
+func settled(ctx context.Context, k client.WithWatch, nodes int) error {
+	deadline := time.Now().Add(5*time.Minute + time.Duration(nodes)*100*time.Millisecond)
+	for {
+		list := &workerv1.DevicesList{}
+		if err := k.List(ctx, list); err != nil {
+			return errors.Wrap(err, "cannot list Devices")
+		}
+		if len(list.Items) >= nodes {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.Errorf("only %d of %d nodes have Devices", len(list.Items), nodes)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	for {
+		last, rv, err := statuses(ctx, k)
+		if err != nil {
+			return err
+		}
+		if len(last) > 0 {
+			changes, err := watchStatuses(ctx, k, last, rv)
+			if err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-changes:
+			case <-time.After(15 * time.Second):
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the InstanceTypes' statuses did not settle")
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// workerPID reads the worker's process ID the local cluster recorded.
+func workerPID(dir string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "pids", localcluster.ComponentWorker+".pid"))
+	if err != nil {
+		return 0, errors.Wrap(err, "cannot read the worker's process ID")
+	}
+	return strconv.Atoi(strings.TrimSpace(string(data)))
+}
+
+// admissionCheckP99 reads the 99th percentile of the per-card AdmissionCheck's decision time, in ms, from
+// the worker's histogram.
+func admissionCheckP99(ctx context.Context, url string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, errors.Wrap(err, "cannot build the metrics request")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, errors.Wrap(err, "cannot read the worker's metrics")
+	}
+	defer resp.Body.Close() //nolint:errcheck // a read-only body
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, errors.Wrap(err, "cannot parse the worker's metrics")
+	}
+	for _, m := range families["gpustack_admission_check_duration_seconds"].GetMetric() {
+		if q := histogramQuantile(0.99, m.GetHistogram()); !math.IsNaN(q) {
+			return q * 1000, nil
+		}
+	}
+	return 0, errors.New("the worker judged no Workload: gpustack_admission_check_duration_seconds is empty")
+}
+
+// auditWrites counts the audited writes in a window.
+func auditWrites(path string, from, to time.Time) (writeCount, error) {
+	f, err := os.Open(path) //nolint:gosec // the cluster's own audit log
+	if err != nil {
+		return writeCount{}, errors.Wrap(err, "cannot open the audit log")
+	}
+	defer f.Close() //nolint:errcheck // read only
+	return countWrites(f, from, to)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// machine describes this machine: CPU model, cores and memory.
+func machine() string {
+	model, mem := "unknown CPU", ""
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if kib, err := statusKiB(string(data), "MemTotal"); err == nil {
+			mem = fmt.Sprintf(", %d GiB", (kib+(1<<19))>>20)
+		}
+	}
+	return fmt.Sprintf("%s, %d cores%s", model, goruntime.NumCPU(), mem)
+}
