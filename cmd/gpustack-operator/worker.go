@@ -147,6 +147,9 @@ func runWorker(args []string) error {
 		return errors.Wrap(err, "cannot set up the Instance controller")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
+	if err := cachepolicy.IndexPodsByNode(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	if err := (&podcards.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
 		ReleaseTerminated: podcards.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the ledger")

@@ -4,6 +4,9 @@
 package cachepolicy
 
 import (
+	"context"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,4 +50,19 @@ func TrimPod(obj any) (any, error) {
 	trim(pod.Spec.Containers)
 	pod.Spec.EphemeralContainers = nil
 	return pod, nil
+}
+
+// PodNodeName is the field Pods are listed by node with: the API server's field selector, and the index
+// IndexPodsByNode keeps in the worker's cache under the same name, so a list reads alike from either.
+const PodNodeName = "spec.nodeName"
+
+// IndexPodsByNode indexes the cached Pods by the node they are bound to; the ledger and the per-card check list
+// a node's Pods with it.
+func IndexPodsByNode(ctx context.Context, indexer client.FieldIndexer) error {
+	return errors.Wrap(indexer.IndexField(ctx, &corev1.Pod{}, PodNodeName, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}), "cannot index Pods by node")
 }

@@ -97,7 +97,7 @@ func BenchmarkRecompute(b *testing.B) {
 	for _, n := range []int{500, 5000, 50000} {
 		for load, make := range map[string]func(int) []pools.Node{"idle": generated, "busy": busy} {
 			nodes := make(n)
-			b.Run(fmt.Sprintf("%s/nodes=%d", load, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("nodes=%d/%s", n, load), func(b *testing.B) {
 				b.ReportAllocs()
 				types := 0
 				for b.Loop() {

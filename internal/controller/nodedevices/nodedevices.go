@@ -26,6 +26,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -43,7 +44,7 @@ const retryAfterSeconds int32 = 5
 // Reconciler judges the Workloads that wait on the check.
 type Reconciler struct {
 	Client client.Client
-	// Reader lists Pods and Workloads uncached, so a Pod bound or a Workload admitted a moment ago counts.
+	// Reader lists Workloads uncached, so a Workload this check let through a moment ago counts.
 	Reader client.Reader
 	Log    logr.Logger
 	// Recorder gets an event on the Workload for each verdict, saying why it waits or where it fits.
@@ -125,24 +126,29 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	if err != nil {
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoSingleFlavor, message: err.Error()}, nil
 	}
-	// The Workloads that passed the check are read before the Pods: a Pod bound in between is then seen bound
-	// (counted on its node, its Workload not in flight), never counted nowhere.
+	// The Workloads that passed the check are read from the API server (the cache may not show a verdict given
+	// a moment ago); their Pods and the nodes' Pods come from the cache, each Workload's Pod looked up before
+	// the nodes' Pods are listed: a Pod bound in between then counts twice (a Retry a moment too early), never
+	// zero times (two Workloads given the same last card).
 	passed, err := r.passed(ctx, wl, flavor)
 	if err != nil {
 		return verdict{}, err
 	}
-	snapshot, err := r.livePods(ctx)
-	if err != nil {
-		return verdict{}, err
-	}
-	nodes, objects, err := r.nodesOf(ctx, flavor, snapshot)
-	if err != nil {
-		return verdict{}, err
-	}
+	var inflight []*kueue.Workload
 	for _, other := range passed {
-		if !snapshot.unbound(other) {
-			continue
+		unbound, err := r.podsUnbound(ctx, other)
+		if err != nil {
+			return verdict{}, err
 		}
+		if unbound {
+			inflight = append(inflight, other)
+		}
+	}
+	nodes, objects, err := r.nodesOf(ctx, flavor)
+	if err != nil {
+		return verdict{}, err
+	}
+	for _, other := range inflight {
 		if _, after, err := placeOn(nodes, allowedNodes(acceleratedTemplates(other, true), objects), workloadPods(other)); err == nil {
 			nodes = after
 		}
@@ -159,7 +165,7 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 
 // nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods,
 // and the Node objects by name.
-func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference, snapshot podSnapshot) ([]pools.NodeCards, map[string]*corev1.Node, error) {
+func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference) ([]pools.NodeCards, map[string]*corev1.Node, error) {
 	rf := &kueue.ResourceFlavor{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: string(flavor)}, rf); err != nil {
 		return nil, nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", flavor)
@@ -180,9 +186,15 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 			}
 			return nil, nil, errors.Wrapf(err, "cannot get the Devices of node %s", n.Name)
 		}
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{cachepolicy.PodNodeName: n.Name}); err != nil {
+			return nil, nil, errors.Wrapf(err, "cannot list the Pods of node %s", n.Name)
+		}
 		var bound []pools.Claim
-		for _, p := range snapshot.byNode[n.Name] {
-			bound = append(bound, pools.PodClaims(p)...)
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				bound = append(bound, pools.PodClaims(p)...)
+			}
 		}
 		out = append(out, pools.NodeCardsOf(d, bound))
 		objects[n.Name] = n
@@ -217,42 +229,24 @@ func (r *Reconciler) passed(ctx context.Context, self *kueue.Workload, flavor ku
 	return out, nil
 }
 
-// podSnapshot is one read of every Pod that has not ended: the bound ones by node, and all by namespace and
-// name. One list answers both what each node's cards hold and which Workloads are still in flight, at the
-// same instant; a read per node and per Workload cost a request each, hundreds per verdict at scale.
-type podSnapshot struct {
-	byNode map[string][]*corev1.Pod
-	byKey  map[client.ObjectKey]*corev1.Pod
-}
-
-// livePods reads the Pods that have not ended, uncached.
-func (r *Reconciler) livePods(ctx context.Context) (podSnapshot, error) {
-	var pods corev1.PodList
-	if err := r.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: liveSelector}); err != nil {
-		return podSnapshot{}, errors.Wrap(err, "cannot list Pods")
-	}
-	s := podSnapshot{byNode: map[string][]*corev1.Pod{}, byKey: make(map[client.ObjectKey]*corev1.Pod, len(pods.Items))}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		s.byKey[client.ObjectKeyFromObject(p)] = p
-		if p.Spec.NodeName != "" {
-			s.byNode[p.Spec.NodeName] = append(s.byNode[p.Spec.NodeName], p)
-		}
-	}
-	return s, nil
-}
-
-// unbound reports whether a Workload's Pod (Kueue's Pod integration names it as the Workload's owner) is
-// there and not bound to a node yet.
-func (s podSnapshot) unbound(wl *kueue.Workload) bool {
+// podsUnbound reports whether a Workload's Pod (Kueue's Pod integration names it as the Workload's owner) is
+// not bound to a node yet. A Pod the cache does not hold counts as unbound: it may be one created a moment ago,
+// and counting a Workload whose Pod is gone only holds another back until Kueue marks it finished.
+func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool, error) {
 	for _, o := range wl.OwnerReferences {
 		if o.Kind != "Pod" {
 			continue
 		}
-		p, ok := s.byKey[client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}]
-		return ok && p.Spec.NodeName == ""
+		pod := &corev1.Pod{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}, pod); err != nil {
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, errors.Wrap(err, "cannot get a Workload's Pod")
+		}
+		return pod.Spec.NodeName == "", nil
 	}
-	return false
+	return false, nil
 }
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances,verbs=get;list;watch

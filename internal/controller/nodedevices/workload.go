@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/fields"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpustack/gpustack-operator/pools"
@@ -103,6 +102,4 @@ func onNodes(names []string) string {
 	return "nodes " + strings.Join(seen, ", ")
 }
 
-// liveSelector selects the Pods that have not ended: only they hold cards or wait for them.
-var liveSelector = fields.AndSelectors(fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+

@@ -23,11 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/pools"
 )
-
-// nodeNameField indexes Pods by the node they are bound to.
-const nodeNameField = "spec.nodeName"
 
 // Reconciler rebuilds one node's ledger.
 type Reconciler struct {
@@ -54,7 +52,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameField: req.Name}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{cachepolicy.PodNodeName: req.Name}); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot list the node's Pods")
 	}
 	held := make([]corev1.Pod, 0, len(pods.Items))
@@ -126,14 +124,6 @@ func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools
 // SetupWithManager registers the reconciler: a node's ledger is rebuilt when its Devices object or any Pod
 // bound to it changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
-		}
-		return nil
-	}); err != nil {
-		return errors.Wrap(err, "cannot index Pods by node")
-	}
 	return ctrl.NewControllerManagedBy(mgr).Named("ledger").For(&workerv1.Devices{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
