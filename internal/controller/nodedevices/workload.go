@@ -101,5 +101,3 @@ func onNodes(names []string) string {
 	}
 	return "nodes " + strings.Join(seen, ", ")
 }
-
-
