@@ -161,7 +161,7 @@ func runWorker(args []string) error {
 		return errors.Wrap(err, "cannot set up the node capacity controller")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
-	if err := (&nodedevices.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
+	if err := (&nodedevices.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
 		Log: ctrl.Log.WithName("nodedevices")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node-devices admission check")
 	}

@@ -17,9 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -426,8 +430,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return out
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("instance").For(&workerv1.Instance{}).Owns(&corev1.Pod{}).Owns(&corev1.Service{}).
-		Watches(&workerv1.InstanceType{}, byType).
+	// Instances are independent of each other and a reconcile mostly waits on the API server: a burst of them
+	// is rendered a few at a time rather than one after another.
+	return ctrl.NewControllerManagedBy(mgr).Named("instance").WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		For(&workerv1.Instance{}).Owns(&corev1.Pod{}).Owns(&corev1.Service{}).
+		// Only what the Instances read: the type's spec, its deletion, its queue (entrance) and phase. Its views
+		// change with every admission, and each change would otherwise enqueue every Instance of the type.
+		Watches(&workerv1.InstanceType{}, byType, builder.WithPredicates(predicate.Funcs{UpdateFunc: typeChanged})).
 		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, ref := range o.GetOwnerReferences() {
@@ -437,4 +446,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return out
 		})).Complete(r)
+}
+
+// typeChanged reports whether an InstanceType update touches what its Instances read.
+func typeChanged(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*workerv1.InstanceType)
+	cur, ok2 := e.ObjectNew.(*workerv1.InstanceType)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return old.Generation != cur.Generation || !old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
+		old.Status.Entrance != cur.Status.Entrance || old.Status.Phase != cur.Status.Phase
 }

@@ -44,11 +44,11 @@ const retryAfterSeconds int32 = 5
 // Reconciler judges the Workloads that wait on the check.
 type Reconciler struct {
 	Client client.Client
-	// Reader lists Workloads uncached, so a Workload this check let through a moment ago counts.
-	Reader client.Reader
 	Log    logr.Logger
 	// Recorder gets an event on the Workload for each verdict, saying why it waits or where it fits.
 	Recorder record.EventRecorder
+
+	passed passedMemo
 }
 
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get;list;watch;create
@@ -95,7 +95,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Kueue gives the quota back and tries again; without a pause it would retry many times a second.
 		state.RequeueAfterSeconds = ptr.To(retryAfterSeconds)
 	}
-	return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(r.Client.Status().Update(ctx, wl)), "cannot set the check's state")
+	if err := r.Client.Status().Update(ctx, wl); err != nil {
+		return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(err), "cannot set the check's state")
+	}
+	if v.state == kueue.CheckStateReady {
+		r.passed.remember(wl, time.Now())
+	}
+	return reconcile.Result{}, nil
 }
 
 // Reasons of the check's verdicts, in events and in the decisions metric.
@@ -126,11 +132,11 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	if err != nil {
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoSingleFlavor, message: err.Error()}, nil
 	}
-	// The Workloads that passed the check are read from the API server (the cache may not show a verdict given
-	// a moment ago); their Pods and the nodes' Pods come from the cache, each Workload's Pod looked up before
-	// the nodes' Pods are listed: a Pod bound in between then counts twice (a Retry a moment too early), never
-	// zero times (two Workloads given the same last card).
-	passed, err := r.passed(ctx, wl, flavor)
+	// The Workloads that passed the check, their Pods and the nodes' Pods come from the cache, with the verdicts
+	// it does not show yet; each Workload's Pod is looked up before the nodes' Pods are listed: a Pod bound in
+	// between then counts twice (a Retry a moment too early), never zero times (two Workloads given the same
+	// last card).
+	passed, err := r.passedOn(ctx, wl, flavor)
 	if err != nil {
 		return verdict{}, err
 	}
@@ -202,19 +208,20 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 	return out, objects, nil
 }
 
-// passed returns the other Workloads on the flavor that passed the check and still hold their quota, oldest
+// passedOn returns the other Workloads on the flavor that passed the check and still hold their quota, oldest
 // first; those whose Pods are not bound yet are in flight.
-func (r *Reconciler) passed(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([]*kueue.Workload, error) {
+func (r *Reconciler) passedOn(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([]*kueue.Workload, error) {
 	var wls kueue.WorkloadList
-	if err := r.Reader.List(ctx, &wls); err != nil {
+	if err := r.Client.List(ctx, &wls); err != nil {
 		return nil, errors.Wrap(err, "cannot list Workloads")
 	}
-	sort.Slice(wls.Items, func(i, j int) bool {
-		return wls.Items[i].CreationTimestamp.Before(&wls.Items[j].CreationTimestamp)
-	})
-	var out []*kueue.Workload
+	all := r.passed.missing(wls.Items, time.Now())
 	for i := range wls.Items {
-		wl := &wls.Items[i]
+		all = append(all, &wls.Items[i])
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].CreationTimestamp.Before(&all[j].CreationTimestamp) })
+	var out []*kueue.Workload
+	for _, wl := range all {
 		if wl.UID == self.UID || !reserved(wl) || evicted(wl) {
 			continue
 		}

@@ -96,7 +96,7 @@ var _ = Describe("Reconcile", func() {
 			events := record.NewFakeRecorder(10)
 			decisions := metrics.AdmissionDecisions.WithLabelValues(string(w.State), w.Event)
 			before := testutil.ToFloat64(decisions)
-			r := &nodedevices.Reconciler{Client: c, Reader: c, Log: logr.Discard(), Recorder: events}
+			r := &nodedevices.Reconciler{Client: c, Log: logr.Discard(), Recorder: events}
 			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)}
 			_, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
@@ -151,7 +151,7 @@ var _ = It("tells the verdict to the Instance whose Pod the Workload was made fo
 	Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
 
 	events := record.NewFakeRecorder(10)
-	r := &nodedevices.Reconciler{Client: suite.Client, Reader: suite.Client, Log: logr.Discard(), Recorder: events}
+	r := &nodedevices.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: events}
 	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
 	Expect(err).NotTo(HaveOccurred())
 	close(events.Events)
@@ -169,7 +169,7 @@ func judgeOnce(ctx context.Context, wl *kueue.Workload, st kueue.WorkloadStatus)
 	suite.Create(wl)
 	wl.Status = st
 	Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
-	r := &nodedevices.Reconciler{Client: suite.Client, Reader: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
+	r := &nodedevices.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
 	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl)).To(Succeed())
