@@ -48,6 +48,7 @@ func runWorker(args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig; in-cluster configuration when empty")
 	metrics := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 turns it off")
+	pprof := fs.String("pprof-bind-address", "0", "address of Go's profiling endpoints (/debug/pprof/), for measuring the worker; 0 turns them off")
 	health := fs.String("health-probe-bind-address", ":8081", "address of the health probes; 0 turns them off")
 	webhookPort := fs.Int("webhook-port", 0, "port of the admission webhooks (Instance rules, Pod units fold); 0 serves none")
 	webhookHost := fs.String("webhook-host", "", "address the webhooks listen on; all when empty")
@@ -74,7 +75,11 @@ func runWorker(args []string) error {
 	s := scheme.New()
 	opts := ctrl.Options{
 		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,
+		PprofBindAddress: *pprof,
 		Cache: cachepolicy.Options(),
+		// The composer reads what it applies as unstructured objects; uncached, each recompute cost a request per
+		// composed object, and at thousands of nodes those reads used up the worker's request budget.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		// Two composers would prune each other's objects and two checks could both admit onto the last free
 		// card: one replica leads. It gives the Lease back when it stops, so a rolling update hands over at once.
 		LeaderElection: *leaderElect, LeaderElectionID: leaseName, LeaderElectionNamespace: podNamespace(),

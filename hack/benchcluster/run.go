@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -161,7 +162,30 @@ func run(ctx context.Context, o options) (*result, error) {
 	r.add("worker-rss", float64(last.rssKiB)/1024, "MiB", "< 150")
 	r.add("worker-rss-peak", float64(last.hwmK)/1024, "MiB", "")
 	r.add("worker-cpu", meanCores(first, last), "cores", "")
+	// What the worker's memory holds, for `go tool pprof -top`: the run directory outlives the run.
+	if err := saveHeapProfile(ctx, c.WorkerPprofURL(localcluster.ComponentWorker)+"/heap?gc=1", filepath.Join(o.dir, "worker-heap.pprof")); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// saveHeapProfile writes the worker's heap profile to a file.
+func saveHeapProfile(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return errors.Wrap(err, "cannot build the profile request")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return errors.Wrap(err, "cannot read the worker's heap profile")
+	}
+	defer resp.Body.Close() //nolint:errcheck // a read-only body
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return errors.Wrap(err, "cannot read the worker's heap profile")
+	}
+	fmt.Fprintf(os.Stderr, ">> the worker's heap profile is in %s (go tool pprof -top %s)\n", path, path)
+	return errors.Wrap(os.WriteFile(path, data, 0o644), "cannot write the heap profile")
 }
 
 // settled waits until every node has its Devices and the InstanceTypes' statuses stop changing.

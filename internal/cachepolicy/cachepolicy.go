@@ -5,11 +5,15 @@ package cachepolicy
 
 import (
 	"context"
+	"maps"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -66,3 +70,17 @@ func IndexPodsByNode(ctx context.Context, indexer client.FieldIndexer) error {
 		return nil
 	}), "cannot index Pods by node")
 }
+
+// NodeChanged passes the Node updates that change what the worker reads from a Node: its labels, annotations,
+// capacity or allocatable. A kubelet's status heartbeat changes none of them; at thousands of nodes those
+// heartbeats would otherwise wake every Node controller many times a second.
+var NodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*corev1.Node)
+	cur, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||
+		!apiequality.Semantic.DeepEqual(old.Status.Capacity, cur.Status.Capacity) ||
+		!apiequality.Semantic.DeepEqual(old.Status.Allocatable, cur.Status.Allocatable)
+}}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 func TestTrimPod(t *testing.T) {
@@ -39,5 +40,35 @@ func TestTrimPod(t *testing.T) {
 	other := &corev1.Node{}
 	if got, _ := TrimPod(other); got != other {
 		t.Errorf("TrimPod leaves other kinds alone")
+	}
+}
+
+func TestNodeChanged(t *testing.T) {
+	base := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "1"}, Annotations: map[string]string{"b": "2"}},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")},
+			Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	cases := map[string]struct {
+		reason string
+		change func(*corev1.Node)
+		want   bool
+	}{
+		"Heartbeat": {reason: "a heartbeat moves only the conditions", change: func(n *corev1.Node) {
+			n.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+			n.ResourceVersion = "2"
+		}},
+		"Label":       {reason: "a label wakes the controllers", change: func(n *corev1.Node) { n.Labels["a"] = "2" }, want: true},
+		"Annotation":  {reason: "an annotation does", change: func(n *corev1.Node) { n.Annotations["c"] = "3" }, want: true},
+		"Capacity":    {reason: "a capacity change does", change: func(n *corev1.Node) { n.Status.Capacity["nvidia.com/gpu"] = resource.MustParse("3") }, want: true},
+		"Allocatable": {reason: "an allocatable change does", change: func(n *corev1.Node) { delete(n.Status.Allocatable, "nvidia.com/gpu") }, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cur := base.DeepCopy()
+			tc.change(cur)
+			if got := NodeChanged.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: cur}); got != tc.want {
+				t.Errorf("%s\nNodeChanged.Update(...): want %v, got %v", tc.reason, tc.want, got)
+			}
+		})
 	}
 }

@@ -15,11 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -115,7 +117,7 @@ func equal(a, b map[string]int64) bool {
 
 // SetupWithManager registers the reconciler, woken by Nodes and by Devices objects (named after their node).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("nodecapacity").For(&corev1.Node{}).
+	return ctrl.NewControllerManagedBy(mgr).Named("nodecapacity").For(&corev1.Node{}, builder.WithPredicates(cachepolicy.NodeChanged)).
 		Watches(&workerv1.Devices{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 		})).Complete(r)

@@ -112,6 +112,10 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 		"--use-service-account-credentials=true",
 		"--cluster-signing-cert-file="+pki("ca.crt"), "--cluster-signing-key-file="+pki("ca.key"),
 		"--controllers=*,bootstrapsigner,tokencleaner",
+		// KWOK renews every simulated node's Lease from one process; with thousands of nodes on a loaded 2-core
+		// machine a round can take longer than the default 40 s, and the node controller would mark healthy
+		// nodes NotReady and their Pods not Ready, which KWOK never sets back.
+		"--node-monitor-grace-period=2m",
 	); err != nil {
 		return err
 	}
@@ -153,7 +157,7 @@ options:
   podPlayStageParallelism: 4
   nodePlayStageParallelism: 4
   nodeLeaseDurationSeconds: 40
-  nodeLeaseParallelism: 4
+  nodeLeaseParallelism: 16
   podsOnNodeSyncParallelism: 4
 `, c.ports.kwok)
 	stages, err := filepath.Glob(filepath.Join(c.cfg.BinDir, "assets", "kwok-stages", "*.yaml"))

@@ -57,14 +57,14 @@ func (c *Cluster) agentsNamespace(ctx context.Context) error {
 // startWorker runs the worker as its service account, with webhooks on loopback, and registers them.
 func (c *Cluster) startWorker(ctx context.Context) error {
 	if err := c.startWorkerReplica(ctx, componentWorker, workerPorts{health: c.ports.worker, webhook: c.ports.workerWebhook,
-		metrics: c.ports.workerMetrics}); err != nil {
+		metrics: c.ports.workerMetrics, pprof: c.ports.workerPprof}); err != nil {
 		return err
 	}
 	return c.installWorkerWebhooks(ctx, componentWorker)
 }
 
 // workerPorts are the loopback ports of one worker replica.
-type workerPorts struct{ health, webhook, metrics int }
+type workerPorts struct{ health, webhook, metrics, pprof int }
 
 // StartWorker starts another replica of the worker, as a component of that name with ports of its own, and
 // waits until it is ready. The replicas elect a leader through the Lease gpustack-operator-worker; the webhooks
@@ -72,7 +72,7 @@ type workerPorts struct{ health, webhook, metrics int }
 func (c *Cluster) StartWorker(ctx context.Context, name string) error {
 	var ports []int
 	var listeners []net.Listener
-	for range 3 {
+	for range 4 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return errors.Wrap(err, "cannot find a free port")
@@ -80,11 +80,11 @@ func (c *Cluster) StartWorker(ctx context.Context, name string) error {
 		listeners = append(listeners, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	// Held together until all three are picked, so they differ; freed before the replica binds them.
+	// Held together until all four are picked, so they differ; freed before the replica binds them.
 	for _, l := range listeners {
 		_ = l.Close()
 	}
-	return c.startWorkerReplica(ctx, name, workerPorts{health: ports[0], webhook: ports[1], metrics: ports[2]})
+	return c.startWorkerReplica(ctx, name, workerPorts{health: ports[0], webhook: ports[1], metrics: ports[2], pprof: ports[3]})
 }
 
 // startWorkerReplica runs one worker replica as the worker's service account and waits until it is ready.
@@ -113,6 +113,7 @@ func (c *Cluster) startWorkerReplica(ctx context.Context, name string, p workerP
 	if err := c.start(name, nil, c.cfg.Operator, "worker", "--kubeconfig="+worker,
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(p.health),
 		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(p.metrics),
+		"--pprof-bind-address=127.0.0.1:"+strconv.Itoa(p.pprof),
 		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(p.webhook), "--webhook-cert-dir="+certs,
 		"--device-manager-image=gpustack/gpustack-operator:local"); err != nil {
 		return err
@@ -129,6 +130,11 @@ func (c *Cluster) waitWorker(ctx context.Context, name string) error {
 // WorkerMetricsURL is the address of a worker replica's Prometheus metrics.
 func (c *Cluster) WorkerMetricsURL(name string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.workers[name].metrics)
+}
+
+// WorkerPprofURL is the address of a worker replica's Go profiling endpoints (/debug/pprof/).
+func (c *Cluster) WorkerPprofURL(name string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", c.workers[name].pprof)
 }
 
 // ServeWebhooksFrom registers the worker's webhooks at a replica's port, in place of where they were.
