@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,8 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// ReleaseTerminated stops charging finished Pods (GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS, default true).
 	ReleaseTerminated bool
+
+	recorded recordedMemo
 }
 
 // ReleaseTerminatedFromEnv reads GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS.
@@ -55,6 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.List(ctx, &pods, client.MatchingFields{cachepolicy.PodNodeName: req.Name}); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot list the node's Pods")
 	}
+	r.recorded.overlay(pods.Items, time.Now())
 	held := make([]corev1.Pod, 0, len(pods.Items))
 	for _, p := range pods.Items {
 		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
@@ -117,8 +121,11 @@ func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[pools.AnnotationAllocated] = string(value)
-	return errors.Wrapf(client.IgnoreNotFound(r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))),
-		"cannot record the cards of Pod %s/%s", pod.Namespace, pod.Name)
+	if err := r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return errors.Wrapf(client.IgnoreNotFound(err), "cannot record the cards of Pod %s/%s", pod.Namespace, pod.Name)
+	}
+	r.recorded.remember(pod.UID, string(value), time.Now())
+	return nil
 }
 
 // SetupWithManager registers the reconciler: a node's ledger is rebuilt when its Devices object or any Pod
