@@ -35,8 +35,10 @@ type result struct {
 	QuietByResource map[string]int `json:"quietByResource,omitempty"`
 }
 
+// add records a measure and prints it at once, so a run that fails later still shows what it took.
 func (r *result) add(name string, value float64, unit, goal string) {
 	r.Measures = append(r.Measures, measure{Name: name, Value: value, Unit: unit, Goal: goal})
+	fmt.Fprintf(os.Stderr, ">>   %s: %s %s\n", name, format(value), unit)
 }
 
 // print writes the table, then one `name: value unit` line per measure.
