@@ -76,7 +76,7 @@ func runWorker(args []string) error {
 	opts := ctrl.Options{
 		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,
 		PprofBindAddress: *pprof,
-		Cache: cachepolicy.Options(),
+		Cache:            cachepolicy.Options(),
 		// The composer reads what it applies as unstructured objects; uncached, each recompute cost a request per
 		// composed object, and at thousands of nodes those reads used up the worker's request budget.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
@@ -151,24 +151,14 @@ func runWorker(args []string) error {
 	if err := (&instance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-instance")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the Instance controller")
 	}
-	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
-	if err := cachepolicy.IndexPodsByNode(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := setupLedgerAndCheck(ctx, mgr); err != nil {
 		return err
-	}
-	if err := (&podcards.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
-		ReleaseTerminated: podcards.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the ledger")
 	}
 	if err := (&persistentvolume.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the persistent volume controller")
 	}
 	if err := (&nodecapacity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node capacity controller")
-	}
-	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
-	if err := (&nodedevices.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
-		Log: ctrl.Log.WithName("nodedevices")}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the node-devices admission check")
 	}
 	if *webhookPort > 0 {
 		if err := webhooks.Setup(mgr); err != nil {
@@ -180,6 +170,25 @@ func runWorker(args []string) error {
 		}
 	}
 	return errors.Wrap(mgr.Start(ctx), "manager stopped")
+}
+
+// setupLedgerAndCheck registers the ledger and the per-card check, which both list a node's Pods through one
+// index of the cache.
+func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
+	if err := cachepolicy.IndexPodsByNode(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
+	if err := (&podcards.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
+		ReleaseTerminated: podcards.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the ledger")
+	}
+	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
+	if err := (&nodedevices.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
+		Log: ctrl.Log.WithName("nodedevices")}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the node-devices admission check")
+	}
+	return nil
 }
 
 // podNamespace returns the worker's namespace, which the Pod learns through the downward API.

@@ -179,7 +179,7 @@ func saveHeapProfile(ctx context.Context, url, path string) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot read the worker's heap profile")
 	}
-	defer resp.Body.Close() //nolint:errcheck // a read-only body
+	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return errors.Wrap(err, "cannot read the worker's heap profile")
@@ -249,7 +249,7 @@ func admissionCheckP99(ctx context.Context, url string) (float64, error) {
 	if err != nil {
 		return 0, errors.Wrap(err, "cannot read the worker's metrics")
 	}
-	defer resp.Body.Close() //nolint:errcheck // a read-only body
+	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
@@ -269,7 +269,7 @@ func auditWrites(path string, from, to time.Time) (writeCount, error) {
 	if err != nil {
 		return writeCount{}, errors.Wrap(err, "cannot open the audit log")
 	}
-	defer f.Close() //nolint:errcheck // read only
+	defer f.Close()
 	return countWrites(f, from, to)
 }
 
