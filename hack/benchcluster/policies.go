@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -12,7 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
 
 // policySwitchDelay is how long the API server is given to load or drop a binding before timing again: its
@@ -32,24 +31,11 @@ func bindings(dir string) ([]*admissionv1.ValidatingAdmissionPolicyBinding, erro
 	}
 	var out []*admissionv1.ValidatingAdmissionPolicyBinding
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		_, bs, err := localcluster.ReadPolicyFile(f)
 		if err != nil {
-			return nil, errors.Wrapf(err, "cannot read %s", f)
+			return nil, err
 		}
-		for _, doc := range strings.Split(string(data), "\n---") {
-			var head metav1.TypeMeta
-			if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
-				return nil, errors.Wrapf(err, "cannot decode %s", f)
-			}
-			if head.Kind != "ValidatingAdmissionPolicyBinding" {
-				continue
-			}
-			b := &admissionv1.ValidatingAdmissionPolicyBinding{}
-			if err := yaml.UnmarshalStrict([]byte(doc), b); err != nil {
-				return nil, errors.Wrapf(err, "cannot decode a binding of %s", f)
-			}
-			out = append(out, b)
-		}
+		out = append(out, bs...)
 	}
 	return out, nil
 }

@@ -38,32 +38,53 @@ func (c *Cluster) installPolicies(ctx context.Context) error {
 	return nil
 }
 
-// applyPolicyFile creates the policies and bindings of one file; other kinds are left alone.
+// applyPolicyFile creates the policies and bindings of one file.
 func applyPolicyFile(ctx context.Context, cs kubernetes.Interface, file string) error {
+	policies, bindings, err := ReadPolicyFile(file)
+	if err != nil {
+		return err
+	}
+	for _, p := range policies {
+		if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return errors.Wrapf(err, "cannot create the ValidatingAdmissionPolicy of %s", file)
+		}
+	}
+	for _, b := range bindings {
+		if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return errors.Wrapf(err, "cannot create the ValidatingAdmissionPolicyBinding of %s", file)
+		}
+	}
+	return nil
+}
+
+// ReadPolicyFile decodes the ValidatingAdmissionPolicies and their bindings of one YAML file; other kinds are
+// left out.
+func ReadPolicyFile(file string) ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return errors.Wrapf(err, "cannot read %s", file)
+		return nil, nil, errors.Wrapf(err, "cannot read %s", file)
 	}
+	var policies []*admissionv1.ValidatingAdmissionPolicy
+	var bindings []*admissionv1.ValidatingAdmissionPolicyBinding
 	for _, doc := range strings.Split(string(data), "\n---") {
 		var head metav1.TypeMeta
 		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
-			return errors.Wrapf(err, "cannot decode %s", file)
+			return nil, nil, errors.Wrapf(err, "cannot decode %s", file)
 		}
 		switch head.Kind {
 		case "ValidatingAdmissionPolicy":
 			p := &admissionv1.ValidatingAdmissionPolicy{}
-			if err = yaml.UnmarshalStrict([]byte(doc), p); err == nil {
-				_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{})
+			if err := yaml.UnmarshalStrict([]byte(doc), p); err != nil {
+				return nil, nil, errors.Wrapf(err, "cannot decode the ValidatingAdmissionPolicy of %s", file)
 			}
+			policies = append(policies, p)
 		case "ValidatingAdmissionPolicyBinding":
 			b := &admissionv1.ValidatingAdmissionPolicyBinding{}
-			if err = yaml.UnmarshalStrict([]byte(doc), b); err == nil {
-				_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{})
+			if err := yaml.UnmarshalStrict([]byte(doc), b); err != nil {
+				return nil, nil, errors.Wrapf(err, "cannot decode the ValidatingAdmissionPolicyBinding of %s", file)
 			}
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return errors.Wrapf(err, "cannot create the %s of %s", head.Kind, file)
+			bindings = append(bindings, b)
 		}
 	}
-	return nil
+	return policies, bindings, nil
 }
