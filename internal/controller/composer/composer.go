@@ -197,8 +197,8 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			errs = append(errs, r.release(ctx, it))
 			continue
 		}
-		if !deleting && controllerutil.AddFinalizer(it, FinalizerControlled) {
-			if err := r.Client.Update(ctx, it); err != nil {
+		if orig := it.DeepCopy(); !deleting && controllerutil.AddFinalizer(it, FinalizerControlled) {
+			if err := r.Client.Patch(ctx, it, finalizersOf(orig)); err != nil {
 				failed(it, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name), true)
 				continue
 			}
@@ -295,10 +295,18 @@ func (r *Reconciler) queueOf(ctx context.Context, name string) (*kueuev1beta2.Cl
 
 // release lets a deleted InstanceType go once its queue is gone.
 func (r *Reconciler) release(ctx context.Context, it *workerv1.InstanceType) error {
-	if controllerutil.RemoveFinalizer(it, FinalizerControlled) {
-		return errors.Wrapf(r.Client.Update(ctx, it), "cannot release InstanceType %s", it.Name)
+	if orig := it.DeepCopy(); controllerutil.RemoveFinalizer(it, FinalizerControlled) {
+		return errors.Wrapf(r.Client.Patch(ctx, it, finalizersOf(orig)), "cannot release InstanceType %s", it.Name)
 	}
 	return nil
+}
+
+// finalizersOf is the patch of an InstanceType's finalizers alone, against its resourceVersion so another
+// writer's finalizer is never lost. A whole-object update would send the spec again as the Go type encodes it,
+// dropping fields written as false (a feature's coresPercentageOvercommit), which the immutable feature
+// refuses: the InstanceType would never get its finalizer, or never lose it.
+func finalizersOf(orig *workerv1.InstanceType) client.Patch {
+	return client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
 }
 
 // prune deletes the composer's objects that are no longer wanted: flavors, catalog entries, queues of types

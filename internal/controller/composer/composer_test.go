@@ -426,3 +426,39 @@ var _ = It("releases a deleted type when Kueue's CRDs are gone", func() {
 	err := suite.Client.Get(ctx, client.ObjectKeyFromObject(it), &workerv1.InstanceType{})
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the deleted type is gone: Get says %v", err)
 })
+
+// A type written with a feature field set to false (as a manifest may spell out, and as the flavors function
+// writes it for a vendor without compute overcommit) gets its finalizer, is composed, and is released when
+// deleted: the finalizer is patched alone, as a whole-object update would drop the false field and the
+// immutable feature would refuse it.
+var _ = It("composes and releases a type whose feature spells out a false field", func() {
+	ctx := context.Background()
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	r := &composer.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(100)}
+	recompute := func() {
+		GinkgoHelper()
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	recompute()
+	derived := &unstructured.Unstructured{}
+	derived.SetGroupVersionKind(workerv1.GroupVersion.WithKind("InstanceType"))
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: walkthrough.Step1Types[2][0]}, derived)).To(Succeed())
+	authored := &unstructured.Unstructured{Object: map[string]any{"apiVersion": derived.GetAPIVersion(), "kind": derived.GetKind(),
+		"metadata": map[string]any{"name": "a10g-no-overcommit"}, "spec": derived.Object["spec"]}}
+	Expect(unstructured.SetNestedField(authored.Object, false, "spec", "feature", "logicalSliced", "coresPercentageOvercommit")).To(Succeed())
+	Expect(suite.Client.Create(ctx, authored)).To(Succeed())
+
+	recompute()
+	it := &workerv1.InstanceType{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "a10g-no-overcommit"}, it)).To(Succeed())
+	Expect(it.Finalizers).To(ContainElement(composer.FinalizerControlled))
+	Expect(readyOf("a10g-no-overcommit").Reason).NotTo(Equal("ComposeFailed"), readyOf("a10g-no-overcommit").Message)
+	Expect(it.Status.Phase).To(Equal(workerv1.InstanceTypeActive))
+
+	Expect(suite.Client.Delete(ctx, it)).To(Succeed())
+	recompute()
+	recompute()
+	err := suite.Client.Get(ctx, client.ObjectKey{Name: "a10g-no-overcommit"}, &workerv1.InstanceType{})
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the type goes with its queue: Get says %v", err)
+})
