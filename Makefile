@@ -188,7 +188,7 @@ test-integration: $(TEST_TOOLS) ## Tests on envtest's API server, and the polici
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local cluster; then partitions on a MIG cluster.
+test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local cluster; then partitions on a MIG cluster; then the nine vendors through the device plugins.
 	$(TEST_ENV) go test -p 1 -count=1 -timeout 30m ./test/e2e/...
 
 .PHONY: test-packages

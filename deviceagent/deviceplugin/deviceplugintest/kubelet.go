@@ -1,5 +1,6 @@
-// Package deviceplugintest serves the kubelet's side of device-plugin registration for tests, over the real
-// gRPC API, where no kubelet can run.
+// Package deviceplugintest serves the kubelet's side of the device-plugin API for tests, over the real gRPC
+// API, where no kubelet can run: registration, and, as the kubelet's device manager does when it admits a
+// Pod, the device lists each plugin streams, a preferred allocation and Allocate.
 package deviceplugintest
 
 import (
@@ -15,7 +16,8 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
-// Kubelet answers registrations on <Dir>/kubelet.sock and remembers them.
+// Kubelet answers registrations on <Dir>/kubelet.sock, remembers them, and allocates devices of the
+// registered plugins to Pods (Admit).
 type Kubelet struct {
 	pluginapi.UnimplementedRegistrationServer
 	// Dir is the device-plugin directory.
@@ -23,7 +25,10 @@ type Kubelet struct {
 
 	mu         sync.Mutex
 	registered map[string]*pluginapi.RegisterRequest
-	srv        *grpc.Server
+	plugins    map[string]*plugin
+	// inUse are the devices allocated to each Pod (by UID), by resource.
+	inUse map[string]map[string][]string
+	srv   *grpc.Server
 }
 
 // StartKubelet serves registration in dir.
@@ -35,6 +40,13 @@ func StartKubelet(dir string) (*Kubelet, error) {
 func (k *Kubelet) start() error {
 	k.mu.Lock()
 	k.registered = map[string]*pluginapi.RegisterRequest{}
+	for _, p := range k.plugins {
+		p.close()
+	}
+	k.plugins = map[string]*plugin{}
+	if k.inUse == nil {
+		k.inUse = map[string]map[string][]string{}
+	}
 	k.mu.Unlock()
 	lis, err := net.Listen("unix", filepath.Join(k.Dir, "kubelet.sock"))
 	if err != nil {
@@ -46,11 +58,20 @@ func (k *Kubelet) start() error {
 	return nil
 }
 
-// Register records a plugin's registration.
+// Register records a plugin's registration and, as the kubelet does, connects to the plugin and follows the
+// devices it lists.
 func (k *Kubelet) Register(_ context.Context, r *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+	p, err := dial(filepath.Join(k.Dir, r.Endpoint), r.Options)
+	if err != nil {
+		return nil, err
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if old := k.plugins[r.ResourceName]; old != nil {
+		old.close()
+	}
 	k.registered[r.ResourceName] = r
+	k.plugins[r.ResourceName] = p
 	return &pluginapi.Empty{}, nil
 }
 
@@ -83,5 +104,13 @@ func (k *Kubelet) Restart() error {
 	return k.start()
 }
 
-// Stop stops answering.
-func (k *Kubelet) Stop() { k.srv.Stop() }
+// Stop stops answering and disconnects from the plugins.
+func (k *Kubelet) Stop() {
+	k.srv.Stop()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.plugins {
+		p.close()
+	}
+	k.plugins = map[string]*plugin{}
+}

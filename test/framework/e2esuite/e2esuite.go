@@ -35,8 +35,9 @@ type Suite struct {
 }
 
 // Start starts a local cluster of the inventory file examples/clusters/<file> with the operator and the CEL
-// admission policies, or skips the suite when the binaries are not built.
-func Start(file string) *Suite {
+// admission policies, or skips the suite when the binaries are not built; configure may change the cluster's
+// configuration before it starts.
+func Start(file string, configure ...func(*localcluster.Config)) *Suite {
 	ginkgo.GinkgoHelper()
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
 		"kueue", "nfd-master", "gpustack-operator")
@@ -51,10 +52,14 @@ func Start(file string) *Suite {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s.Cluster, err = localcluster.Start(ctx, localcluster.Config{
+	cfg := localcluster.Config{
 		BinDir: bin, Dir: s.Dir, Inventory: s.Inventory, CRDPaths: []string{testenv.Path("package", "crds")}, Progress: ginkgo.GinkgoWriter,
 		Operator: filepath.Join(bin, "gpustack-operator"), PolicyPaths: []string{testenv.Path("policies", "cel")},
-	})
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	s.Cluster, err = localcluster.Start(ctx, cfg)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "cannot start the local cluster")
 	s.Client, err = client.New(s.Cluster.RESTConfig, client.Options{Scheme: scheme.New()})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())

@@ -68,6 +68,11 @@ type Config struct {
 	// KeepJobsRunning leaves out KWOK's stage that completes a Job's Pods at once, for a test that runs them
 	// itself and reports when they end.
 	KeepJobsRunning bool
+	// DevicePlugins runs every node's whole device agent, its device plugins included, and a stand-in for the
+	// device manager of each node's kubelet (in this process, so not with Detach): a bound Pod starts only once
+	// its devices are allocated through the plugins (DeviceGrants), and is failed as the kubelet fails it when a
+	// plugin refuses.
+	DevicePlugins bool
 	// AuditUsers, when set, makes the API server record every write by these users (create, update, patch,
 	// delete) in the audit log at AuditLogPath, for a measure of the writes a component causes.
 	AuditUsers []string
@@ -85,6 +90,9 @@ type Cluster struct {
 	commands map[string]command
 	// workers are the ports of each worker replica, by component.
 	workers map[string]workerPorts
+	// devices are the nodes' stand-in device managers with Config.DevicePlugins; stopDevices stops them.
+	devices     *deviceKubelets
+	stopDevices func()
 
 	// Kubeconfig is the path of the administrator's kubeconfig.
 	Kubeconfig string
@@ -105,13 +113,16 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := checkBinaries(cfg); err != nil {
 		return nil, err
 	}
+	if cfg.DevicePlugins && (cfg.Detach || cfg.Inventory == nil) {
+		return nil, errors.New("device plugins need an inventory and a cluster that does not outlive this process")
+	}
 	if _, err := os.Stat(filepath.Join(cfg.Dir, "pids")); err == nil {
 		if running, _ := filepath.Glob(filepath.Join(cfg.Dir, "pids", "*.pid")); len(running) > 0 {
 			return nil, errors.Errorf("a cluster already runs in %s: stop it first (make demo-down)", cfg.Dir)
 		}
 	}
 	// A fresh start every time: old etcd data or certificates would only hide problems.
-	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig"} {
+	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig", "dp"} {
 		if err := os.RemoveAll(filepath.Join(cfg.Dir, sub)); err != nil {
 			return nil, errors.Wrap(err, "cannot clean the run directory")
 		}
@@ -139,6 +150,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		{"starting kwok and creating nodes", c.startKWOK},
 		{"starting nfd-master", c.startNFD},
 		{"starting kueue", c.startKueue},
+		{"starting the kubelets' device managers", c.startDeviceKubelets},
 		{"starting the operator", c.startOperator},
 		{"installing the admission policies", c.installPolicies},
 	}
@@ -157,6 +169,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // Stop stops every component this Cluster started, newest first.
 func (c *Cluster) Stop() error {
 	_, err := Stop(c.cfg.Dir)
+	if c.stopDevices != nil {
+		c.stopDevices()
+		c.stopDevices = nil
+	}
 	return err
 }
 

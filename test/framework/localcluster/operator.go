@@ -179,8 +179,12 @@ func (c *Cluster) StartAgents(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.start(componentAgents, nil, c.cfg.Operator, "device-manager", "--kubeconfig="+agent,
-		"--simulate-inventory="+inv, "--simulate-node-tokens="+tokens, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(c.ports.agentMetrics))
+	args := []string{c.cfg.Operator, "device-manager", "--kubeconfig=" + agent, "--simulate-inventory=" + inv, "--simulate-node-tokens=" + tokens,
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(c.ports.agentMetrics)}
+	if c.cfg.DevicePlugins {
+		args = append(args, "--simulate-device-plugins="+c.path("dp"))
+	}
+	return c.start(componentAgents, nil, args...)
 }
 
 // installNodeScope creates the device agents' node-scope policy and its binding.
