@@ -2,6 +2,9 @@ package deviceagent
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +53,8 @@ type Agent struct {
 	plugins      map[string]*deviceplugin.Plugin
 	servers      map[string]*deviceplugin.Server
 	reservations map[string]*deviceplugin.Reservations
+	// partitionTokens are what the partitioned cards offered when last listed; only Run's goroutine uses it.
+	partitionTokens string
 }
 
 // Run detects, publishes and serves until ctx ends.
@@ -78,6 +83,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		if a.PluginDir != "" {
 			a.servePlugins(ctx)
+			a.followLedger(ctx)
 		}
 	}
 }
@@ -227,6 +233,36 @@ func (a *Agent) servePlugins(ctx context.Context) {
 				continue
 			}
 			a.servers[r.Name] = s
+		}
+	}
+}
+
+// followLedger lists the partitioned resources' tokens again when the ledger changed what the node's
+// partitioned cards offer (partitions held plus the most still possible), so the kubelet's pool key follows.
+func (a *Agent) followLedger(ctx context.Context) {
+	var offers strings.Builder
+	cards := a.currentCards()
+	if !slices.ContainsFunc(cards, func(c providers.Device) bool { return len(c.Partitions) > 0 }) {
+		return
+	}
+	ledger, err := a.ledger(ctx)
+	if err != nil {
+		return
+	}
+	for _, c := range cards {
+		if e, ok := ledger[c.UUID]; ok && e.Partitioned() {
+			fmt.Fprintf(&offers, "%s=%d;", c.UUID, pools.PartitionTokens(e))
+		}
+	}
+	if offers.String() == a.partitionTokens {
+		return
+	}
+	a.partitionTokens = offers.String()
+	a.servingMu.Lock()
+	defer a.servingMu.Unlock()
+	for _, p := range a.plugins {
+		if p.Resource.Kind == deviceplugin.Partitioned {
+			p.Changed()
 		}
 	}
 }

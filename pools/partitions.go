@@ -203,6 +203,17 @@ func freePartitions(cards []Card) string {
 	return "free placements " + strings.Join(parts, ", ")
 }
 
+// PartitionTokens is what a partitioned card offers the <base>.partitioned pool: the partitions it holds plus
+// the most of any one profile it could still make. Eight H100s with one 3g.40gb held offer 7×7 + 1 + 3 = 53.
+func PartitionTokens(c Card) int64 {
+	var held, most int64
+	for _, p := range c.Partitions {
+		held += p.Allocated
+		most = max(most, p.Remaining)
+	}
+	return held + most
+}
+
 // PartitionCounting returns the Node capacity of the counting keys a node's partitioned cards give, keyed by
 // resource name: per vendor with a partitioning kind, <base>.partitioned.units (healthy partitioned cards ×
 // M) and, per profile, <base>.partitioned.<kind>-<profile> = the partitions held plus those still possible.

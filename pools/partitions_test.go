@@ -167,6 +167,13 @@ func TestPartitionKeysAndViews(t *testing.T) {
 	for _, a := range d.Spec.Groups[0].Accelerators {
 		cards = append(cards, LedgerCards(d)[a.ID])
 	}
+	var tokens int64
+	for _, c := range cards {
+		tokens += PartitionTokens(c)
+	}
+	if tokens != 53 {
+		t.Errorf("the pool key is the partitions held plus each card's most still possible\nPartitionTokens(...) summed = %d, want 53", tokens)
+	}
 	s := Summarize(cards)
 	want := CardSummary{PartitionCapacity: 56, PartitionsFree: 52, PartitionAvailable: true, RemainingProfiles: map[string]int64{
 		"1g.10gb": 52, "1g.20gb": 30, "2g.20gb": 22, "3g.40gb": 15, "4g.40gb": 7, "7g.80gb": 7}}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
@@ -47,6 +48,25 @@ func TestPartitionTokens(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("a card in MIG mode offers only partitions, as many as its largest count; the other card everything else\nTokens(...): -want, +got:\n%s", diff)
+	}
+}
+
+func TestLedgerTokens(t *testing.T) {
+	nvidia, _ := vendors.Lookup("nvidia")
+	r := Resource{Name: "nvidia.com/gpu.partitioned", Kind: Partitioned, Vendor: nvidia}
+	cards := []providers.Device{migCard(0), migCard(1)}
+	// Card 0 holds one 3g.40gb: three 1g.10gb placements and one 3g.40gb are left. Card 1 is not in the ledger.
+	ledger := map[string]pools.Card{"GPU-h100-0": {ID: "GPU-h100-0", Partitions: []pools.Partition{
+		{Profile: "1g.10gb", Max: 7, Remaining: 3}, {Profile: "3g.40gb", Max: 2, Remaining: 1, Allocated: 1}}}}
+	var ids []string
+	for _, d := range LedgerTokens(r, cards, ledger) {
+		ids = append(ids, d.ID)
+	}
+	want := []string{"GPU-h100-0::partitioned-0", "GPU-h100-0::partitioned-1", "GPU-h100-0::partitioned-2", "GPU-h100-0::partitioned-3",
+		"GPU-h100-1::partitioned-0", "GPU-h100-1::partitioned-1", "GPU-h100-1::partitioned-2", "GPU-h100-1::partitioned-3",
+		"GPU-h100-1::partitioned-4", "GPU-h100-1::partitioned-5", "GPU-h100-1::partitioned-6"}
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Errorf("a card in the ledger offers its partitions held plus the most it can still make (1 + 3); one not yet there its largest count\nLedgerTokens(...): -want, +got:\n%s", diff)
 	}
 }
 

@@ -80,11 +80,12 @@ func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*plu
 	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
 }
 
-// ListAndWatch sends the resource's tokens, and again whenever the cards change.
+// ListAndWatch sends the resource's tokens, and again whenever the cards (or, for partitions, the ledger)
+// change.
 func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlugin_ListAndWatchServer) error {
 	for {
 		changed := p.waitChange()
-		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: Tokens(p.Resource, p.Cards())}); err != nil {
+		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: p.tokens(stream.Context())}); err != nil {
 			return err
 		}
 		select {
@@ -93,6 +94,18 @@ func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlugin_
 		case <-changed:
 		}
 	}
+}
+
+// tokens are the devices to list: a partitioned resource's from the ledger when it can be read.
+func (p *Plugin) tokens(ctx context.Context) []*pluginapi.Device {
+	if p.Resource.Kind != Partitioned || p.Ledger == nil {
+		return Tokens(p.Resource, p.Cards())
+	}
+	ledger, err := p.Ledger(ctx)
+	if err != nil {
+		ledger = nil
+	}
+	return LedgerTokens(p.Resource, p.Cards(), ledger)
 }
 
 // GetPreferredAllocation steers the kubelet to the cards the ledger says fit: whole cards on free cards,

@@ -29,7 +29,8 @@ const (
 	// Visibility lets the SSH sidecar see its Pod's cards without being charged for them.
 	Visibility Kind = "visibility"
 	// Partitioned hands out hardware partitions (MIG) of cards in a partitioning mode, as many tokens per card
-	// as the most partitions it can hold; the profile is the Pod's per-profile counting key.
+	// as it holds plus the most it can still make (the most an empty card holds before the ledger is read);
+	// the profile is the Pod's per-profile counting key.
 	Partitioned Kind = "partitioned"
 )
 
@@ -93,10 +94,20 @@ const tokenSeparator = "::"
 // Tokens returns the devices the resource lists to the kubelet for the given cards, PerCard of each; an
 // unhealthy card's tokens are listed unhealthy.
 func Tokens(r Resource, cards []providers.Device) []*pluginapi.Device {
+	return LedgerTokens(r, cards, nil)
+}
+
+// LedgerTokens is Tokens once the ledger is known: a partitioned card then offers its partitions held plus the
+// most of one profile it can still make (pools.PartitionTokens), so the node's pool key follows what is left.
+func LedgerTokens(r Resource, cards []providers.Device, ledger map[string]pools.Card) []*pluginapi.Device {
 	var out []*pluginapi.Device
 	for _, c := range cards {
 		if c.Manufacturer != r.Vendor.Key || r.PerCard(c) == 0 {
 			continue
+		}
+		n := r.PerCard(c)
+		if entry, ok := ledger[c.UUID]; ok && r.Kind == Partitioned && entry.Partitioned() {
+			n = int(pools.PartitionTokens(entry))
 		}
 		health := pluginapi.Healthy
 		if c.Unhealthy {
@@ -106,7 +117,7 @@ func Tokens(r Resource, cards []providers.Device) []*pluginapi.Device {
 			out = append(out, &pluginapi.Device{ID: c.UUID, Health: health})
 			continue
 		}
-		for i := 0; i < r.PerCard(c); i++ {
+		for i := range n {
 			out = append(out, &pluginapi.Device{ID: fmt.Sprintf("%s%s%s-%d", c.UUID, tokenSeparator, r.Kind, i), Health: health})
 		}
 	}

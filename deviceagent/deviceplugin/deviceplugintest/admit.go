@@ -108,6 +108,29 @@ func (k *Kubelet) Devices(ctx context.Context, resource string) []string {
 	return ids
 }
 
+// Capacity returns the healthy devices each registered plugin last listed, as the kubelet reports them in its
+// Node's capacity; a plugin that has listed nothing yet is left out.
+func (k *Kubelet) Capacity() map[string]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]int64{}
+	for name, p := range k.plugins {
+		select {
+		case <-p.listed:
+		default:
+			continue
+		}
+		p.mu.Lock()
+		for _, d := range p.devices {
+			if d.Health == pluginapi.Healthy {
+				out[name]++
+			}
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
 // Admit does what the kubelet's device manager does when it admits a Pod: for each container (init containers
 // first) and each of its resources a plugin registered, it takes that many free devices, asks the plugin
 // which it prefers, and calls Allocate with them. A Pod it cannot admit holds nothing afterwards.

@@ -146,13 +146,27 @@ var _ = DescribeTable("grants through the device plugins what Kueue admits",
 )
 
 // An A30 in MIG mode: the partition Kueue admits is made by the simulated hardware through the plugin, and the
-// container sees that partition, not the card.
-var _ = It("grants a MIG partition through the plugin", func() {
+// container sees that partition, not the card. The node's partition pool follows the ledger: an empty A30
+// offers four (its most of one profile, 1g.6gb), one 2g.12gb held leaves it 1 + 2, and it is four again once
+// the partition goes.
+var _ = It("grants a MIG partition through the plugin, and the pool key follows", func() {
 	it := poolOf("gpustack--nvidia-a30-linux-amd64")
-	create(builders.MakeInstance("default", "a30-mig", it.Name).Partition("2g.12gb").Obj())
+	poolKey := func(want string) {
+		GinkgoHelper()
+		e2esuite.WaitFor(time.Minute, func() (bool, string) {
+			got := suite.Kubectl("get", "node", "node-a30", "-o", `jsonpath={.status.capacity.nvidia\.com/gpu\.partitioned}`)
+			return got == want, "node-a30's nvidia.com/gpu.partitioned: " + got + ", want " + want
+		})
+	}
+	poolKey("4")
+	inst := builders.MakeInstance("default", "a30-mig", it.Name).Partition("2g.12gb").Obj()
+	create(inst)
 	what, grants := granted("a30-mig")
 	Expect(what).To(Equal([]string{"main=nvidia.com/gpu.partitioned", "sshd=device.gpustack.ai/nvidia.visibility"}))
 	Expect(grantOf(grants, "nvidia.com/gpu.partitioned").Response.Envs).To(HaveKeyWithValue("NVIDIA_VISIBLE_DEVICES", HavePrefix("MIG-")))
+	poolKey("3")
+	Expect(suite.Client.Delete(context.Background(), inst)).To(Succeed())
+	poolKey("4")
 })
 
 // A Job of two Pods of one whole card each, on a pool of two one-card nodes: Kueue admits its one Workload,

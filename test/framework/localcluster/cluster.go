@@ -69,9 +69,9 @@ type Config struct {
 	// itself and reports when they end.
 	KeepJobsRunning bool
 	// DevicePlugins runs every node's whole device agent, its device plugins included, and a stand-in for the
-	// device manager of each node's kubelet (in this process, so not with Detach): a bound Pod starts only once
-	// its devices are allocated through the plugins (DeviceGrants), and is failed as the kubelet fails it when a
-	// plugin refuses.
+	// device manager of each node's kubelet (in this process, so not with Detach): it reports the plugins'
+	// devices in the Node's capacity, a bound Pod starts only once its devices are allocated through the
+	// plugins (DeviceGrants), and it is failed as the kubelet fails it when a plugin refuses.
 	DevicePlugins bool
 	// AuditUsers, when set, makes the API server record every write by these users (create, update, patch,
 	// delete) in the audit log at AuditLogPath, for a measure of the writes a component causes.

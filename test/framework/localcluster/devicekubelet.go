@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +38,8 @@ type deviceKubelets struct {
 	mu sync.Mutex
 	// admitted holds each Pod the loop decided on, by UID, with what it was granted.
 	admitted map[types.UID][]deviceplugintest.Grant
+	// reported is the capacity last written to each Node.
+	reported map[string]map[string]int64
 }
 
 // startDeviceKubelets listens for every inventory node's device plugins and admits Pods until Stop.
@@ -47,7 +51,8 @@ func (c *Cluster) startDeviceKubelets(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot create client")
 	}
-	k := &deviceKubelets{cs: cs, nodes: map[string]*deviceplugintest.Kubelet{}, admitted: map[types.UID][]deviceplugintest.Grant{}}
+	k := &deviceKubelets{cs: cs, nodes: map[string]*deviceplugintest.Kubelet{}, admitted: map[types.UID][]deviceplugintest.Grant{},
+		reported: map[string]map[string]int64{}}
 	stop := func() {
 		for _, n := range k.nodes {
 			n.Stop()
@@ -79,13 +84,17 @@ func (c *Cluster) startDeviceKubelets(ctx context.Context) error {
 	return nil
 }
 
-// run admits the Pods bound to the nodes, looking every 200 ms (a handful of Pods in the suites that use it).
+// run reports the plugins' devices in the Nodes' capacity and admits the Pods bound to the nodes, looking every
+// 200 ms (a handful of Pods in the suites that use it).
 func (k *deviceKubelets) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(200 * time.Millisecond):
+		}
+		for name, node := range k.nodes {
+			k.report(ctx, name, node.Capacity())
 		}
 		pods, err := k.cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -106,6 +115,23 @@ func (k *deviceKubelets) run(ctx context.Context) {
 		}
 		k.release(live)
 	}
+}
+
+// report writes the device plugins' resources into the Node's capacity and allocatable when they changed, as
+// the kubelet does; the other resources are left to their writers.
+func (k *deviceKubelets) report(ctx context.Context, node string, capacity map[string]int64) {
+	if len(capacity) == 0 || maps.Equal(capacity, k.reported[node]) {
+		return
+	}
+	list := corev1.ResourceList{}
+	for name, n := range capacity {
+		list[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"capacity": list, "allocatable": list}})
+	if _, err := k.cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return
+	}
+	k.reported[node] = capacity
 }
 
 func (k *deviceKubelets) decided(uid types.UID) bool {
