@@ -1,9 +1,9 @@
-// Package vendors is the end-to-end suite of "what Kueue admits, the device plugins grant": a local cluster of
+// Package deviceplugins is the end-to-end suite of "what Kueue admits, the device plugins grant": a local cluster of
 // the nine vendors' cards (examples/clusters/nine-vendors.yaml) where every node runs its whole device agent,
 // plugins included, and a stand-in for its kubelet's device manager allocates each bound Pod's devices through
 // them before KWOK starts the Pod, as a kubelet does. Each vendor is asked every kind of request it advertises,
 // through the real Kueue and the per-card check, and each must be granted.
-package vendors
+package deviceplugins
 
 import (
 	"testing"
@@ -19,9 +19,9 @@ import (
 
 var suite *e2esuite.Suite
 
-func TestVendors(t *testing.T) {
+func TestDevicePlugins(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "gpustack-operator vendors end-to-end suite")
+	RunSpecs(t, "gpustack-operator device plugins end-to-end suite")
 }
 
 var _ = BeforeSuite(func() {
