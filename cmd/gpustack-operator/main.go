@@ -5,6 +5,7 @@
 //	gpustack-operator plan            a dry run of the chain for an inventory file
 //	gpustack-operator function NAME   serves a composition function over gRPC for Crossplane
 //	gpustack-operator cleanup         removes what the operator created at run time (helm uninstall's hook)
+//	gpustack-operator worker-gateway  (wg) the member clusters' InstanceTypes, aggregated, on a unix socket
 package main
 
 import (
@@ -20,6 +21,8 @@ var commands = map[string]func(args []string) error{
 	"device-manager": runDeviceManager,
 	"function":       runFunction,
 	"cleanup":        runCleanup,
+	"worker-gateway": runWorkerGateway,
+	"wg":             runWorkerGateway,
 }
 
 func main() {

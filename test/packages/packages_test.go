@@ -268,7 +268,7 @@ func TestOperatorImage(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
 	cmd.Env = []string{}
 	out, _ := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "usage: gpustack-operator <") || !strings.Contains(string(out), "|worker>") {
+	if !strings.Contains(string(out), "usage: gpustack-operator <") || !strings.Contains(string(out), "|worker") {
 		t.Errorf("the operator does not start in its image:\n%s", out)
 	}
 }

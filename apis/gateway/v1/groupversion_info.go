@@ -1,0 +1,33 @@
+// Package v1 holds the gateway.gpustack.ai/v1 API the worker-gateway serves, read-only, over the member
+// clusters it reads: each member's InstanceTypes and Instances with the cluster they come from
+// (ClusterInstanceType, ClusterInstance), one InstanceType across the members (AggregatedInstanceType), and
+// the members themselves (ClusterMember). None of them is stored: the gateway computes them from what the
+// members answer, so they are not CRDs.
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:skip
+// +groupName=gateway.gpustack.ai
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "gateway.gpustack.ai", Version: "v1"}
+
+	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the kinds of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// LabelMember marks a Secret in the gateway's namespace as a member cluster: the Secret's name is the
+// member's name and its data key KubeconfigKey holds a kubeconfig to read it with.
+const LabelMember = "gateway.gpustack.ai/member"
+
+// KubeconfigKey is the data key of a member Secret that holds the member's kubeconfig.
+const KubeconfigKey = "kubeconfig"

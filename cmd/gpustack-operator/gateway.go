@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/gateway"
+)
+
+// runWorkerGateway reads the member clusters named by the kubeconfig Secrets of its namespace and serves their
+// InstanceTypes, Instances and members, and each InstanceType aggregated across them, on a unix socket.
+func runWorkerGateway(args []string) error {
+	fs := flag.NewFlagSet("worker-gateway", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster holding the member Secrets; in-cluster configuration when empty")
+	namespace := fs.String("namespace", workerv1.SystemNamespace, "the namespace of the member Secrets (labelled gateway.gpustack.ai/member=true, key kubeconfig)")
+	socket := fs.String("socket", "/var/lib/gpustack/gpustack-operator-worker-gateway.sock", "the unix socket the API is served on")
+	interval := fs.Duration("interval", 5*time.Second, "how often the member Secrets are looked at and each member is read")
+	timeout := fs.Duration("read-timeout", 5*time.Second, "how long one read of a member may take before it counts as unreachable")
+	_ = fs.Parse(args)
+	ctrl.SetLogger(zap.New())
+	logger := ctrl.Log.WithName("worker-gateway")
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot load the kubeconfig")
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return errors.Wrap(err, "cannot create a client")
+	}
+	gw := &gateway.Gateway{Client: c, Namespace: *namespace, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger}
+	ctx := ctrl.SetupSignalHandler()
+	lis, err := listenUnix(*socket)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: &gateway.Server{Source: gw, WatchInterval: time.Second}, ReadHeaderTimeout: 10 * time.Second}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return gw.Run(ctx) })
+	g.Go(func() error {
+		<-ctx.Done()
+		return srv.Close()
+	})
+	g.Go(func() error {
+		logger.Info("serving", "socket", *socket)
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return errors.Wrap(err, "cannot serve the API")
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// listenUnix listens on a unix socket, replacing one a previous run left; only its owner and group may use it.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, errors.Wrap(err, "cannot create the socket's directory")
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return nil, errors.Wrap(err, "cannot remove the old socket")
+	}
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "unix", path)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot listen on %s", path)
+	}
+	return lis, errors.Wrap(os.Chmod(path, 0o660), "cannot restrict the socket")
+}

@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// Gateway reads the member clusters the Secrets of its namespace name, each on its own loop, and keeps what
+// each last answered.
+type Gateway struct {
+	// Client reads the member Secrets (labelled gateway.gpustack.ai/member=true) on the gateway's own cluster.
+	Client client.Reader
+	// Namespace holds the member Secrets.
+	Namespace string
+	// Scheme decodes the members' objects.
+	Scheme *runtime.Scheme
+	// Interval is how often the Secrets are looked at and each member is read; Timeout bounds one read.
+	Interval, Timeout time.Duration
+	// Log reports members that come and go and reads that fail.
+	Log logr.Logger
+
+	mu      sync.Mutex
+	members map[string]*member
+	// generation counts the changes of what is served; it is the served resourceVersion.
+	generation int64
+}
+
+// member is one member's read loop and what it last answered.
+type member struct {
+	secretVersion string
+	stop          context.CancelFunc
+	state         MemberState
+}
+
+// Run looks at the member Secrets every Interval, starting a read loop for each new or changed one and stopping
+// those whose Secret went, until ctx ends.
+func (g *Gateway) Run(ctx context.Context) error {
+	if g.Interval <= 0 || g.Timeout <= 0 {
+		return errors.Errorf("the interval (%s) and the read timeout (%s) must be positive", g.Interval, g.Timeout)
+	}
+	g.mu.Lock()
+	if g.members == nil {
+		g.members = map[string]*member{}
+	}
+	g.mu.Unlock()
+	defer g.stopAll()
+	for {
+		if err := g.syncMembers(ctx); err != nil {
+			g.Log.Error(err, "cannot read the member Secrets; the members stay as they are")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(g.Interval):
+		}
+	}
+}
+
+// States returns every member's state, sorted by name, and the generation they are at.
+func (g *Gateway) States() ([]MemberState, int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]MemberState, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, m.state)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, g.generation
+}
+
+func (g *Gateway) syncMembers(ctx context.Context) error {
+	var secrets corev1.SecretList
+	if err := g.Client.List(ctx, &secrets, client.InNamespace(g.Namespace), client.MatchingLabels{gatewayv1.LabelMember: "true"}); err != nil {
+		return errors.Wrapf(err, "cannot list the member Secrets in %s", g.Namespace)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	seen := map[string]bool{}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		seen[s.Name] = true
+		if m := g.members[s.Name]; m != nil && m.secretVersion == s.ResourceVersion {
+			continue
+		}
+		g.startMember(ctx, s)
+	}
+	for name, m := range g.members {
+		if !seen[name] {
+			g.Log.Info("member removed", "member", name)
+			m.stop()
+			delete(g.members, name)
+			g.generation++
+		}
+	}
+	return nil
+}
+
+// startMember (re)starts the read loop of a member Secret; g.mu is held.
+func (g *Gateway) startMember(ctx context.Context, s *corev1.Secret) {
+	if old := g.members[s.Name]; old != nil {
+		old.stop()
+	}
+	memberCtx, stop := context.WithCancel(ctx)
+	m := &member{secretVersion: s.ResourceVersion, stop: stop, state: MemberState{Name: s.Name, Message: "not read yet"}}
+	g.members[s.Name] = m
+	g.generation++
+	reader, err := g.readerOf(s)
+	if err != nil {
+		m.state.Message = err.Error()
+		g.Log.Error(err, "member not read", "member", s.Name)
+		return
+	}
+	g.Log.Info("member added", "member", s.Name)
+	go g.readLoop(memberCtx, s.Name, m, reader)
+}
+
+// readerOf makes a client of the member from its Secret's kubeconfig; reads time out after Timeout.
+func (g *Gateway) readerOf(s *corev1.Secret) (client.Reader, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[gatewayv1.KubeconfigKey])
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read the kubeconfig of member %s (Secret %s/%s, key %s)", s.Name, s.Namespace, s.Name, gatewayv1.KubeconfigKey)
+	}
+	cfg.Timeout = g.Timeout
+	c, err := client.New(cfg, client.Options{Scheme: g.Scheme})
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot make a client of member %s", s.Name)
+	}
+	return c, nil
+}
+
+// readLoop reads the member now and every Interval until ctx ends.
+func (g *Gateway) readLoop(ctx context.Context, name string, m *member, reader client.Reader) {
+	for {
+		next := g.read(ctx, name, reader)
+		g.mu.Lock()
+		if ctx.Err() == nil {
+			g.record(m, next)
+		}
+		g.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(g.Interval):
+		}
+	}
+}
+
+// read reads a member's InstanceTypes and Instances; on failure only the reachability and message are new.
+func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) MemberState {
+	readCtx, cancel := context.WithTimeout(ctx, g.Timeout)
+	defer cancel()
+	var types workerv1.InstanceTypeList
+	var instances workerv1.InstanceList
+	err := reader.List(readCtx, &types)
+	if err == nil {
+		err = reader.List(readCtx, &instances)
+	}
+	if err != nil {
+		return MemberState{Name: name, Message: errors.Wrapf(err, "cannot read member %s", name).Error()}
+	}
+	return MemberState{Name: name, Reachable: true, LastSeen: time.Now(), InstanceTypes: types.Items, Instances: instances.Items}
+}
+
+// record keeps a read's outcome; a failed read keeps what the member last answered. The generation moves only
+// when something served changed (not LastSeen alone), so watchers hear of changes, not of every read; g.mu is
+// held.
+func (g *Gateway) record(m *member, next MemberState) {
+	if !next.Reachable {
+		if m.state.Reachable {
+			g.Log.Info("member unreachable", "member", next.Name, "error", next.Message)
+		}
+		next.LastSeen, next.InstanceTypes, next.Instances = m.state.LastSeen, m.state.InstanceTypes, m.state.Instances
+	}
+	prev := m.state
+	m.state = next
+	if prev.Reachable != next.Reachable || prev.Message != next.Message ||
+		!apiequality.Semantic.DeepEqual(prev.InstanceTypes, next.InstanceTypes) || !apiequality.Semantic.DeepEqual(prev.Instances, next.Instances) {
+		g.generation++
+	}
+}
+
+func (g *Gateway) stopAll() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range g.members {
+		m.stop()
+	}
+}

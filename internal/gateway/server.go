@@ -1,0 +1,245 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
+)
+
+// StateSource gives the members' states and the generation they are at.
+type StateSource interface {
+	States() ([]MemberState, int64)
+}
+
+// Server serves the gateway's API the way a Kubernetes API server does, read-only: discovery, get, list and
+// watch, each as JSON or, when asked (kubectl get does), as a Table with the resource's columns. It serves the
+// same on the unix socket and behind kube-apiserver's aggregation layer.
+type Server struct {
+	// Source gives what is served.
+	Source StateSource
+	// WatchInterval is how often a watch looks for changes.
+	WatchInterval time.Duration
+}
+
+var groupPath = "/apis/" + gatewayv1.GroupVersion.Group
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, fmt.Sprintf("the gateway's API is read-only: %s is not allowed", r.Method))
+		return
+	}
+	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case "/apis":
+		writeJSON(w, metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{group()}})
+		return
+	case groupPath:
+		g := group()
+		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		writeJSON(w, g)
+		return
+	case groupPath + "/" + gatewayv1.GroupVersion.Version:
+		writeJSON(w, resourceList())
+		return
+	}
+	res, namespace, name, ok := route(r.URL.Path)
+	if !ok {
+		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+		return
+	}
+	q := r.URL.Query()
+	if sel := q.Get("fieldSelector"); strings.HasPrefix(sel, "metadata.name=") {
+		name = strings.TrimPrefix(sel, "metadata.name=")
+	}
+	table := wantsTable(r.Header.Get("Accept"))
+	if watch := q.Get("watch"); watch == "true" || watch == "1" {
+		s.watch(w, r, res, namespace, name, table)
+		return
+	}
+	states, generation := s.Source.States()
+	items := pick(res.objects(states), namespace, name)
+	rv := strconv.FormatInt(generation, 10)
+	if name != "" && q.Get("fieldSelector") == "" {
+		if len(items) == 0 {
+			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
+				fmt.Sprintf("%s.%s %q not found", res.name, gatewayv1.GroupVersion.Group, name))
+			return
+		}
+		if table {
+			writeJSON(w, tableOf(res, items, rv))
+			return
+		}
+		writeJSON(w, items[0].object)
+		return
+	}
+	if table {
+		writeJSON(w, tableOf(res, items, rv))
+		return
+	}
+	objects := make([]any, len(items))
+	for i, it := range items {
+		objects[i] = it.object
+	}
+	writeJSON(w, map[string]any{"apiVersion": gatewayv1.GroupVersion.String(), "kind": res.kind + "List",
+		"metadata": metav1.ListMeta{ResourceVersion: rv}, "items": objects})
+}
+
+// route splits /apis/<group>/<version>/[namespaces/<ns>/]<resource>[/<name>].
+func route(path string) (apiResource, string, string, bool) {
+	rest, ok := strings.CutPrefix(path, groupPath+"/"+gatewayv1.GroupVersion.Version+"/")
+	if !ok {
+		return apiResource{}, "", "", false
+	}
+	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	var namespace string
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		namespace, parts = parts[1], parts[2:]
+	}
+	if len(parts) == 0 || len(parts) > 2 {
+		return apiResource{}, "", "", false
+	}
+	for _, res := range resources {
+		if res.name != parts[0] || (namespace != "" && !res.namespaced) {
+			continue
+		}
+		if len(parts) == 2 {
+			return res, namespace, parts[1], true
+		}
+		return res, namespace, "", true
+	}
+	return apiResource{}, "", "", false
+}
+
+// pick keeps the objects in the namespace (all when empty) with the name (all when empty).
+func pick(items []served, namespace, name string) []served {
+	var out []served
+	for _, it := range items {
+		if (namespace == "" || it.meta.Namespace == namespace) && (name == "" || it.meta.Name == name) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// watch streams the objects' changes as watch events until the client goes or timeoutSeconds pass: with no
+// resourceVersion (or "0") every object is sent first as ADDED, as the API server does.
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, namespace, name string, table bool) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "this connection cannot stream")
+		return
+	}
+	timeout := 30 * time.Minute
+	if secs, err := strconv.Atoi(r.URL.Query().Get("timeoutSeconds")); err == nil && secs > 0 {
+		timeout = time.Duration(secs) * time.Second
+	}
+	deadline := time.After(timeout)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	enc := json.NewEncoder(w)
+	sent := map[string]served{}
+	last := map[string]string{}
+	rv := r.URL.Query().Get("resourceVersion")
+	first := true
+	for {
+		states, generation := s.Source.States()
+		current := map[string]served{}
+		for _, it := range pick(res.objects(states), namespace, name) {
+			current[it.meta.Namespace+"/"+it.meta.Name] = it
+		}
+		send := func(kind string, it served) bool {
+			obj := it.object
+			if table {
+				obj = tableOf(res, []served{it}, strconv.FormatInt(generation, 10))
+			}
+			return enc.Encode(map[string]any{"type": kind, "object": obj}) == nil
+		}
+		for key, it := range current {
+			data, _ := json.Marshal(it.object)
+			old, known := last[key]
+			switch {
+			case first && rv != "" && rv != "0":
+			case !known:
+				if !send("ADDED", it) {
+					return
+				}
+			case old != string(data):
+				if !send("MODIFIED", it) {
+					return
+				}
+			}
+			last[key], sent[key] = string(data), it
+		}
+		for key, it := range sent {
+			if _, ok := current[key]; !ok {
+				if !send("DELETED", it) {
+					return
+				}
+				delete(sent, key)
+				delete(last, key)
+			}
+		}
+		first = false
+		flusher.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-deadline:
+			return
+		case <-time.After(s.WatchInterval):
+		}
+	}
+}
+
+// tableOf is the objects as the Table kubectl asks for: the resource's columns, a row each, each row's object
+// its metadata.
+func tableOf(res apiResource, items []served, rv string) *metav1.Table {
+	t := &metav1.Table{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"}, ListMeta: metav1.ListMeta{ResourceVersion: rv},
+		ColumnDefinitions: res.columns, Rows: []metav1.TableRow{}}
+	for _, it := range items {
+		meta, _ := json.Marshal(metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: it.meta})
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: it.cells, Object: runtime.RawExtension{Raw: meta}})
+	}
+	return t
+}
+
+// wantsTable reports whether the Accept header asks for a meta.k8s.io Table first.
+func wantsTable(accept string) bool {
+	first, _, _ := strings.Cut(accept, ",")
+	return strings.Contains(first, "as=Table") && strings.Contains(first, "g=meta.k8s.io")
+}
+
+func group() metav1.APIGroup {
+	v := metav1.GroupVersionForDiscovery{GroupVersion: gatewayv1.GroupVersion.String(), Version: gatewayv1.GroupVersion.Version}
+	return metav1.APIGroup{Name: gatewayv1.GroupVersion.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
+}
+
+func resourceList() metav1.APIResourceList {
+	out := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gatewayv1.GroupVersion.String()}
+	for _, res := range resources {
+		out.APIResources = append(out.APIResources, metav1.APIResource{Name: res.name, SingularName: res.singular, Kind: res.kind,
+			Namespaced: res.namespaced, ShortNames: res.shortNames, Verbs: metav1.Verbs{"get", "list", "watch"}, Categories: []string{"gpustack"}})
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message})
+}

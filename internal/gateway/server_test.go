@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
+// fixed serves the same states at generation 7.
+type fixed []MemberState
+
+func (f fixed) States() ([]MemberState, int64) { return f, 7 }
+
+func TestServer(t *testing.T) {
+	inst := workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "notebook"}, Spec: workerv1.InstanceSpec{Type: "gpu"},
+		Status: workerv1.InstanceStatus{Phase: "Running", NodeName: "node-a"}}
+	s := &Server{Source: fixed{{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{gpuType("gpu", 1, 1, 1, workerv1.InstanceTypeActive)},
+		Instances: []workerv1.Instance{inst}}}}
+	type want struct {
+		Code int
+		Body string
+	}
+	cases := map[string]struct {
+		reason string
+		method string
+		path   string
+		accept string
+		want   want
+	}{
+		"Discovery": {
+			reason: "The group version lists its read-only resources, as kube-apiserver's aggregator asks.",
+			path:   "/apis/gateway.gpustack.ai/v1",
+			want:   want{Code: 200, Body: `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"gateway.gpustack.ai/v1","resources":[{"name":"aggregatedinstancetypes","singularName":"aggregatedinstancetype","namespaced":false,"kind":"AggregatedInstanceType","verbs":["get","list","watch"],"shortNames":["ait"],"categories":["gpustack"]},{"name":"clusterinstancetypes","singularName":"clusterinstancetype","namespaced":false,"kind":"ClusterInstanceType","verbs":["get","list","watch"],"shortNames":["cit"],"categories":["gpustack"]},{"name":"clusterinstances","singularName":"clusterinstance","namespaced":true,"kind":"ClusterInstance","verbs":["get","list","watch"],"categories":["gpustack"]},{"name":"clustermembers","singularName":"clustermember","namespaced":false,"kind":"ClusterMember","verbs":["get","list","watch"],"categories":["gpustack"]}]}`},
+		},
+		"NamespacedTable": {
+			reason: "A namespaced list as a Table: one row per Instance of the namespace, named <cluster>.<instance>.",
+			path:   "/apis/gateway.gpustack.ai/v1/namespaces/team/clusterinstances",
+			accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Type","type":"string","format":"","description":"","priority":0},{"name":"Phase","type":"string","format":"","description":"","priority":0},{"name":"Node","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.notebook","a","gpu","Running","node-a"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.notebook","namespace":"team"}}}]}`},
+		},
+		"OtherNamespace": {
+			reason: "Another namespace holds none.",
+			path:   "/apis/gateway.gpustack.ai/v1/namespaces/other/clusterinstances",
+			want:   want{Code: 200, Body: `{"apiVersion":"gateway.gpustack.ai/v1","items":[],"kind":"ClusterInstanceList","metadata":{"resourceVersion":"7"}}`},
+		},
+		"ClusterScopedInNamespace": {
+			reason: "A cluster-scoped resource has no namespaced path.",
+			path:   "/apis/gateway.gpustack.ai/v1/namespaces/team/clustermembers",
+			want:   want{Code: 404, Body: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`},
+		},
+		"ReadOnly": {
+			reason: "Nothing can be written.",
+			method: http.MethodPost,
+			path:   "/apis/gateway.gpustack.ai/v1/clustermembers",
+			want:   want{Code: 405, Body: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the gateway's API is read-only: POST is not allowed","reason":"MethodNotAllowed","code":405}`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			method := tc.method
+			if method == "" {
+				method = http.MethodGet
+			}
+			req := httptest.NewRequest(method, tc.path, nil)
+			req.Header.Set("Accept", tc.accept)
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			var compact any
+			_ = json.Unmarshal(rec.Body.Bytes(), &compact)
+			var wantBody any
+			_ = json.Unmarshal([]byte(tc.want.Body), &wantBody)
+			if diff := cmp.Diff(tc.want.Code, rec.Code); diff != "" {
+				t.Errorf("%s\nServeHTTP(%s): -want, +got:\n%s", tc.reason, tc.path, diff)
+			}
+			if diff := cmp.Diff(wantBody, compact); diff != "" {
+				t.Errorf("%s\nServeHTTP(%s) body: -want, +got:\n%s", tc.reason, tc.path, diff)
+			}
+		})
+	}
+}

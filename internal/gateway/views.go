@@ -1,0 +1,164 @@
+// Package gateway is the worker-gateway: it reads the member clusters named by kubeconfig Secrets and serves,
+// read-only, their InstanceTypes and Instances with the cluster each comes from, each InstanceType aggregated
+// across the members (reference-behaviour section 11), and the members' reachability.
+package gateway
+
+import (
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/pools"
+)
+
+// MemberState is what the gateway knows of one member: whether its last read answered, and what the last
+// read that answered held (kept while it does not answer, so its types are listed as inactive, not dropped).
+type MemberState struct {
+	// Name is the member's name, its Secret's.
+	Name string
+	// Reachable is true when the last read answered.
+	Reachable bool
+	// Message is the last read's error when it did not answer.
+	Message string
+	// LastSeen is when it last answered; zero when it never did.
+	LastSeen time.Time
+	// InstanceTypes and Instances are what it held when it last answered.
+	InstanceTypes []workerv1.InstanceType
+	Instances     []workerv1.Instance
+}
+
+// Members returns each member's ClusterMember, sorted by name.
+func Members(states []MemberState) []gatewayv1.ClusterMember {
+	out := make([]gatewayv1.ClusterMember, 0, len(states))
+	for _, s := range sorted(states) {
+		m := gatewayv1.ClusterMember{ObjectMeta: metav1.ObjectMeta{Name: s.Name},
+			Status: gatewayv1.ClusterMemberStatus{Reachable: s.Reachable, Message: s.Message, InstanceTypes: len(s.InstanceTypes)}}
+		if !s.LastSeen.IsZero() {
+			m.Status.LastSeen = &metav1.Time{Time: s.LastSeen}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// ClusterInstanceTypes returns every member's InstanceTypes, named <cluster>.<type>, sorted by name.
+func ClusterInstanceTypes(states []MemberState) []gatewayv1.ClusterInstanceType {
+	var out []gatewayv1.ClusterInstanceType
+	for _, s := range sorted(states) {
+		for _, it := range s.InstanceTypes {
+			out = append(out, gatewayv1.ClusterInstanceType{ObjectMeta: metav1.ObjectMeta{Name: s.Name + "." + it.Name, Labels: it.Labels},
+				Cluster: s.Name, Spec: it.Spec, Status: it.Status})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ClusterInstances returns every member's Instances, in their namespaces, named <cluster>.<instance>, sorted
+// by namespace and name.
+func ClusterInstances(states []MemberState) []gatewayv1.ClusterInstance {
+	var out []gatewayv1.ClusterInstance
+	for _, s := range sorted(states) {
+		for _, inst := range s.Instances {
+			out = append(out, gatewayv1.ClusterInstance{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: s.Name + "." + inst.Name,
+				Labels: inst.Labels}, Cluster: s.Name, Spec: inst.Spec, Status: inst.Status})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// AggregatedInstanceTypes returns each InstanceType any member has, aggregated over the members that have it
+// (pools.Aggregate): a member counts when it answered and its type is Active. Sorted by name.
+func AggregatedInstanceTypes(states []MemberState) []gatewayv1.AggregatedInstanceType {
+	candidates := map[string][]pools.Candidate{}
+	for _, s := range states {
+		for _, it := range s.InstanceTypes {
+			candidates[it.Name] = append(candidates[it.Name], pools.Candidate{Cluster: s.Name, Accelerated: it.Spec.Acceleratable,
+				Active: s.Reachable && it.Status.Phase == workerv1.InstanceTypeActive, Views: viewsOf(&it.Status)})
+		}
+	}
+	names := make([]string, 0, len(candidates))
+	for name := range candidates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make([]gatewayv1.AggregatedInstanceType, 0, len(names))
+	for _, name := range names {
+		a := pools.Aggregate(candidates[name])
+		out = append(out, gatewayv1.AggregatedInstanceType{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: statusOf(a)})
+	}
+	return out
+}
+
+// statusOf writes an aggregate as the API shows it, with InstanceType's printer cells.
+func statusOf(a pools.Aggregated) gatewayv1.AggregatedInstanceTypeStatus {
+	st := gatewayv1.AggregatedInstanceTypeStatus{Clusters: a.Clusters, Inactive: a.Inactive,
+		Accelerator: capacityView(a.Views.Exclusive), AcceleratorShared: capacityView(a.Views.Shared),
+		AcceleratorSliced: capacityView(a.Views.Sliced), CPU: capacityView(a.Views.CPU),
+		AcceleratorPartitioned: &workerv1.PartitionedView{CapacityView: *capacityView(a.Views.Partitioned)}}
+	profiles := make([]string, 0, len(a.Views.RemainingProfiles))
+	for p := range a.Views.RemainingProfiles {
+		profiles = append(profiles, p)
+	}
+	sort.Strings(profiles)
+	for _, p := range profiles {
+		st.AcceleratorPartitioned.RemainingProfiles = append(st.AcceleratorPartitioned.RemainingProfiles,
+			workerv1.ProfileCount{Name: p, Count: a.Views.RemainingProfiles[p]})
+	}
+	for _, t := range a.Tiers {
+		st.Tiers = append(st.Tiers, gatewayv1.AggregatedTier{Winner: t.Winner, Clusters: t.Clusters, OnceMaxRequest: gatewayv1.TierBundle{
+			Accelerator: quantity(t.OnceMaxRequest.Exclusive.OnceMaxRequest), AcceleratorShared: quantity(t.OnceMaxRequest.Shared.OnceMaxRequest),
+			AcceleratorSliced: quantity(t.OnceMaxRequest.Sliced.OnceMaxRequest), AcceleratorPartitioned: quantity(t.OnceMaxRequest.Partitioned.OnceMaxRequest),
+			CPU: quantity(t.OnceMaxRequest.CPU.OnceMaxRequest)}})
+	}
+	views := workerv1.InstanceTypeStatus{Accelerator: st.Accelerator, AcceleratorShared: st.AcceleratorShared,
+		AcceleratorSliced: st.AcceleratorSliced, AcceleratorPartitioned: st.AcceleratorPartitioned, CPU: st.CPU}
+	st.Summary = workerv1.InstanceTypeSummary{Accelerator: workerv1.FormatAccelerator(&views), CPU: workerv1.FormatView(st.CPU),
+		Partitions: workerv1.FormatPartitions(&views)}
+	return st
+}
+
+// viewsOf reads a member's InstanceType status back into the views it was made from; a missing view is 0/0.
+func viewsOf(st *workerv1.InstanceTypeStatus) pools.Views {
+	v := pools.Views{Exclusive: view(st.Accelerator), Shared: view(st.AcceleratorShared), Sliced: view(st.AcceleratorSliced), CPU: view(st.CPU)}
+	if pt := st.AcceleratorPartitioned; pt != nil {
+		v.Partitioned = view(&pt.CapacityView)
+		for _, p := range pt.RemainingProfiles {
+			if v.RemainingProfiles == nil {
+				v.RemainingProfiles = map[string]int64{}
+			}
+			v.RemainingProfiles[p.Name] += p.Count
+		}
+	}
+	return v
+}
+
+func view(c *workerv1.CapacityView) pools.View {
+	if c == nil {
+		return pools.View{}
+	}
+	return pools.View{Capacity: c.Capacity.Value(), OnceMaxRequest: c.OnceMaxRequest.Value(), Remaining: c.Remaining.Value()}
+}
+
+func capacityView(v pools.View) *workerv1.CapacityView {
+	return &workerv1.CapacityView{Capacity: quantity(v.Capacity), OnceMaxRequest: quantity(v.OnceMaxRequest), Remaining: quantity(v.Remaining)}
+}
+
+func quantity(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
+
+// sorted returns the states by name.
+func sorted(states []MemberState) []MemberState {
+	out := append([]MemberState(nil), states...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
