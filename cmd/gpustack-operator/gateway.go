@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -30,6 +32,10 @@ func runWorkerGateway(args []string) error {
 	socket := fs.String("socket", "/var/lib/gpustack/gpustack-operator-worker-gateway.sock", "the unix socket the API is served on")
 	interval := fs.Duration("interval", 5*time.Second, "how often the member Secrets are looked at and each member is read")
 	timeout := fs.Duration("read-timeout", 5*time.Second, "how long one read of a member may take before it counts as unreachable")
+	securePort := fs.Int("secure-port", 0, "serve the API over TLS on this port for kube-apiserver's aggregation layer, and register its APIService; 0 serves only the socket")
+	bindAddress := fs.String("bind-address", "0.0.0.0", "the address of the secure port")
+	serviceName := fs.String("service-name", "gpustack-operator-worker-gateway", "the Service in --namespace the APIService sends kube-apiserver to")
+	servicePort := fs.Int("service-port", 443, "the Service's port")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("worker-gateway")
@@ -48,8 +54,26 @@ func runWorkerGateway(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: &gateway.Server{Source: gw, WatchInterval: time.Second}, ReadHeaderTimeout: 10 * time.Second}
+	api := &gateway.Server{Source: gw, WatchInterval: time.Second}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	g, ctx := errgroup.WithContext(ctx)
+	if *securePort != 0 {
+		secure, err := aggregated(ctx, c, api, *namespace, *serviceName, *bindAddress, *securePort, *servicePort)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error {
+			<-ctx.Done()
+			return secure.Close()
+		})
+		g.Go(func() error {
+			logger.Info("serving for the aggregation layer", "address", secure.Addr, "apiservice", gateway.APIServiceName)
+			if err := secure.ListenAndServeTLS("", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return errors.Wrap(err, "cannot serve the API over TLS")
+			}
+			return nil
+		})
+	}
 	g.Go(func() error { return gw.Run(ctx) })
 	g.Go(func() error {
 		<-ctx.Done()
@@ -63,6 +87,21 @@ func runWorkerGateway(args []string) error {
 		return nil
 	})
 	return g.Wait()
+}
+
+// aggregated makes the TLS server kube-apiserver's aggregation layer passes the API's requests to, checked with
+// the cluster's request-header settings and authorizer, and registers the APIService that sends them there.
+func aggregated(ctx context.Context, c client.Client, api http.Handler, namespace, service, bind string, port, servicePort int) (*http.Server, error) {
+	rh, err := gateway.ReadRequestHeader(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := gateway.Register(ctx, c, namespace, service, int32(servicePort))
+	if err != nil {
+		return nil, err
+	}
+	return &http.Server{Addr: net.JoinHostPort(bind, strconv.Itoa(port)), Handler: gateway.Delegated(api, rh, c), ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}}, nil
 }
 
 // listenUnix listens on a unix socket, replacing one a previous run left; only its owner and group may use it.

@@ -43,12 +43,14 @@ type memberCluster struct {
 	name   string
 	client client.Client
 	proxy  *proxy
-	stop   func()
+	// kubeconfig reaches the member through the proxy.
+	kubeconfig []byte
+	stop       func()
 }
 
 // startMember starts an API server with this project's CRDs and a proxy in front of it, and registers it with
-// the gateway by a Secret holding a kubeconfig that reaches it through the proxy.
-func startMember(name string) *memberCluster {
+// the manager c by a Secret holding a kubeconfig that reaches it through the proxy.
+func startMember(c client.Client, name string) *memberCluster {
 	GinkgoHelper()
 	bin, _, err := testenv.BinDir("etcd", "kube-apiserver")
 	Expect(err).NotTo(HaveOccurred())
@@ -60,16 +62,11 @@ func startMember(name string) *memberCluster {
 	u, err := url.Parse(cfg.Host)
 	Expect(err).NotTo(HaveOccurred())
 	m.proxy = startProxy(u.Host)
-	register(name, kubeconfigOf(cfg, m.proxy.addr))
-	return m
-}
-
-// register writes a member Secret in the manager.
-func register(name string, kubeconfig []byte) {
-	GinkgoHelper()
+	m.kubeconfig = kubeconfigOf(cfg, m.proxy.addr)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name,
-		Labels: map[string]string{gatewayv1.LabelMember: "true"}}, Data: map[string][]byte{gatewayv1.KubeconfigKey: kubeconfig}}
-	Expect(suite.Client.Create(context.Background(), s)).To(Succeed())
+		Labels: map[string]string{gatewayv1.LabelMember: "true"}}, Data: map[string][]byte{gatewayv1.KubeconfigKey: m.kubeconfig}}
+	Expect(c.Create(context.Background(), s)).To(Succeed())
+	return m
 }
 
 // kubeconfigOf is an administrator's kubeconfig of the API server, reaching it at addr.
@@ -115,7 +112,7 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 	var socket string
 
 	BeforeAll(func() {
-		a, b = startMember("member-a"), startMember("member-b")
+		a, b = startMember(suite.Client, "member-a"), startMember(suite.Client, "member-b")
 		DeferCleanup(func() {
 			for _, m := range []*memberCluster{a, b} {
 				m.proxy.close()

@@ -18,6 +18,8 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;list;watch
+
 // Gateway reads the member clusters the Secrets of its namespace name, each on its own loop, and keeps what
 // each last answered.
 type Gateway struct {
