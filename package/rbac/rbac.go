@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed worker/role.yaml device-manager/role.yaml cleanup/role.yaml device-manager-node-scope.yaml
+//go:embed worker/role.yaml device-manager/role.yaml cleanup/role.yaml worker-gateway/role.yaml device-manager-node-scope.yaml worker-gateway-member.yaml
 var files embed.FS
 
 // NodeScope returns the ValidatingAdmissionPolicy and its binding that keep each device agent to its own
@@ -39,6 +39,17 @@ func NodeScope() ([]client.Object, error) {
 		return nil, errors.Wrap(err, "cannot decode the device agents' node-scope binding")
 	}
 	return []client.Object{policy, binding}, nil
+}
+
+// GatewayMember returns the ClusterRole a member cluster grants the worker-gateway's reader account
+// (worker-gateway-member.yaml): its InstanceTypes and Instances, read-only.
+func GatewayMember() (*rbacv1.ClusterRole, error) {
+	data, err := files.ReadFile("worker-gateway-member.yaml")
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the worker-gateway's member role")
+	}
+	role := &rbacv1.ClusterRole{}
+	return role, errors.Wrap(yaml.UnmarshalStrict(data, role), "cannot decode the worker-gateway's member role")
 }
 
 // ServiceAccountName is the service account of a component (gpustack-operator-device-manager).

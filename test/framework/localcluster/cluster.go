@@ -35,10 +35,11 @@ const (
 	componentKueue     = "kueue"
 	componentWorker    = "gpustack-worker"
 	componentAgents    = "gpustack-device-manager"
+	componentGateway   = "gpustack-worker-gateway"
 )
 
 var startOrder = []string{componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKWOK,
-	componentNFD, componentKueue, componentAgents, componentWorker}
+	componentNFD, componentKueue, componentAgents, componentWorker, componentGateway}
 
 // Config says what to start and where.
 type Config struct {
@@ -73,6 +74,9 @@ type Config struct {
 	// devices in the Node's capacity, a bound Pod starts only once its devices are allocated through the
 	// plugins (DeviceGrants), and it is failed as the kubelet fails it when a plugin refuses.
 	DevicePlugins bool
+	// Gateway runs the worker-gateway beside the worker, behind the API server's aggregation layer (AddMember
+	// registers member clusters with it).
+	Gateway bool
 	// AuditUsers, when set, makes the API server record every write by these users (create, update, patch,
 	// delete) in the audit log at AuditLogPath, for a measure of the writes a component causes.
 	AuditUsers []string
@@ -101,7 +105,7 @@ type Cluster struct {
 }
 
 type ports struct {
-	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker, workerWebhook, workerMetrics, workerPprof, agentMetrics int
+	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker, workerWebhook, workerMetrics, workerPprof, agentMetrics, gateway int
 }
 
 // Start brings the cluster up and waits until every component is ready and every inventory node is Ready.
@@ -153,6 +157,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		{"starting the kubelets' device managers", c.startDeviceKubelets},
 		{"starting the operator", c.startOperator},
 		{"installing the admission policies", c.installPolicies},
+		{"starting the worker-gateway", c.startGateway},
 	}
 	for _, s := range steps {
 		start := time.Now()
@@ -280,6 +285,8 @@ func (c *Cluster) writePKI(context.Context) error {
 		"kube-controller-manager":       {"system:kube-controller-manager"},
 		"kube-scheduler":                {"system:kube-scheduler"},
 		"kube-apiserver-kubelet-client": {"kube-apiserver-kubelet-client", "system:masters"},
+		// The aggregation layer's front proxy: it passes requests on to aggregated APIs (the worker-gateway's).
+		"front-proxy-client": {"front-proxy-client"},
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(c.ports.apiServer)
 	for name, subject := range clients {
@@ -343,7 +350,7 @@ func freePorts() (ports, error) {
 	}
 	var p ports
 	for _, dst := range []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.nfd,
-		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook, &p.workerMetrics, &p.workerPprof, &p.agentMetrics} {
+		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook, &p.workerMetrics, &p.workerPprof, &p.agentMetrics, &p.gateway} {
 		port, err := next()
 		if err != nil {
 			return p, err
