@@ -190,7 +190,7 @@ test-integration: $(TEST_TOOLS) ## Tests on envtest's API server, and the polici
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local cluster; then partitions on a MIG cluster; then the nine vendors through the device plugins.
+test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local cluster; then partitions, the nine vendors through the device plugins, and the worker-gateway across three clusters.
 	$(TEST_ENV) go test -p 1 -count=1 -timeout 30m ./test/e2e/...
 
 .PHONY: test-packages
@@ -219,6 +219,7 @@ bench-cluster: $(DEMO_TOOLS) ## Measure the operator on a local cluster of NODES
 
 DEMO_DIR ?= $(ROOT)/.demo
 INVENTORY ?= examples/clusters/walkthrough.yaml
+INVENTORIES ?= examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
 
 .PHONY: demo
 demo: ## Start the local cluster with the walkthrough's nodes (or INVENTORY=FILE) in the background.
@@ -229,8 +230,17 @@ demo: ## Start the local cluster with the walkthrough's nodes (or INVENTORY=FILE
 	$(call say,demo step 3 of 3: starting the local cluster)
 	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator
 
+.PHONY: demo-multi
+demo-multi: ## Start one member cluster per inventory (INVENTORIES=a.yaml,b.yaml) and a manager running the worker-gateway.
+	$(call say,demo-multi step 1 of 3: the control plane and KWOK and Kueue and nfd-master (built on the first run only))
+	@$(MAKE) --no-print-directory $(DEMO_TOOLS)
+	$(call say,demo-multi step 2 of 3: building gpustack-operator and localcluster)
+	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/localcluster
+	$(call say,demo-multi step 3 of 3: starting the member clusters and the manager)
+	$(BIN)/localcluster up-multi --bin $(BIN) --dir $(DEMO_DIR) --inventories $(INVENTORIES) --operator $(BIN)/gpustack-operator
+
 .PHONY: demo-down
-demo-down: ## Stop the local cluster started by make demo; leaves no process behind.
+demo-down: ## Stop the local clusters started by make demo or make demo-multi; leaves no process behind.
 	@if [ -x $(BIN)/localcluster ]; then $(BIN)/localcluster down --dir $(DEMO_DIR); \
 	else go run ./hack/localcluster down --dir $(DEMO_DIR); fi
 

@@ -2,6 +2,7 @@
 // run on: a real control plane, KWOK nodes from an inventory file, nfd-master and Kueue, all on loopback.
 //
 //	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml
+//	localcluster up-multi --bin bin --dir .demo --inventories examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
 //	localcluster down --dir .demo
 package main
 
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
@@ -27,6 +30,8 @@ func main() {
 	switch os.Args[1] {
 	case "up":
 		err = up(os.Args[2:])
+	case "up-multi":
+		err = upMulti(os.Args[2:])
 	case "down":
 		err = down(os.Args[2:])
 	default:
@@ -39,7 +44,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: localcluster up --bin DIR --dir DIR --inventory FILE | localcluster down --dir DIR")
+	fmt.Fprintln(os.Stderr, "usage: localcluster up --bin DIR --dir DIR --inventory FILE | localcluster up-multi --bin DIR --dir DIR --inventories FILE,FILE | localcluster down --dir DIR")
 	os.Exit(2)
 }
 
@@ -89,16 +94,30 @@ func up(args []string) error {
 	return nil
 }
 
+// down stops the cluster of the run directory and those of its subdirectories (up-multi's manager and members).
 func down(args []string) error {
 	fs := flag.NewFlagSet("down", flag.ExitOnError)
 	dir := fs.String("dir", ".demo", "run directory of the cluster to stop")
 	_ = fs.Parse(args)
-	stopped, err := localcluster.Stop(*dir)
+	dirs := []string{*dir}
+	subs, _ := filepath.Glob(filepath.Join(*dir, "*", "pids"))
+	for _, p := range subs {
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	var stopped []string
+	var errs []error
+	for _, d := range dirs {
+		s, err := localcluster.Stop(d)
+		for _, name := range s {
+			stopped = append(stopped, filepath.Base(d)+"/"+name)
+		}
+		errs = append(errs, err)
+	}
 	for _, s := range stopped {
 		fmt.Println("stopped", s)
 	}
-	if len(stopped) == 0 && err == nil {
+	if len(stopped) == 0 {
 		fmt.Println("nothing was running in", *dir)
 	}
-	return err
+	return kerrors.NewAggregate(errs)
 }

@@ -92,10 +92,6 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		Expect(os.WriteFile(kubeconfig, kubeconfigOf(cfg, u.Host), 0o600)).To(Succeed())
 
 		m := startMember(mgr, "member-a")
-		DeferCleanup(func() {
-			m.proxy.close()
-			m.stop()
-		})
 		m.instanceType("gpu", true, 2, 3, 4, workerv1.InstanceTypeActive)
 
 		// The gateway as worker-gateway --secure-port runs it. A Service of type ExternalName sends kube-apiserver

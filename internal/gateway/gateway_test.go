@@ -45,7 +45,6 @@ type memberCluster struct {
 	proxy  *proxy
 	// kubeconfig reaches the member through the proxy.
 	kubeconfig []byte
-	stop       func()
 }
 
 // startMember starts an API server with this project's CRDs and a proxy in front of it, and registers it with
@@ -55,13 +54,15 @@ func startMember(c client.Client, name string) *memberCluster {
 	bin, _, err := testenv.BinDir("etcd", "kube-apiserver")
 	Expect(err).NotTo(HaveOccurred())
 	cfg, stop, err := testenv.StartEnvtest(bin, testenv.Path("package", "crds"))
+	DeferCleanup(stop)
 	Expect(err).NotTo(HaveOccurred())
-	m := &memberCluster{name: name, stop: stop}
+	m := &memberCluster{name: name}
 	m.client, err = client.New(cfg, client.Options{Scheme: scheme.New()})
 	Expect(err).NotTo(HaveOccurred())
 	u, err := url.Parse(cfg.Host)
 	Expect(err).NotTo(HaveOccurred())
 	m.proxy = startProxy(u.Host)
+	DeferCleanup(m.proxy.close)
 	m.kubeconfig = kubeconfigOf(cfg, m.proxy.addr)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name,
 		Labels: map[string]string{gatewayv1.LabelMember: "true"}}, Data: map[string][]byte{gatewayv1.KubeconfigKey: m.kubeconfig}}
@@ -113,12 +114,6 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 
 	BeforeAll(func() {
 		a, b = startMember(suite.Client, "member-a"), startMember(suite.Client, "member-b")
-		DeferCleanup(func() {
-			for _, m := range []*memberCluster{a, b} {
-				m.proxy.close()
-				m.stop()
-			}
-		})
 		a.instanceType("gpu", true, 2, 3, 4, workerv1.InstanceTypeActive)
 		a.instanceType("cpu", false, 16, 40, 64, workerv1.InstanceTypeActive)
 		b.instanceType("gpu", true, 4, 8, 8, workerv1.InstanceTypeActive)
@@ -348,4 +343,5 @@ func (p *proxy) restore() {
 	p.serve(lis)
 }
 
+// close stops it for good; a second close does nothing more.
 func (p *proxy) close() { p.cut() }

@@ -77,8 +77,14 @@ func (c *Cluster) AddMember(ctx context.Context, name string, member *Cluster) e
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: workerv1.SystemNamespace, Name: account}}}
 	for _, create := range []func() error{
-		func() error { _, err := mcs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); return err },
-		func() error { _, err := mcs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); return err },
+		func() error {
+			_, err := mcs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := mcs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+			return err
+		},
 		func() error {
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: account}}
 			_, err := mcs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
