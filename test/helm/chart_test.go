@@ -267,6 +267,30 @@ func TestTemplateOptions(t *testing.T) {
 		}
 	}
 
+	if objs := render(t); objs["Deployment/gpustack-operator-worker-gateway"] != nil || objs["ClusterRole/gpustack-operator-worker-gateway-member"] != nil {
+		t.Error("the worker-gateway is rendered by default")
+	}
+	objs = render(t, "workerGateway.enabled=true", "workerGateway.memberRole=true")
+	gw := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec
+	checkRestricted(t, gw)
+	if args := gw.Containers[0].Args; len(args) == 0 || args[0] != "worker-gateway" || !contains(args, "--secure-port=8443") {
+		t.Errorf("the gateway's Deployment does not serve the aggregation layer: %v", args)
+	}
+	for key, want := range map[string][]rbacv1.PolicyRule{
+		"ClusterRole/gpustack-operator-worker-gateway":          generatedRules(t, "worker-gateway", "ClusterRole", ""),
+		"Role/gpustack-system/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "Role", namespace),
+		"Role/kube-system/gpustack-operator-worker-gateway":     generatedRules(t, "worker-gateway", "Role", "kube-system"),
+		"ClusterRole/gpustack-operator-worker-gateway-member":   {{APIGroups: []string{"worker.gpustack.ai"}, Resources: []string{"instancetypes", "instances"}, Verbs: []string{"get", "list", "watch"}}},
+	} {
+		if objs[key] == nil {
+			t.Errorf("with the worker-gateway, %s is not rendered", key)
+			continue
+		}
+		if diff := cmp.Diff(want, convert[rbacv1.ClusterRole](t, objs[key]).Rules); diff != "" {
+			t.Errorf("%s rules: -want, +got:\n%s", key, diff)
+		}
+	}
+
 	out, err := helm(t, nil, "template", release, chart, "--namespace", "elsewhere", "--kube-version", "1.35.4")
 	if err == nil || !strings.Contains(out, "install gpustack-operator into the namespace gpustack-system") {
 		t.Errorf("another namespace: want a refusal naming gpustack-system, got %v\n%s", err, out)
