@@ -64,18 +64,13 @@ func up(args []string) error {
 	if err != nil {
 		return err
 	}
-	absDir, err := filepath.Abs(*dir)
-	if err != nil {
-		return err
-	}
-	absBin, err := filepath.Abs(*bin)
-	if err != nil {
+	if err := absolute(dir, bin); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := localcluster.Config{
-		BinDir: absBin, Dir: absDir, Inventory: nodes, CRDPaths: strings.Split(*crds, ","),
+		BinDir: *bin, Dir: *dir, Inventory: nodes, CRDPaths: strings.Split(*crds, ","),
 		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, Progress: os.Stderr,
 	}
 	if *operator != "" && *policies != "" {
@@ -85,12 +80,24 @@ func up(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("The local cluster runs with %d nodes from %s; logs are in %s/logs.\n", len(nodes.Nodes), *inv, absDir)
+	fmt.Printf("The local cluster runs with %d nodes from %s; logs are in %s/logs.\n", len(nodes.Nodes), *inv, *dir)
 	if url := c.MetricsURL(); url != "" {
 		fmt.Printf("metrics: %s\n", url)
 	}
 	fmt.Println("Stop it with: make demo-down")
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
+	return nil
+}
+
+// absolute makes each path absolute, as the clusters' processes run in other directories.
+func absolute(paths ...*string) error {
+	for _, p := range paths {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
 	return nil
 }
 

@@ -28,21 +28,12 @@ func upMulti(args []string) error {
 	policies := fs.String("policies", "policies/cel", "comma-separated directories of admission policies to install; empty installs none")
 	_ = fs.Parse(args)
 
-	absDir, err := filepath.Abs(*dir)
-	if err != nil {
-		return err
-	}
-	absBin, err := filepath.Abs(*bin)
-	if err != nil {
-		return err
-	}
-	absOperator, err := filepath.Abs(*operator)
-	if err != nil {
+	if err := absolute(dir, bin, operator); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	base := localcluster.Config{BinDir: absBin, CRDPaths: strings.Split(*crds, ","), Detach: true, Operator: absOperator, Progress: os.Stderr}
+	base := localcluster.Config{BinDir: *bin, CRDPaths: strings.Split(*crds, ","), Detach: true, Operator: *operator, Progress: os.Stderr}
 	if *policies != "" {
 		base.PolicyPaths = strings.Split(*policies, ",")
 	}
@@ -58,7 +49,7 @@ func upMulti(args []string) error {
 			return errors.Errorf("two inventories are named %s: give each member file its own name", name)
 		}
 		cfg := base
-		cfg.Dir, cfg.Inventory = filepath.Join(absDir, name), inv
+		cfg.Dir, cfg.Inventory = filepath.Join(*dir, name), inv
 		fmt.Fprintf(os.Stderr, ">> member %s from %s\n", name, file)
 		if members[name], err = localcluster.Start(ctx, cfg); err != nil {
 			return errors.Wrapf(err, "cannot start member %s (make demo-down stops the clusters already started)", name)
@@ -66,7 +57,7 @@ func upMulti(args []string) error {
 		names = append(names, name)
 	}
 	cfg := base
-	cfg.Dir, cfg.Gateway, cfg.NoKueue, cfg.NoNFD, cfg.PolicyPaths = filepath.Join(absDir, "manager"), true, true, true, nil
+	cfg.Dir, cfg.Gateway, cfg.NoKueue, cfg.NoNFD, cfg.PolicyPaths = filepath.Join(*dir, "manager"), true, true, true, nil
 	fmt.Fprintln(os.Stderr, ">> the manager, with the worker-gateway")
 	manager, err := localcluster.Start(ctx, cfg)
 	if err != nil {
