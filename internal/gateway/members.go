@@ -160,20 +160,25 @@ func (g *Gateway) readLoop(ctx context.Context, name string, m *member, reader c
 	}
 }
 
-// read reads a member's InstanceTypes and Instances; on failure only the reachability and message are new.
+// read reads a member's InstanceTypes, Instances and InstancePersistentVolumes; on failure only the reachability and message are new.
 func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) MemberState {
 	readCtx, cancel := context.WithTimeout(ctx, g.Timeout)
 	defer cancel()
 	var types workerv1.InstanceTypeList
 	var instances workerv1.InstanceList
+	var volumes workerv1.InstancePersistentVolumeList
 	err := reader.List(readCtx, &types)
 	if err == nil {
 		err = reader.List(readCtx, &instances)
 	}
+	if err == nil {
+		err = reader.List(readCtx, &volumes)
+	}
 	if err != nil {
 		return MemberState{Name: name, Message: errors.Wrapf(err, "cannot read member %s", name).Error()}
 	}
-	return MemberState{Name: name, Reachable: true, LastSeen: time.Now(), InstanceTypes: types.Items, Instances: instances.Items}
+	return MemberState{Name: name, Reachable: true, LastSeen: time.Now(), InstanceTypes: types.Items, Instances: instances.Items,
+		PersistentVolumes: volumes.Items}
 }
 
 // record keeps a read's outcome; a failed read keeps what the member last answered. The generation moves only
@@ -184,12 +189,13 @@ func (g *Gateway) record(m *member, next MemberState) {
 		if m.state.Reachable {
 			g.Log.Info("member unreachable", "member", next.Name, "error", next.Message)
 		}
-		next.LastSeen, next.InstanceTypes, next.Instances = m.state.LastSeen, m.state.InstanceTypes, m.state.Instances
+		next.LastSeen, next.InstanceTypes, next.Instances, next.PersistentVolumes = m.state.LastSeen, m.state.InstanceTypes, m.state.Instances, m.state.PersistentVolumes
 	}
 	prev := m.state
 	m.state = next
 	if prev.Reachable != next.Reachable || prev.Message != next.Message ||
-		!apiequality.Semantic.DeepEqual(prev.InstanceTypes, next.InstanceTypes) || !apiequality.Semantic.DeepEqual(prev.Instances, next.Instances) {
+		!apiequality.Semantic.DeepEqual(prev.InstanceTypes, next.InstanceTypes) || !apiequality.Semantic.DeepEqual(prev.Instances, next.Instances) ||
+		!apiequality.Semantic.DeepEqual(prev.PersistentVolumes, next.PersistentVolumes) {
 		g.generation++
 	}
 }

@@ -35,6 +35,8 @@ var resources = []apiResource{
 		columns: columns("Name", "Cluster", "Accelerator(EX/SH/SL/PT)", "CPU", "Phase"), objects: clusterTypeObjects},
 	{name: "clusterinstances", singular: "clusterinstance", kind: "ClusterInstance", namespaced: true,
 		columns: columns("Name", "Cluster", "Type", "Phase", "Node"), objects: clusterInstanceObjects},
+	{name: "clusterinstancepersistentvolumes", singular: "clusterinstancepersistentvolume", kind: "ClusterInstancePersistentVolume", namespaced: true,
+		columns: columns("Name", "Cluster", "Capacity", "Phase", "Volume"), objects: clusterVolumeObjects},
 	{name: "clustermembers", singular: "clustermember", kind: "ClusterMember",
 		columns: columns("Name", "Reachable", "InstanceTypes", "Message"), objects: memberObjects},
 }
@@ -83,6 +85,16 @@ func clusterInstanceObjects(states []MemberState) []served {
 		inst.TypeMeta = typeMeta("ClusterInstance")
 		out = append(out, served{meta: inst.ObjectMeta, object: inst, cells: []any{inst.Name, inst.Cluster, inst.Spec.Type,
 			string(inst.Status.Phase), inst.Status.NodeName}})
+	}
+	return out
+}
+
+func clusterVolumeObjects(states []MemberState) []served {
+	var out []served
+	for _, v := range ClusterInstancePersistentVolumes(states) {
+		v.TypeMeta = typeMeta("ClusterInstancePersistentVolume")
+		out = append(out, served{meta: v.ObjectMeta, object: v, cells: []any{v.Name, v.Cluster, v.Spec.Capacity.String(),
+			v.Status.Phase, v.Status.Volume}})
 	}
 	return out
 }

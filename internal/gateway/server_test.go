@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -20,8 +21,10 @@ func (f fixed) States() ([]MemberState, int64) { return f, 7 }
 func TestServer(t *testing.T) {
 	inst := workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "notebook"}, Spec: workerv1.InstanceSpec{Type: "gpu"},
 		Status: workerv1.InstanceStatus{Phase: "Running", NodeName: "node-a"}}
+	vol := workerv1.InstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "workspace"},
+		Spec: workerv1.InstancePersistentVolumeSpec{Capacity: resource.MustParse("100Gi")}, Status: workerv1.InstancePersistentVolumeStatus{Phase: "Bound", Volume: "pvc-1"}}
 	s := &Server{Source: fixed{{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{gpuType("gpu", 1, 1, 1, workerv1.InstanceTypeActive)},
-		Instances: []workerv1.Instance{inst}}}}
+		Instances: []workerv1.Instance{inst}, PersistentVolumes: []workerv1.InstancePersistentVolume{vol}}}}
 	type want struct {
 		Code int
 		Body string
@@ -36,13 +39,19 @@ func TestServer(t *testing.T) {
 		"Discovery": {
 			reason: "The group version lists its read-only resources, as kube-apiserver's aggregator asks.",
 			path:   "/apis/gateway.gpustack.ai/v1",
-			want:   want{Code: 200, Body: `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"gateway.gpustack.ai/v1","resources":[{"name":"aggregatedinstancetypes","singularName":"aggregatedinstancetype","namespaced":false,"kind":"AggregatedInstanceType","verbs":["get","list","watch"],"shortNames":["ait"],"categories":["gpustack"]},{"name":"clusterinstancetypes","singularName":"clusterinstancetype","namespaced":false,"kind":"ClusterInstanceType","verbs":["get","list","watch"],"shortNames":["cit"],"categories":["gpustack"]},{"name":"clusterinstances","singularName":"clusterinstance","namespaced":true,"kind":"ClusterInstance","verbs":["get","list","watch"],"categories":["gpustack"]},{"name":"clustermembers","singularName":"clustermember","namespaced":false,"kind":"ClusterMember","verbs":["get","list","watch"],"categories":["gpustack"]}]}`},
+			want:   want{Code: 200, Body: `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"gateway.gpustack.ai/v1","resources":[{"name":"aggregatedinstancetypes","singularName":"aggregatedinstancetype","namespaced":false,"kind":"AggregatedInstanceType","verbs":["get","list","watch"],"shortNames":["ait"],"categories":["gpustack"]},{"name":"clusterinstancetypes","singularName":"clusterinstancetype","namespaced":false,"kind":"ClusterInstanceType","verbs":["get","list","watch"],"shortNames":["cit"],"categories":["gpustack"]},{"name":"clusterinstances","singularName":"clusterinstance","namespaced":true,"kind":"ClusterInstance","verbs":["get","list","watch"],"categories":["gpustack"]},{"name":"clusterinstancepersistentvolumes","singularName":"clusterinstancepersistentvolume","namespaced":true,"kind":"ClusterInstancePersistentVolume","verbs":["get","list","watch"],"categories":["gpustack"]},{"name":"clustermembers","singularName":"clustermember","namespaced":false,"kind":"ClusterMember","verbs":["get","list","watch"],"categories":["gpustack"]}]}`},
 		},
 		"NamespacedTable": {
 			reason: "A namespaced list as a Table: one row per Instance of the namespace, named <cluster>.<instance>.",
 			path:   "/apis/gateway.gpustack.ai/v1/namespaces/team/clusterinstances",
 			accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
 			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Type","type":"string","format":"","description":"","priority":0},{"name":"Phase","type":"string","format":"","description":"","priority":0},{"name":"Node","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.notebook","a","gpu","Running","node-a"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.notebook","namespace":"team"}}}]}`},
+		},
+		"Volumes": {
+			reason: "A member's InstancePersistentVolumes, with the cluster each is in.",
+			path:   "/apis/gateway.gpustack.ai/v1/clusterinstancepersistentvolumes",
+			accept: "application/json;as=Table;v=v1;g=meta.k8s.io",
+			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Capacity","type":"string","format":"","description":"","priority":0},{"name":"Phase","type":"string","format":"","description":"","priority":0},{"name":"Volume","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.workspace","a","100Gi","Bound","pvc-1"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.workspace","namespace":"team"}}}]}`},
 		},
 		"OtherNamespace": {
 			reason: "Another namespace holds none.",

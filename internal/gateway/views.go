@@ -26,9 +26,10 @@ type MemberState struct {
 	Message string
 	// LastSeen is when it last answered; zero when it never did.
 	LastSeen time.Time
-	// InstanceTypes and Instances are what it held when it last answered.
-	InstanceTypes []workerv1.InstanceType
-	Instances     []workerv1.Instance
+	// InstanceTypes, Instances and PersistentVolumes are what it held when it last answered.
+	InstanceTypes     []workerv1.InstanceType
+	Instances         []workerv1.Instance
+	PersistentVolumes []workerv1.InstancePersistentVolume
 }
 
 // Members returns each member's ClusterMember, sorted by name.
@@ -66,6 +67,25 @@ func ClusterInstances(states []MemberState) []gatewayv1.ClusterInstance {
 		for _, inst := range s.Instances {
 			out = append(out, gatewayv1.ClusterInstance{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: s.Name + "." + inst.Name,
 				Labels: inst.Labels}, Cluster: s.Name, Spec: inst.Spec, Status: inst.Status})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// ClusterInstancePersistentVolumes returns every member's InstancePersistentVolumes, in their namespaces,
+// named <cluster>.<volume>, sorted by namespace and name.
+func ClusterInstancePersistentVolumes(states []MemberState) []gatewayv1.ClusterInstancePersistentVolume {
+	var out []gatewayv1.ClusterInstancePersistentVolume
+	for _, s := range sorted(states) {
+		for _, v := range s.PersistentVolumes {
+			out = append(out, gatewayv1.ClusterInstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: s.Name + "." + v.Name,
+				Labels: v.Labels}, Cluster: s.Name, Spec: v.Spec, Status: v.Status})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

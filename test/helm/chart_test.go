@@ -280,7 +280,7 @@ func TestTemplateOptions(t *testing.T) {
 		"ClusterRole/gpustack-operator-worker-gateway":          generatedRules(t, "worker-gateway", "ClusterRole", ""),
 		"Role/gpustack-system/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "Role", namespace),
 		"Role/kube-system/gpustack-operator-worker-gateway":     generatedRules(t, "worker-gateway", "Role", "kube-system"),
-		"ClusterRole/gpustack-operator-worker-gateway-member":   {{APIGroups: []string{"worker.gpustack.ai"}, Resources: []string{"instancetypes", "instances"}, Verbs: []string{"get", "list", "watch"}}},
+		"ClusterRole/gpustack-operator-worker-gateway-member":   {{APIGroups: []string{"worker.gpustack.ai"}, Resources: []string{"instancetypes", "instances", "instancepersistentvolumes"}, Verbs: []string{"get", "list", "watch"}}},
 	} {
 		if objs[key] == nil {
 			t.Errorf("with the worker-gateway, %s is not rendered", key)

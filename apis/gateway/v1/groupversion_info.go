@@ -1,6 +1,6 @@
 // Package v1 holds the gateway.gpustack.ai/v1 API the worker-gateway serves, read-only, over the member
-// clusters it reads: each member's InstanceTypes and Instances with the cluster they come from
-// (ClusterInstanceType, ClusterInstance), one InstanceType across the members (AggregatedInstanceType), and
+// clusters it reads: each member's InstanceTypes, Instances and InstancePersistentVolumes with the cluster they
+// come from (ClusterInstanceType, ClusterInstance, ClusterInstancePersistentVolume), one InstanceType across the members (AggregatedInstanceType), and
 // the members themselves (ClusterMember). None of them is stored: the gateway computes them from what the
 // members answer, so they are not CRDs.
 //

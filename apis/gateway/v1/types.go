@@ -87,6 +87,30 @@ type ClusterInstanceList struct {
 
 // +kubebuilder:object:root=true
 
+// ClusterInstancePersistentVolume is one member's InstancePersistentVolume, in its namespace, named
+// <cluster>.<volume>.
+type ClusterInstancePersistentVolume struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Cluster is the member the volume is in.
+	Cluster string `json:"cluster"`
+	// Spec and Status are the member's volume's, as last read.
+	Spec   workerv1.InstancePersistentVolumeSpec   `json:"spec"`
+	Status workerv1.InstancePersistentVolumeStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterInstancePersistentVolumeList is a list of ClusterInstancePersistentVolumes.
+type ClusterInstancePersistentVolumeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterInstancePersistentVolume `json:"items"`
+}
+
+// +kubebuilder:object:root=true
+
 // AggregatedInstanceType is one InstanceType across the member clusters (reference-behaviour section 11):
 // the members that have it are its candidates, the active ones (reachable, their type Active) count.
 type AggregatedInstanceType struct {
@@ -149,5 +173,6 @@ type AggregatedInstanceTypeList struct {
 
 func init() {
 	SchemeBuilder.Register(&ClusterMember{}, &ClusterMemberList{}, &ClusterInstanceType{}, &ClusterInstanceTypeList{},
-		&ClusterInstance{}, &ClusterInstanceList{}, &AggregatedInstanceType{}, &AggregatedInstanceTypeList{})
+		&ClusterInstance{}, &ClusterInstanceList{}, &ClusterInstancePersistentVolume{}, &ClusterInstancePersistentVolumeList{},
+		&AggregatedInstanceType{}, &AggregatedInstanceTypeList{})
 }
