@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
@@ -67,7 +68,7 @@ func runWorkerGateway(args []string) error {
 			return secure.Close()
 		})
 		g.Go(func() error {
-			logger.Info("serving for the aggregation layer", "address", secure.Addr, "apiservice", gateway.APIServiceName)
+			logger.Info("serving for the aggregation layer", "address", secure.Addr, "apiservice", gatewayv1.APIServiceName)
 			if err := secure.ListenAndServeTLS("", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return errors.Wrap(err, "cannot serve the API over TLS")
 			}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
@@ -130,7 +131,7 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		Eventually(func(g Gomega) {
 			var err error
 			out, err = testenv.Kubectl(kubeconfig, "get", "aggregatedinstancetypes")
-			status, _ := testenv.Kubectl(kubeconfig, "get", "apiservice", gateway.APIServiceName, "-o", "jsonpath={.status.conditions}")
+			status, _ := testenv.Kubectl(kubeconfig, "get", "apiservice", gatewayv1.APIServiceName, "-o", "jsonpath={.status.conditions}")
 			g.Expect(err).NotTo(HaveOccurred(), "%s; the APIService's conditions: %s", out, status)
 			g.Expect(out).To(ContainSubstring("gpu"))
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())

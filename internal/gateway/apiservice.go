@@ -20,9 +20,6 @@ import (
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 )
 
-// APIServiceName is the name of the APIService of the gateway's group version.
-var APIServiceName = gatewayv1.GroupVersion.Version + "." + gatewayv1.GroupVersion.Group
-
 // FieldManager is the gateway's field manager for what it applies.
 const FieldManager = "gpustack-operator-worker-gateway"
 
@@ -35,7 +32,7 @@ func Register(ctx context.Context, c client.Client, namespace, name string, port
 	}
 	apiService := client.ApplyConfigurationFromUnstructured(APIService(namespace, name, port, caBundle))
 	if err := c.Apply(ctx, apiService, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return tls.Certificate{}, errors.Wrapf(err, "cannot apply the APIService %s", APIServiceName)
+		return tls.Certificate{}, errors.Wrapf(err, "cannot apply the APIService %s", gatewayv1.APIServiceName)
 	}
 	return cert, nil
 }
@@ -77,7 +74,7 @@ func ServingCertificate(namespace, name string) (tls.Certificate, []byte, error)
 func APIService(namespace, name string, port int32, caBundle []byte) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-		"metadata": map[string]any{"name": APIServiceName, "labels": map[string]any{"app.kubernetes.io/part-of": "gpustack-operator"}},
+		"metadata": map[string]any{"name": gatewayv1.APIServiceName, "labels": map[string]any{"app.kubernetes.io/part-of": "gpustack-operator"}},
 		"spec": map[string]any{
 			"group": gatewayv1.GroupVersion.Group, "version": gatewayv1.GroupVersion.Version,
 			"service":  map[string]any{"namespace": namespace, "name": name, "port": int64(port)},

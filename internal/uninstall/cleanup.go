@@ -23,11 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
@@ -57,6 +59,7 @@ type Options struct {
 // only what the worker made, by name where it has one.
 // +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=delete,resourceNames=gpustack-worker-webhook-tls
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=delete,resourceNames=gpustack-worker-mutation;gpustack-worker-validation
+// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=delete,resourceNames=v1.gateway.gpustack.ai
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
@@ -80,6 +83,12 @@ func Cleanup(ctx context.Context, c client.Client, o Options) error {
 	r.delete(ctx, &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.MutatingName}})
 	r.delete(ctx, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.ValidatingName}})
 	r.delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.WebhookSecret}})
+	// The worker-gateway's APIService: the gateway applies it, so helm does not know it, and left behind it would
+	// keep kube-apiserver's discovery of gateway.gpustack.ai failing.
+	apiService := &unstructured.Unstructured{}
+	apiService.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"})
+	apiService.SetName(gatewayv1.APIServiceName)
+	r.delete(ctx, apiService)
 	r.kueueChain(ctx)
 	r.nodeFeatures(ctx)
 	r.nodeCapacity(ctx)

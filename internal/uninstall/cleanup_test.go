@@ -23,6 +23,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/gateway"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -58,6 +59,9 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 	it.Finalizers = []string{"gpustack.ai/controlled"}
 	// The InstanceType goes in before the webhook configurations, whose server this test does not run.
 	create(it)
+	// The worker-gateway's APIService, as the gateway applies it (no gateway answers here).
+	apiService := gateway.APIService(workerv1.SystemNamespace, "gpustack-operator-worker-gateway", 443, []byte("ca"))
+	create(apiService)
 	create(mutating, validating,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-settings"}},
@@ -90,7 +94,7 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 		// envtest runs no namespace controller: a namespace being deleted counts as gone.
 		return apierrors.IsNotFound(err) || err == nil && o.GetDeletionTimestamp() != nil
 	}
-	ours := []client.Object{mutating, validating,
+	ours := []client.Object{mutating, validating, apiService,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed"}},
 		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "gpustack-node-devices"}},

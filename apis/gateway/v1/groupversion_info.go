@@ -25,6 +25,9 @@ var (
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
+// APIServiceName is the APIService that puts this group version behind kube-apiserver.
+const APIServiceName = "v1.gateway.gpustack.ai"
+
 // LabelMember marks a Secret in the gateway's namespace as a member cluster: the Secret's name is the
 // member's name and its data key KubeconfigKey holds a kubeconfig to read it with.
 const LabelMember = "gateway.gpustack.ai/member"
