@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -67,12 +68,15 @@ func frontProxy(dir string) (ca, cert, key string) {
 // only the front proxy: a request straight to it is refused.
 var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 	var kubeconfig, direct string
+	var proxyCert tls.Certificate
 
 	BeforeAll(func() {
 		bin, _, err := testenv.BinDir("etcd", "kube-apiserver")
 		Expect(err).NotTo(HaveOccurred())
 		dir := GinkgoT().TempDir()
 		ca, cert, key := frontProxy(dir)
+		proxyCert, err = tls.LoadX509KeyPair(cert, key)
+		Expect(err).NotTo(HaveOccurred())
 		env := &envtest.Environment{CRDDirectoryPaths: []string{testenv.Path("package", "crds")}, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: bin}
 		args := env.ControlPlane.GetAPIServer().Configure()
 		for flag, value := range map[string]string{"requestheader-client-ca-file": ca, "requestheader-allowed-names": "front-proxy",
@@ -142,6 +146,33 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		out, err := testenv.Kubectl(kubeconfig, "get", "clustermembers", "-o", "jsonpath={.items[0].metadata.name}={.items[0].status.reachable}")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(Equal("member-a=true"))
+	})
+
+	// What kube-apiserver checks before it passes a request on, the gateway checks again with the cluster's
+	// authorizer: with the front proxy's certificate, a user RBAC gives nothing is refused, an administrator is not.
+	It("asks the cluster's authorizer about the user the front proxy names", func() {
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{proxyCert},
+			InsecureSkipVerify: true}}, Timeout: 10 * time.Second} //nolint:gosec // the test reaches the gateway's own self-signed port.
+		get := func(user string, groups ...string) (int, string) {
+			GinkgoHelper()
+			req, err := http.NewRequest(http.MethodGet, direct+"/apis/gateway.gpustack.ai/v1/aggregatedinstancetypes", nil)
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("X-Remote-User", user)
+			for _, g := range groups {
+				req.Header.Add("X-Remote-Group", g)
+			}
+			resp, err := c.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			return resp.StatusCode, string(body)
+		}
+		code, body := get("alice")
+		Expect(code).To(Equal(http.StatusForbidden), body)
+		Expect(body).To(ContainSubstring(`user \"alice\" cannot list resource \"aggregatedinstancetypes\" in API group \"gateway.gpustack.ai\"`))
+		code, body = get("root", "system:masters")
+		Expect(code).To(Equal(http.StatusOK), body)
 	})
 
 	It("refuses a request that does not come through kube-apiserver", func() {
