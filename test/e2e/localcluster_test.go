@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -109,10 +110,16 @@ var _ = It("runs the real Kueue", func() {
 		}
 	}
 	first, second := pod("e2e-first"), pod("e2e-second")
-	DeferCleanup(func() {
+	// The queue and flavor are gone before the next spec: Kueue keeps them (its resource-in-use finalizer) until
+	// their Workloads are, and a spec that lists the cluster's queues must not see them.
+	DeferCleanup(func(ctx context.Context) {
 		for _, o := range []client.Object{first, second, lq, cq, rf} {
-			_ = k.Delete(context.Background(), o)
+			_ = k.Delete(ctx, o)
 		}
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(cq), &kueuev1beta2.ClusterQueue{})) &&
+				apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(rf), &kueuev1beta2.ResourceFlavor{}))
+		}).WithTimeout(2*time.Minute).Should(BeTrue(), "the e2e-credits queue and flavor are not gone")
 	})
 	Expect(k.Create(ctx, first)).To(Succeed())
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
