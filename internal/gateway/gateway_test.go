@@ -62,7 +62,7 @@ func startMember(c client.Client, name string) *memberCluster {
 	u, err := url.Parse(cfg.Host)
 	Expect(err).NotTo(HaveOccurred())
 	m.proxy = startProxy(u.Host)
-	DeferCleanup(m.proxy.close)
+	DeferCleanup(m.proxy.cut)
 	m.kubeconfig = kubeconfigOf(cfg, m.proxy.addr)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name,
 		Labels: map[string]string{gatewayv1.LabelMember: "true"}}, Data: map[string][]byte{gatewayv1.KubeconfigKey: m.kubeconfig}}
@@ -342,6 +342,3 @@ func (p *proxy) restore() {
 	Expect(err).NotTo(HaveOccurred())
 	p.serve(lis)
 }
-
-// close stops it for good; a second close does nothing more.
-func (p *proxy) close() { p.cut() }

@@ -69,12 +69,7 @@ func ClusterInstances(states []MemberState) []gatewayv1.ClusterInstance {
 				Labels: inst.Labels}, Cluster: s.Name, Spec: inst.Spec, Status: inst.Status})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Name < out[j].Name
-	})
+	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })
 	return out
 }
 
@@ -88,12 +83,7 @@ func ClusterInstancePersistentVolumes(states []MemberState) []gatewayv1.ClusterI
 				Labels: v.Labels}, Cluster: s.Name, Spec: v.Spec, Status: v.Status})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Name < out[j].Name
-	})
+	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })
 	return out
 }
 
@@ -175,6 +165,14 @@ func capacityView(v pools.View) *workerv1.CapacityView {
 }
 
 func quantity(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
+
+// namespacedBefore orders objects by namespace, then name.
+func namespacedBefore(a, b metav1.ObjectMeta) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
 
 // sorted returns the states by name.
 func sorted(states []MemberState) []MemberState {

@@ -96,18 +96,6 @@ func (p *plugin) healthy(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Devices returns the healthy devices the resource's plugin last listed; none when it is not registered.
-func (k *Kubelet) Devices(ctx context.Context, resource string) []string {
-	k.mu.Lock()
-	p := k.plugins[resource]
-	k.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	ids, _ := p.healthy(ctx)
-	return ids
-}
-
 // Capacity returns the healthy devices each registered plugin last listed, as the kubelet reports them in its
 // Node's capacity; a plugin that has listed nothing yet is left out.
 func (k *Kubelet) Capacity() map[string]int64 {

@@ -197,7 +197,10 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			errs = append(errs, r.release(ctx, it))
 			continue
 		}
-		if orig := it.DeepCopy(); !deleting && controllerutil.AddFinalizer(it, FinalizerControlled) {
+		if !deleting && !controllerutil.ContainsFinalizer(it, FinalizerControlled) {
+			// Copied only here: the recompute visits every type, and nearly all have the finalizer already.
+			orig := it.DeepCopy()
+			controllerutil.AddFinalizer(it, FinalizerControlled)
 			if err := r.Client.Patch(ctx, it, finalizersOf(orig)); err != nil {
 				failed(it, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name), true)
 				continue
@@ -295,7 +298,9 @@ func (r *Reconciler) queueOf(ctx context.Context, name string) (*kueuev1beta2.Cl
 
 // release lets a deleted InstanceType go once its queue is gone.
 func (r *Reconciler) release(ctx context.Context, it *workerv1.InstanceType) error {
-	if orig := it.DeepCopy(); controllerutil.RemoveFinalizer(it, FinalizerControlled) {
+	if controllerutil.ContainsFinalizer(it, FinalizerControlled) {
+		orig := it.DeepCopy()
+		controllerutil.RemoveFinalizer(it, FinalizerControlled)
 		return errors.Wrapf(r.Client.Patch(ctx, it, finalizersOf(orig)), "cannot release InstanceType %s", it.Name)
 	}
 	return nil
