@@ -22,6 +22,7 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
+	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 )
 
 // runWorkerGateway reads the member clusters named by the kubeconfig Secrets of its namespace and serves their
@@ -37,6 +38,8 @@ func runWorkerGateway(args []string) error {
 	bindAddress := fs.String("bind-address", "0.0.0.0", "the address of the secure port")
 	serviceName := fs.String("service-name", "gpustack-operator-worker-gateway", "the Service in --namespace the APIService sends kube-apiserver to")
 	servicePort := fs.Int("service-port", 443, "the Service's port")
+	dispatch := fs.Bool("dispatch", true, "keep, in this cluster, what Kueue's MultiKueue needs to run Instances created here on the members")
+	kueueNamespace := fs.String("kueue-namespace", kueueconfig.Namespace, "the namespace of this cluster's Kueue, where MultiKueue reads the members' kubeconfigs")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("worker-gateway")
@@ -76,6 +79,11 @@ func runWorkerGateway(args []string) error {
 		})
 	}
 	g.Go(func() error { return gw.Run(ctx) })
+	if *dispatch {
+		d := &gateway.Dispatcher{Client: c, Gateway: gw, Namespace: *namespace, KueueNamespace: *kueueNamespace, Interval: *interval,
+			Log: ctrl.Log.WithName("dispatch")}
+		g.Go(func() error { return d.Run(ctx) })
+	}
 	g.Go(func() error {
 		<-ctx.Done()
 		return srv.Close()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -160,13 +161,14 @@ func (g *Gateway) readLoop(ctx context.Context, name string, m *member, reader c
 	}
 }
 
-// read reads a member's InstanceTypes, Instances and InstancePersistentVolumes; on failure only the reachability and message are new.
+// read reads a member's InstanceTypes, Instances, InstancePersistentVolumes and ClusterQueues; on failure only the reachability and message are new.
 func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) MemberState {
 	readCtx, cancel := context.WithTimeout(ctx, g.Timeout)
 	defer cancel()
 	var types workerv1.InstanceTypeList
 	var instances workerv1.InstanceList
 	var volumes workerv1.InstancePersistentVolumeList
+	var queues kueue.ClusterQueueList
 	err := reader.List(readCtx, &types)
 	if err == nil {
 		err = reader.List(readCtx, &instances)
@@ -174,11 +176,14 @@ func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) M
 	if err == nil {
 		err = reader.List(readCtx, &volumes)
 	}
+	if err == nil {
+		err = reader.List(readCtx, &queues)
+	}
 	if err != nil {
 		return MemberState{Name: name, Message: errors.Wrapf(err, "cannot read member %s", name).Error()}
 	}
 	return MemberState{Name: name, Reachable: true, LastSeen: time.Now(), InstanceTypes: types.Items, Instances: instances.Items,
-		PersistentVolumes: volumes.Items}
+		PersistentVolumes: volumes.Items, ClusterQueues: queues.Items}
 }
 
 // record keeps a read's outcome; a failed read keeps what the member last answered. The generation moves only
@@ -189,15 +194,30 @@ func (g *Gateway) record(m *member, next MemberState) {
 		if m.state.Reachable {
 			g.Log.Info("member unreachable", "member", next.Name, "error", next.Message)
 		}
-		next.LastSeen, next.InstanceTypes, next.Instances, next.PersistentVolumes = m.state.LastSeen, m.state.InstanceTypes, m.state.Instances, m.state.PersistentVolumes
+		next.LastSeen, next.InstanceTypes, next.Instances, next.PersistentVolumes, next.ClusterQueues = m.state.LastSeen, m.state.InstanceTypes,
+			m.state.Instances, m.state.PersistentVolumes, m.state.ClusterQueues
 	}
 	prev := m.state
 	m.state = next
 	if prev.Reachable != next.Reachable || prev.Message != next.Message ||
 		!apiequality.Semantic.DeepEqual(prev.InstanceTypes, next.InstanceTypes) || !apiequality.Semantic.DeepEqual(prev.Instances, next.Instances) ||
-		!apiequality.Semantic.DeepEqual(prev.PersistentVolumes, next.PersistentVolumes) {
+		!apiequality.Semantic.DeepEqual(prev.PersistentVolumes, next.PersistentVolumes) || !queuesEqual(prev.ClusterQueues, next.ClusterQueues) {
 		g.generation++
 	}
+}
+
+// queuesEqual compares queues by what Dispatch reads of them, their quotas: their status moves with every
+// admission.
+func queuesEqual(a, b []kueue.ClusterQueue) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || !apiequality.Semantic.DeepEqual(a[i].Spec.ResourceGroups, b[i].Spec.ResourceGroups) {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *Gateway) stopAll() {

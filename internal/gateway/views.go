@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -30,6 +31,8 @@ type MemberState struct {
 	InstanceTypes     []workerv1.InstanceType
 	Instances         []workerv1.Instance
 	PersistentVolumes []workerv1.InstancePersistentVolume
+	// ClusterQueues are its Kueue queues, whose quotas the manager's queues sum (Dispatch).
+	ClusterQueues []kueue.ClusterQueue
 }
 
 // Members returns each member's ClusterMember, sorted by name.

@@ -42,7 +42,8 @@ func NodeScope() ([]client.Object, error) {
 }
 
 // GatewayMember returns the ClusterRole a member cluster grants the worker-gateway's reader account
-// (worker-gateway-member.yaml): its InstanceTypes and Instances, read-only.
+// (worker-gateway-member.yaml): its types, Instances, volumes and queues read, and the Workloads and Pods
+// MultiKueue dispatches there written.
 func GatewayMember() (*rbacv1.ClusterRole, error) {
 	data, err := files.ReadFile("worker-gateway-member.yaml")
 	if err != nil {

@@ -273,14 +273,23 @@ func TestTemplateOptions(t *testing.T) {
 	objs = render(t, "workerGateway.enabled=true", "workerGateway.memberRole=true")
 	gw := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec
 	checkRestricted(t, gw)
-	if args := gw.Containers[0].Args; len(args) == 0 || args[0] != "worker-gateway" || !contains(args, "--secure-port=8443") {
-		t.Errorf("the gateway's Deployment does not serve the aggregation layer: %v", args)
+	if args := gw.Containers[0].Args; len(args) == 0 || args[0] != "worker-gateway" || !contains(args, "--secure-port=8443") || !contains(args, "--dispatch=true") {
+		t.Errorf("the gateway's Deployment does not serve the aggregation layer and dispatch: %v", args)
+	}
+	memberRole, err := rbac.GatewayMember()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if noDispatch := render(t, "workerGateway.enabled=true", "workerGateway.dispatch=false"); noDispatch["Role/kueue-system/gpustack-operator-worker-gateway"] != nil ||
+		!contains(convert[appsv1.Deployment](t, noDispatch["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec.Containers[0].Args, "--dispatch=false") {
+		t.Error("with dispatch off, the gateway still dispatches or may write in Kueue's namespace")
 	}
 	for key, want := range map[string][]rbacv1.PolicyRule{
 		"ClusterRole/gpustack-operator-worker-gateway":          generatedRules(t, "worker-gateway", "ClusterRole", ""),
 		"Role/gpustack-system/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "Role", namespace),
 		"Role/kube-system/gpustack-operator-worker-gateway":     generatedRules(t, "worker-gateway", "Role", "kube-system"),
-		"ClusterRole/gpustack-operator-worker-gateway-member":   {{APIGroups: []string{"worker.gpustack.ai"}, Resources: []string{"instancetypes", "instances", "instancepersistentvolumes"}, Verbs: []string{"get", "list", "watch"}}},
+		"Role/kueue-system/gpustack-operator-worker-gateway":    generatedRules(t, "worker-gateway", "Role", "kueue-system"),
+		"ClusterRole/gpustack-operator-worker-gateway-member":   memberRole.Rules,
 	} {
 		if objs[key] == nil {
 			t.Errorf("with the worker-gateway, %s is not rendered", key)

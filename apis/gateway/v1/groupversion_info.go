@@ -34,3 +34,12 @@ const LabelMember = "gateway.gpustack.ai/member"
 
 // KubeconfigKey is the data key of a member Secret that holds the member's kubeconfig.
 const KubeconfigKey = "kubeconfig"
+
+// LabelDispatch marks what the worker-gateway writes on a manager cluster to dispatch Instances to its members
+// through MultiKueue: the gateway removes what carries it and is no longer wanted, and the worker's composer
+// leaves InstanceTypes carrying it (the members' types, mirrored) to the gateway.
+const LabelDispatch = "gateway.gpustack.ai/dispatch"
+
+// MultiKueueCheckPrefix begins the name of the MultiKueue AdmissionCheck the worker-gateway gives each
+// dispatched type's queue on a manager cluster (the type's name follows it).
+const MultiKueueCheckPrefix = "gpustack-multikueue-"

@@ -337,6 +337,12 @@ type InstanceStatus struct {
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
 
+	// Cluster is the member cluster that runs the Instance when a manager cluster's worker-gateway dispatched
+	// it there through MultiKueue (its NodeName then stays empty: the node is the member's to know); empty for
+	// an Instance that runs in its own cluster.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+
 	// AccessAddresses are the addresses the Instance can be reached at.
 	// +optional
 	AccessAddresses []string `json:"accessAddresses,omitempty"`
@@ -378,6 +384,7 @@ type InstanceStatus struct {
 // +kubebuilder:printcolumn:name="NODE",type=string,JSONPath=`.status.nodeName`
 // +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="CLUSTER",type=string,JSONPath=`.status.cluster`,priority=1
 // +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.phaseMessage`,priority=1
 type Instance struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/functions/instancetype"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
@@ -185,6 +186,10 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 	for i := range types.Items {
 		it := &types.Items[i]
 		liveTypes[it.Name] = true
+		if it.Labels[gatewayv1.LabelDispatch] == "true" {
+			// A member's type mirrored on a manager cluster: the worker-gateway writes its queues and status.
+			continue
+		}
 		deleting := it.DeletionTimestamp != nil
 		cq, err := r.queueOf(ctx, it.Name)
 		if err != nil {

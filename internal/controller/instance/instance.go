@@ -128,19 +128,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	phase, msg := Phase(pod)
+	st := inst.Status.DeepCopy()
+	st.Cluster = ""
 	if gated(pod) {
 		wl, err := r.workloadOf(ctx, pod)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		msg = WaitMessage(pod, wl)
+		if wl != nil && wl.Status.ClusterName != nil {
+			// A manager cluster's Kueue keeps the Pod gated and MultiKueue copies the status of the member's Pod
+			// onto it.
+			st.Cluster = *wl.Status.ClusterName
+			phase, msg = DispatchedPhase(pod, st.Cluster)
+		}
 	}
 	if ports != nil {
-		st := inst.Status.DeepCopy()
 		st.Ports = ports
-		return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
 	}
-	return reconcile.Result{}, r.setStatus(ctx, inst, values, phase, msg, pod)
+	return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
 }
 
 // rebuild reports whether the Pod is one the kubelet refused at admission (UnexpectedAdmissionError) within
@@ -361,7 +367,9 @@ func (r *Reconciler) poolFlavors(ctx context.Context, typ string) ([]map[string]
 
 // setStatus writes the phase, message and the Pod's placement when they changed.
 func (r *Reconciler) setStatus(ctx context.Context, inst *workerv1.Instance, values settings.Values, phase workerv1.InstancePhase, msg string, pod *corev1.Pod) error {
-	return r.setStatusFrom(ctx, inst, inst.Status.DeepCopy(), values, phase, msg, pod)
+	st := inst.Status.DeepCopy()
+	st.Cluster = ""
+	return r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
 }
 
 // setStatusFrom writes st, with the phase, message and the Pod's placement (its node, addresses and cards),

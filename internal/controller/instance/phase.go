@@ -2,12 +2,14 @@ package instance
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
 )
@@ -77,11 +79,38 @@ func gated(pod *corev1.Pod) bool {
 	return false
 }
 
-// WaitMessage says what a Pod Kueue holds waits for: quota in its queue (with Kueue's reason), or a card
-// with room (with the node-devices check's reason).
+// DispatchedPhase reads the phase of a Pod a manager cluster dispatched to a member through MultiKueue: the
+// manager's copy stays gated and carries the status of the member's Pod.
+func DispatchedPhase(pod *corev1.Pod, cluster string) (workerv1.InstancePhase, string) {
+	remote := pod.DeepCopy()
+	remote.Spec.SchedulingGates = nil
+	if remote.Status.Phase == "" {
+		return workerv1.InstanceStarting, fmt.Sprintf("admitted by member cluster %s: waiting for its Pod", cluster)
+	}
+	for _, c := range remote.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonSchedulingGated {
+			return workerv1.InstanceStarting, fmt.Sprintf("member cluster %s: waiting for a card with room there", cluster)
+		}
+	}
+	// The member's node is not copied; its Pod's phase and conditions are.
+	remote.Spec.NodeName = "(member cluster " + cluster + ")"
+	phase, msg := Phase(remote)
+	if msg != "" && phase != workerv1.InstanceReady {
+		msg = fmt.Sprintf("member cluster %s: %s", cluster, msg)
+	}
+	return phase, msg
+}
+
+// WaitMessage says what a Pod Kueue holds waits for: quota in its queue (with Kueue's reason), a card with
+// room (with the node-devices check's reason) or, on a manager cluster, a member cluster to admit it.
 func WaitMessage(pod *corev1.Pod, wl *kueue.Workload) string {
 	queue := pod.Labels[instancepod.LabelQueueName]
 	if wl != nil {
+		for _, s := range wl.Status.AdmissionChecks {
+			if strings.HasPrefix(string(s.Name), gatewayv1.MultiKueueCheckPrefix) && s.State != kueue.CheckStateReady {
+				return dispatchWait(wl, s)
+			}
+		}
 		// After a Retry Kueue gives the quota back and sets the check Pending again, keeping its message, so
 		// the reason stays readable while the Workload waits for its next turn.
 		for _, s := range wl.Status.AdmissionChecks {
@@ -94,6 +123,19 @@ func WaitMessage(pod *corev1.Pod, wl *kueue.Workload) string {
 		}
 	}
 	return fmt.Sprintf("waiting for quota in queue %s (kubectl -n %s get workloads)", queue, pod.Namespace)
+}
+
+// dispatchWait says what a Workload the manager's MultiKueue check holds waits for: the members it was sent to
+// (or, before that, the quota the manager's queue mirrors), with MultiKueue's own words.
+func dispatchWait(wl *kueue.Workload, check kueue.AdmissionCheckState) string {
+	msg := "waiting for a member cluster to admit it"
+	if len(wl.Status.NominatedClusterNames) > 0 {
+		msg += " (sent to " + strings.Join(wl.Status.NominatedClusterNames, ", ") + ")"
+	}
+	if check.Message != "" {
+		msg += ": " + check.Message
+	}
+	return msg
 }
 
 // ReadyCondition is an Instance's Ready condition for its phase: True once Ready; otherwise False, its reason

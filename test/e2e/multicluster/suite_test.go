@@ -35,7 +35,7 @@ var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(logr.Discard())
 	members["member-a"] = e2esuite.Start("walkthrough.yaml")
 	members["member-b"] = e2esuite.Start("h100-mig.yaml")
-	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpustack-operator")
+	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kueue", "gpustack-operator")
 	Expect(err).NotTo(HaveOccurred())
 	if skip != "" {
 		Skip(skip)
@@ -45,9 +45,10 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { _ = os.RemoveAll(dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	// The manager holds no nodes: it runs the worker-gateway (and the worker, which the gateway sits beside).
+	// The manager holds no nodes: it runs the worker-gateway, the worker (which runs the Instances created there
+	// as Pods) and Kueue, whose MultiKueue sends them to the members.
 	manager, err = localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, CRDPaths: []string{testenv.Path("package", "crds")},
-		Operator: filepath.Join(bin, "gpustack-operator"), NoKueue: true, NoNFD: true, Gateway: true, Progress: GinkgoWriter})
+		Operator: filepath.Join(bin, "gpustack-operator"), NoNFD: true, Gateway: true, Progress: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred(), "cannot start the manager cluster")
 	for name, m := range members {
 		Expect(manager.AddMember(ctx, name, m.Cluster)).To(Succeed())

@@ -90,6 +90,12 @@ func (w *InstanceWrapper) Accelerators(n int32) *InstanceWrapper {
 	return w
 }
 
+// CPU asks for cpu cores (a quantity).
+func (w *InstanceWrapper) CPU(cpu string) *InstanceWrapper {
+	w.Spec.Resources.CPU = ptr.To(resource.MustParse(cpu))
+	return w
+}
+
 // Slice asks for one accelerator sliced to the memory and cores percentages.
 func (w *InstanceWrapper) Slice(memoryPercent, coresPercent int32) *InstanceWrapper {
 	w.Spec.Resources.Accelerator = ptr.To(intstr.FromInt32(1))

@@ -1,0 +1,272 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/controller/composer"
+)
+
+// DispatchFieldManager is the field manager of what the gateway writes on the manager cluster.
+const DispatchFieldManager = "gpustack-worker-gateway"
+
+// resync is how often everything is applied again even when nothing the gateway read changed, so an object
+// someone changed or deleted by hand comes back.
+const resync = 5 * time.Minute
+
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;clusterqueues;localqueues;admissionchecks;multikueueclusters;multikueueconfigs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instancetypes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instancetypes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=kueue-system,resources=secrets,verbs=get;list;watch;create;update;patch;delete
+
+// Dispatcher keeps, on the manager cluster, what MultiKueue needs to send Instances to the members the
+// Gateway reads (Dispatch): the members' kubeconfigs in Kueue's namespace, a MultiKueueCluster per member,
+// and per type its InstanceType, queue, MultiKueue check and config, and entrance LocalQueues.
+type Dispatcher struct {
+	// Client writes on the manager cluster and reads its member Secrets.
+	Client client.Client
+	// Gateway is what the members last answered.
+	Gateway *Gateway
+	// Namespace holds the member Secrets; KueueNamespace is the manager's Kueue's namespace.
+	Namespace, KueueNamespace string
+	// Interval is how often the members' answers are looked at.
+	Interval time.Duration
+	// Log reports what cannot be written.
+	Log logr.Logger
+
+	// applied is the hash of each object as last applied, by kind/namespace/name: an object is written again
+	// only when it changes.
+	applied    map[string]string
+	lastResync time.Time
+	off        bool
+}
+
+// Run syncs every Interval until ctx ends. A manager without MultiKueue's API (no Kueue there) is reported
+// once and looked at again each Interval.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if d.Interval <= 0 {
+		return errors.Errorf("the dispatch interval (%s) must be positive", d.Interval)
+	}
+	for {
+		if err := d.Sync(ctx); err != nil {
+			d.Log.Error(err, "cannot dispatch to the members; trying again")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d.Interval):
+		}
+	}
+}
+
+// Sync writes what Dispatch wants and removes what it no longer wants.
+func (d *Dispatcher) Sync(ctx context.Context) error {
+	if _, err := d.Client.RESTMapper().RESTMapping(kueue.GroupVersion.WithKind("MultiKueueCluster").GroupKind(), kueue.GroupVersion.Version); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			if !d.off {
+				d.Log.Info("this cluster serves no MultiKueue API (is Kueue installed?): Instances are not dispatched to the members")
+			}
+			d.off = true
+			return nil
+		}
+		return errors.Wrap(err, "cannot look up the MultiKueue API")
+	}
+	d.off = false
+	if d.applied == nil || time.Since(d.lastResync) > resync {
+		d.applied, d.lastResync = map[string]string{}, time.Now()
+	}
+	namespaces, err := d.userNamespaces(ctx)
+	if err != nil {
+		return err
+	}
+	states, _ := d.Gateway.States()
+	plan := Dispatch(states, namespaces)
+	secrets, err := d.kubeconfigs(ctx)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	var errs []error
+	apply := func(o client.Object) {
+		key := keyOf(o)
+		want[key] = true
+		if err := d.apply(ctx, key, o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := range secrets {
+		apply(&secrets[i])
+	}
+	apply(&plan.Flavor)
+	for i := range plan.Clusters {
+		apply(&plan.Clusters[i])
+	}
+	for i := range plan.Types {
+		t := &plan.Types[i]
+		apply(&t.Config)
+		apply(&t.Check)
+		apply(&t.ClusterQueue)
+		for j := range t.LocalQueues {
+			apply(&t.LocalQueues[j])
+		}
+		apply(&t.InstanceType)
+		if err := d.applyStatus(ctx, &t.InstanceType); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, d.prune(ctx, want))
+	return errors.Join(errs...)
+}
+
+// kubeconfigs copies each member Secret's kubeconfig into Kueue's namespace, where its MultiKueueCluster reads it.
+func (d *Dispatcher) kubeconfigs(ctx context.Context) ([]corev1.Secret, error) {
+	var members corev1.SecretList
+	if err := d.Client.List(ctx, &members, client.InNamespace(d.Namespace), client.MatchingLabels{gatewayv1.LabelMember: "true"}); err != nil {
+		return nil, errors.Wrapf(err, "cannot list the member Secrets in %s", d.Namespace)
+	}
+	out := make([]corev1.Secret, 0, len(members.Items))
+	for _, m := range members.Items {
+		out = append(out, corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: d.KueueNamespace, Name: MemberKubeconfigSecret(m.Name), Labels: map[string]string{gatewayv1.LabelDispatch: "true"}},
+			Data:       map[string][]byte{"kubeconfig": m.Data[gatewayv1.KubeconfigKey]}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// apply server-side applies o unless it was applied as it is since the last resync.
+func (d *Dispatcher) apply(ctx context.Context, key string, o client.Object) error {
+	u, err := scheme.ForApply(o)
+	if err != nil {
+		return err
+	}
+	hash, err := hashOf(u.Object)
+	if err != nil {
+		return err
+	}
+	if d.applied[key] == hash {
+		return nil
+	}
+	//nolint:staticcheck // client.Apply with unstructured objects is the documented way to server-side apply them.
+	if err := d.Client.Patch(ctx, u, client.Apply, client.FieldOwner(DispatchFieldManager), client.ForceOwnership); err != nil {
+		delete(d.applied, key)
+		return errors.Wrapf(err, "cannot apply %s", key)
+	}
+	d.applied[key] = hash
+	return nil
+}
+
+// applyStatus server-side applies a dispatched InstanceType's status (the worker's composer leaves these
+// types alone, so the gateway is their status's only writer).
+func (d *Dispatcher) applyStatus(ctx context.Context, it *workerv1.InstanceType) error {
+	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&it.Status)
+	if err != nil {
+		return errors.Wrap(err, "cannot convert the status to apply")
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": it.APIVersion, "kind": it.Kind,
+		"metadata": map[string]any{"name": it.Name}, "status": st}}
+	key := "status/" + keyOf(it)
+	hash, err := hashOf(u.Object)
+	if err != nil {
+		return err
+	}
+	if d.applied[key] == hash {
+		return nil
+	}
+	//nolint:staticcheck // as in apply.
+	if err := d.Client.Status().Patch(ctx, u, client.Apply, client.FieldOwner(DispatchFieldManager), client.ForceOwnership); err != nil {
+		delete(d.applied, key)
+		return errors.Wrapf(err, "cannot apply the status of InstanceType %s", it.Name)
+	}
+	d.applied[key] = hash
+	return nil
+}
+
+// prune deletes what carries gatewayv1.LabelDispatch and is not wanted.
+func (d *Dispatcher) prune(ctx context.Context, want map[string]bool) error {
+	lists := []client.ObjectList{&corev1.SecretList{}, &kueue.ResourceFlavorList{}, &kueue.MultiKueueClusterList{}, &kueue.MultiKueueConfigList{},
+		&kueue.AdmissionCheckList{}, &kueue.ClusterQueueList{}, &kueue.LocalQueueList{}, &workerv1.InstanceTypeList{}}
+	var errs []error
+	for _, list := range lists {
+		opts := []client.ListOption{client.MatchingLabels{gatewayv1.LabelDispatch: "true"}}
+		if _, ok := list.(*corev1.SecretList); ok {
+			opts = append(opts, client.InNamespace(d.KueueNamespace))
+		}
+		if err := d.Client.List(ctx, list, opts...); err != nil {
+			errs = append(errs, errors.Wrap(err, "cannot list what the gateway dispatched"))
+			continue
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			errs = append(errs, errors.Wrap(err, "cannot read a list"))
+			continue
+		}
+		for _, item := range items {
+			o := item.(client.Object)
+			gvk, err := d.Client.GroupVersionKindFor(o)
+			if err != nil {
+				errs = append(errs, errors.Wrap(err, "cannot tell an object's kind"))
+				continue
+			}
+			o.GetObjectKind().SetGroupVersionKind(gvk)
+			key := keyOf(o)
+			if want[key] || o.GetDeletionTimestamp() != nil {
+				continue
+			}
+			d.Log.Info("removing what no member offers any more", "object", key)
+			if err := d.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, errors.Wrapf(err, "cannot delete %s", key))
+			}
+			delete(d.applied, key)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// userNamespaces are the namespaces that get entrance LocalQueues, as the worker's composer chooses them.
+func (d *Dispatcher) userNamespaces(ctx context.Context) ([]string, error) {
+	var list corev1.NamespaceList
+	if err := d.Client.List(ctx, &list); err != nil {
+		return nil, errors.Wrap(err, "cannot list namespaces")
+	}
+	var out []string
+	for _, ns := range list.Items {
+		if !composer.SystemNamespace(ns.Name) && ns.DeletionTimestamp == nil {
+			out = append(out, ns.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// keyOf names an object by kind, namespace and name.
+func keyOf(o client.Object) string {
+	return o.GetObjectKind().GroupVersionKind().Kind + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+func hashOf(v any) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot hash an object")
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,80 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+)
+
+// The CPU type both members have: member-a's nodes hold 72 cores (48 on its largest), member-b's 144 (112 free
+// on one node).
+const cpuType = "gpustack--generic-linux-amd64"
+
+// instanceState is the manager's Instance's phase, member cluster and message, as jsonpath prints them.
+func instanceState(name string) string {
+	out, _ := testenv.Kubectl(manager.Kubeconfig, "-n", "default", "get", "instance", name, "-o",
+		"jsonpath={.status.phase}/{.status.cluster}/{.status.phaseMessage}")
+	return out
+}
+
+// An Instance created on the manager is dispatched by the manager's Kueue (MultiKueue, kept in step by the
+// gateway) to the members that offer its type; the member whose queue and per-node fit can hold it runs it,
+// and its Pod's status comes back to the manager's Instance. One no member can hold waits, saying so.
+var _ = It("runs an Instance created on the manager on the member that can fit it, and says why one waits", func() {
+	waitAggregated(bothAnswer)
+	ctx := context.Background()
+	k, err := client.New(manager.RESTConfig, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	By("the manager mirroring the members' type, with the members' quotas summed and an active MultiKueue check")
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterqueue", cpuType, "-o",
+			"jsonpath={.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota} {.status.conditions[?(@.type=='Active')].status}")
+		if out == "216 True" {
+			return true, ""
+		}
+		why, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterqueues,admissionchecks,multikueueclusters",
+			"-o", "jsonpath={range .items[*]}{.kind}/{.metadata.name}: {.status.conditions[?(@.type=='Active')].message}{\"\\n\"}{end}")
+		return false, "the manager's ClusterQueue " + cpuType + " (quota, Active): " + out + "\n" + why
+	})
+
+	By("100 cores: more than member-a's queue holds, within member-b's")
+	fits := builders.MakeInstance("default", "dispatched-cpu", cpuType).CPU("100").Obj()
+	Expect(k.Create(ctx, fits)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), fits) })
+	e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
+		s := instanceState(fits.Name)
+		return strings.HasPrefix(s, "Ready/member-b/"), "the manager's Instance (phase/cluster/message): " + s
+	})
+	Expect(members["member-b"].Kubectl("-n", "default", "get", "pod", fits.Name, "-o", "jsonpath={.status.phase}")).To(Equal("Running"))
+	_, err = testenv.Kubectl(members["member-a"].Cluster.Kubeconfig, "-n", "default", "get", "pod", fits.Name)
+	Expect(err).To(MatchError(ContainSubstring("NotFound")), "member-a runs no copy")
+
+	By("deleting it: the member's Pod goes too")
+	Expect(k.Delete(ctx, fits)).To(Succeed())
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		_, err := testenv.Kubectl(members["member-b"].Cluster.Kubeconfig, "-n", "default", "get", "pod", fits.Name)
+		return err != nil && strings.Contains(err.Error(), "NotFound"), fmt.Sprintf("member-b's Pod: %v", err)
+	})
+
+	By("200 cores: within the manager's summed quota, more than either member holds")
+	waits := builders.MakeInstance("default", "dispatched-too-big", cpuType).CPU("200").Obj()
+	Expect(k.Create(ctx, waits)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), waits) })
+	e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
+		s := instanceState(waits.Name)
+		return strings.HasPrefix(s, string(workerv1.InstanceStarting)+"//waiting for a member cluster to admit it"), "the manager's Instance (phase/cluster/message): " + s
+	})
+	Consistently(func() string { return instanceState(waits.Name) }, 10*time.Second, time.Second).
+		Should(HavePrefix(string(workerv1.InstanceStarting) + "//"))
+})
