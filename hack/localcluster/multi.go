@@ -57,8 +57,10 @@ func upMulti(args []string) error {
 		names = append(names, name)
 	}
 	cfg := base
-	cfg.Dir, cfg.Gateway, cfg.NoKueue, cfg.NoNFD, cfg.PolicyPaths = filepath.Join(*dir, "manager"), true, true, true, nil
-	fmt.Fprintln(os.Stderr, ">> the manager, with the worker-gateway")
+	// The manager has no nodes: the worker-gateway, the worker and Kueue, whose MultiKueue sends the Instances
+	// created there to the members.
+	cfg.Dir, cfg.Gateway, cfg.NoNFD, cfg.PolicyPaths = filepath.Join(*dir, "manager"), true, true, nil
+	fmt.Fprintln(os.Stderr, ">> the manager, with the worker-gateway and Kueue")
 	manager, err := localcluster.Start(ctx, cfg)
 	if err != nil {
 		return errors.Wrap(err, "cannot start the manager (make demo-down stops the clusters already started)")

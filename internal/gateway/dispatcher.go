@@ -132,7 +132,7 @@ func (d *Dispatcher) Sync(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, d.prune(ctx, want))
+	errs = append(errs, d.prune(ctx, want), d.reasons(ctx, states))
 	return errors.Join(errs...)
 }
 

@@ -161,7 +161,8 @@ func (g *Gateway) readLoop(ctx context.Context, name string, m *member, reader c
 	}
 }
 
-// read reads a member's InstanceTypes, Instances, InstancePersistentVolumes and ClusterQueues; on failure only the reachability and message are new.
+// read reads a member's InstanceTypes, Instances, InstancePersistentVolumes, ClusterQueues and the Workloads
+// MultiKueue made there; on failure only the reachability and message are new.
 func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) MemberState {
 	readCtx, cancel := context.WithTimeout(ctx, g.Timeout)
 	defer cancel()
@@ -169,6 +170,7 @@ func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) M
 	var instances workerv1.InstanceList
 	var volumes workerv1.InstancePersistentVolumeList
 	var queues kueue.ClusterQueueList
+	var dispatched kueue.WorkloadList
 	err := reader.List(readCtx, &types)
 	if err == nil {
 		err = reader.List(readCtx, &instances)
@@ -179,23 +181,27 @@ func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) M
 	if err == nil {
 		err = reader.List(readCtx, &queues)
 	}
+	if err == nil {
+		err = reader.List(readCtx, &dispatched, client.HasLabels{kueue.MultiKueueOriginLabel})
+	}
 	if err != nil {
 		return MemberState{Name: name, Message: errors.Wrapf(err, "cannot read member %s", name).Error()}
 	}
 	return MemberState{Name: name, Reachable: true, LastSeen: time.Now(), InstanceTypes: types.Items, Instances: instances.Items,
-		PersistentVolumes: volumes.Items, ClusterQueues: queues.Items}
+		PersistentVolumes: volumes.Items, ClusterQueues: queues.Items, Dispatched: dispatched.Items}
 }
 
 // record keeps a read's outcome; a failed read keeps what the member last answered. The generation moves only
-// when something served changed (not LastSeen alone), so watchers hear of changes, not of every read; g.mu is
+// when something served changed (not LastSeen or the dispatched Workloads alone), so watchers hear of changes,
+// not of every read; g.mu is
 // held.
 func (g *Gateway) record(m *member, next MemberState) {
 	if !next.Reachable {
 		if m.state.Reachable {
 			g.Log.Info("member unreachable", "member", next.Name, "error", next.Message)
 		}
-		next.LastSeen, next.InstanceTypes, next.Instances, next.PersistentVolumes, next.ClusterQueues = m.state.LastSeen, m.state.InstanceTypes,
-			m.state.Instances, m.state.PersistentVolumes, m.state.ClusterQueues
+		next.LastSeen, next.InstanceTypes, next.Instances, next.PersistentVolumes, next.ClusterQueues, next.Dispatched = m.state.LastSeen,
+			m.state.InstanceTypes, m.state.Instances, m.state.PersistentVolumes, m.state.ClusterQueues, m.state.Dispatched
 	}
 	prev := m.state
 	m.state = next

@@ -33,6 +33,9 @@ type MemberState struct {
 	PersistentVolumes []workerv1.InstancePersistentVolume
 	// ClusterQueues are its Kueue queues, whose quotas the manager's queues sum (Dispatch).
 	ClusterQueues []kueue.ClusterQueue
+	// Dispatched are the Workloads a manager's MultiKueue made in it, whose waits the manager's Instances tell
+	// (MemberReasons).
+	Dispatched []kueue.Workload
 }
 
 // Members returns each member's ClusterMember, sorted by name.

@@ -43,3 +43,8 @@ const LabelDispatch = "gateway.gpustack.ai/dispatch"
 // MultiKueueCheckPrefix begins the name of the MultiKueue AdmissionCheck the worker-gateway gives each
 // dispatched type's queue on a manager cluster (the type's name follows it).
 const MultiKueueCheckPrefix = "gpustack-multikueue-"
+
+// AnnotationMemberReasons is set by the worker-gateway on a manager cluster's Pod that MultiKueue has not
+// placed yet: why each member holding a copy has not admitted it, in one line ("member-a: waiting for quota:
+// ...; member-b: ..."), for the Instance's status to tell.
+const AnnotationMemberReasons = "gateway.gpustack.ai/member-reasons"

@@ -108,7 +108,7 @@ func WaitMessage(pod *corev1.Pod, wl *kueue.Workload) string {
 	if wl != nil {
 		for _, s := range wl.Status.AdmissionChecks {
 			if strings.HasPrefix(string(s.Name), gatewayv1.MultiKueueCheckPrefix) && s.State != kueue.CheckStateReady {
-				return dispatchWait(wl, s)
+				return dispatchWait(pod, s)
 			}
 		}
 		// After a Retry Kueue gives the quota back and sets the check Pending again, keeping its message, so
@@ -125,15 +125,15 @@ func WaitMessage(pod *corev1.Pod, wl *kueue.Workload) string {
 	return fmt.Sprintf("waiting for quota in queue %s (kubectl -n %s get workloads)", queue, pod.Namespace)
 }
 
-// dispatchWait says what a Workload the manager's MultiKueue check holds waits for: the members it was sent to
-// (or, before that, the quota the manager's queue mirrors), with MultiKueue's own words.
-func dispatchWait(wl *kueue.Workload, check kueue.AdmissionCheckState) string {
+// dispatchWait says what a Pod the manager's MultiKueue check holds waits for: each member's reason, as the
+// worker-gateway noted them on the Pod, or else MultiKueue's own words.
+func dispatchWait(pod *corev1.Pod, check kueue.AdmissionCheckState) string {
 	msg := "waiting for a member cluster to admit it"
-	if len(wl.Status.NominatedClusterNames) > 0 {
-		msg += " (sent to " + strings.Join(wl.Status.NominatedClusterNames, ", ") + ")"
+	if reasons := pod.Annotations[gatewayv1.AnnotationMemberReasons]; reasons != "" {
+		return msg + ": " + reasons
 	}
 	if check.Message != "" {
-		msg += ": " + check.Message
+		return msg + ": " + check.Message
 	}
 	return msg
 }

@@ -9,6 +9,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
@@ -96,11 +97,66 @@ func TestWaitMessage(t *testing.T) {
 			wl: wl([]kueue.AdmissionCheckState{{Name: "gpustack-node-devices", State: kueue.CheckStateRetry,
 				Message: "pool flavor f cannot take a slice of 60% now: node-t4-b: no card has room for a slice of 60%: the largest free piece is 40%"}}),
 			want: "waiting for a card with room: pool flavor f cannot take a slice of 60% now: node-t4-b: no card has room for a slice of 60%: the largest free piece is 40%"},
+		"Dispatching": {reason: "On a manager cluster, the MultiKueue check's own words while no member holds a copy.",
+			wl: wl([]kueue.AdmissionCheckState{{Name: "gpustack-multikueue-gpu", State: kueue.CheckStatePending, Message: "no cluster reachable"}},
+				metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue}),
+			want: "waiting for a member cluster to admit it: no cluster reachable"},
 	}
 	for name, tc := range cases {
 		if got := WaitMessage(pod, tc.wl); got != tc.want {
 			t.Errorf("%s: %s\nWaitMessage(...) = %q, want %q", name, tc.reason, got, tc.want)
 		}
+	}
+}
+
+func TestDispatchedWaitAndPhase(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo",
+		Annotations: map[string]string{gatewayv1.AnnotationMemberReasons: "a: waiting for quota: insufficient quota; b: queued"}}}
+	wl := &kueue.Workload{Status: kueue.WorkloadStatus{AdmissionChecks: []kueue.AdmissionCheckState{
+		{Name: "gpustack-multikueue-gpu", State: kueue.CheckStatePending, Message: "MultiKueue's words"}}}}
+	if got, want := WaitMessage(pod, wl), "waiting for a member cluster to admit it: a: waiting for quota: insufficient quota; b: queued"; got != want {
+		t.Errorf("the gateway's member reasons come before MultiKueue's words\nWaitMessage(...) = %q, want %q", got, want)
+	}
+
+	type want struct {
+		phase workerv1.InstancePhase
+		msg   string
+	}
+	gated := func(mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: kueueGate}}}}
+		mutate(p)
+		return p
+	}
+	cases := map[string]struct {
+		reason string
+		pod    *corev1.Pod
+		want   want
+	}{
+		"NoStatusYet": {reason: "Admitted by a member whose Pod has not reported yet.", pod: gated(func(*corev1.Pod) {}),
+			want: want{workerv1.InstanceStarting, "admitted by member cluster b: waiting for its Pod"}},
+		"MemberGated": {reason: "The member's own Kueue still holds its copy (its per-card check).",
+			pod: gated(func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}
+			}),
+			want: want{workerv1.InstanceStarting, "member cluster b: waiting for a card with room there"}},
+		"Ready": {reason: "The manager's copy stays gated; the member Pod's status it carries makes the Instance Ready.",
+			pod: gated(func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			}),
+			want: want{workerv1.InstanceReady, ""}},
+		"Failed": {reason: "A member Pod's failure is the Instance's, with the member named.",
+			pod: gated(func(p *corev1.Pod) { p.Status.Phase, p.Status.Message = corev1.PodFailed, "OOMKilled" }),
+			want: want{workerv1.InstanceFailed, "member cluster b: OOMKilled"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			phase, msg := DispatchedPhase(tc.pod, "b")
+			if diff := cmp.Diff(tc.want, want{phase, msg}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nDispatchedPhase(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
 

@@ -36,21 +36,30 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 	ctx := context.Background()
 	k, err := client.New(manager.RESTConfig, client.Options{Scheme: scheme.New()})
 	Expect(err).NotTo(HaveOccurred())
-	By("the manager mirroring the members' type, with the members' quotas summed and an active MultiKueue check")
+	By("the manager mirroring the members' type (Active), its queue with the members' quotas summed and an active MultiKueue check")
+	// MultiKueue connects to a member again with its own backoff (up to 5m20s) after the member stopped
+	// answering, as the spec that stops member-b makes it.
+	e2esuite.WaitFor(6*time.Minute, func() (bool, string) {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "multikueueclusters", "-o",
+			"jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=='Active')].status} {end}")
+		return out == "member-a=True member-b=True ", "the manager's MultiKueueClusters (Active): " + out
+	})
 	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
 		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterqueue", cpuType, "-o",
 			"jsonpath={.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota} {.status.conditions[?(@.type=='Active')].status}")
-		if out == "216 True" {
+		typ, _ := testenv.Kubectl(manager.Kubeconfig, "get", "instancetype", cpuType, "-o", "jsonpath={.status.phase} {.status.cpu.capacity}")
+		if out == "216 True" && typ == string(workerv1.InstanceTypeActive)+" 216" {
 			return true, ""
 		}
 		why, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterqueues,admissionchecks,multikueueclusters",
 			"-o", "jsonpath={range .items[*]}{.kind}/{.metadata.name}: {.status.conditions[?(@.type=='Active')].message}{\"\\n\"}{end}")
-		return false, "the manager's ClusterQueue " + cpuType + " (quota, Active): " + out + "\n" + why
+		return false, "the manager's InstanceType " + cpuType + " (phase, CPU capacity): " + typ + "; its ClusterQueue (quota, Active): " + out + "\n" + why
 	})
 
 	By("100 cores: more than member-a's queue holds, within member-b's")
 	fits := builders.MakeInstance("default", "dispatched-cpu", cpuType).CPU("100").Obj()
-	Expect(k.Create(ctx, fits)).To(Succeed())
+	// The manager's webhook reads the type from its cache, a moment behind the API server.
+	Eventually(func() error { return k.Create(ctx, fits) }, 30*time.Second, time.Second).Should(Succeed())
 	DeferCleanup(func() { _ = k.Delete(context.Background(), fits) })
 	e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
 		s := instanceState(fits.Name)
@@ -69,12 +78,14 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 
 	By("200 cores: within the manager's summed quota, more than either member holds")
 	waits := builders.MakeInstance("default", "dispatched-too-big", cpuType).CPU("200").Obj()
-	Expect(k.Create(ctx, waits)).To(Succeed())
+	Eventually(func() error { return k.Create(ctx, waits) }, 30*time.Second, time.Second).Should(Succeed())
 	DeferCleanup(func() { _ = k.Delete(context.Background(), waits) })
 	e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
 		s := instanceState(waits.Name)
-		return strings.HasPrefix(s, string(workerv1.InstanceStarting)+"//waiting for a member cluster to admit it"), "the manager's Instance (phase/cluster/message): " + s
+		return strings.HasPrefix(s, string(workerv1.InstanceStarting)+"//waiting for a member cluster to admit it: member-a: waiting for quota: ") &&
+			strings.Contains(s, "; member-b: waiting for quota: "), "the manager's Instance (phase/cluster/message): " + s
 	})
+	GinkgoWriter.Println("the manager's Instance that no member can hold:", instanceState(waits.Name))
 	Consistently(func() string { return instanceState(waits.Name) }, 10*time.Second, time.Second).
 		Should(HavePrefix(string(workerv1.InstanceStarting) + "//"))
 })

@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/pools"
+)
+
+// memberQueue is a member's ClusterQueue of one flavor per quota, each quota "resource=amount".
+func memberQueue(name string, quotas ...[2]string) kueue.ClusterQueue {
+	cq := kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	g := kueue.ResourceGroup{}
+	for i, q := range quotas {
+		g.Flavors = append(g.Flavors, kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(name + string(rune('a'+i))),
+			Resources: []kueue.ResourceQuota{{Name: corev1.ResourceName(q[0]), NominalQuota: resource.MustParse(q[1])}}})
+	}
+	cq.Spec.ResourceGroups = []kueue.ResourceGroup{g}
+	return cq
+}
+
+// described gives a type a description naming the member it comes from, to tell whose spec the manager copied.
+func described(it workerv1.InstanceType, member string) workerv1.InstanceType {
+	it.Spec.Description = member
+	return it
+}
+
+func TestDispatch(t *testing.T) {
+	type row struct {
+		Name, SpecFrom, Phase, Message, Check string
+		Clusters, Quotas, LocalQueues         []string
+	}
+	active, draining := workerv1.InstanceTypeActive, workerv1.InstanceTypeDraining
+	cases := map[string]struct {
+		reason     string
+		states     []MemberState
+		namespaces []string
+		want       []row
+	}{
+		"SummedAndMirrored": {
+			reason: "A type two members offer goes to both, its quota summed per resource over their flavors, its spec from the member " +
+				"that wins the first tier (the larger onceMaxRequest); a draining type is not dispatched.",
+			states: []MemberState{
+				{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{described(gpuType("gpu", 2, 3, 4, active), "a"), gpuType("old", 1, 1, 1, draining)},
+					ClusterQueues: []kueue.ClusterQueue{memberQueue("gpu", [2]string{"credits", "2000"}, [2]string{"credits", "1000"})}},
+				{Name: "b", Reachable: true, InstanceTypes: []workerv1.InstanceType{described(gpuType("gpu", 4, 8, 8, active), "b")},
+					ClusterQueues: []kueue.ClusterQueue{memberQueue("gpu", [2]string{"credits", "4000"}, [2]string{"cpu", "1M"})}},
+			},
+			namespaces: []string{"default", "team-a"},
+			want: []row{{Name: "gpu", SpecFrom: "b", Phase: "Active", Message: "dispatched through MultiKueue to a, b", Check: "gpustack-multikueue-gpu",
+				Clusters: []string{"a", "b"}, Quotas: []string{"cpu=1M", "credits=7k"},
+				LocalQueues: []string{"default/" + pools.EntranceName("gpu"), "team-a/" + pools.EntranceName("gpu")}}},
+		},
+		"UnreachableKept": {
+			reason: "A member that stopped answering keeps its types' place in the config: MultiKueue itself sends nothing to a cluster " +
+				"it cannot reach and takes it back when it answers, so running Workloads are not given up on a blip.",
+			states: []MemberState{
+				{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{described(gpuType("gpu", 2, 3, 4, active), "a")}},
+				{Name: "b", Message: "cannot read member b", InstanceTypes: []workerv1.InstanceType{described(gpuType("gpu", 4, 8, 8, active), "b")}},
+			},
+			want: []row{{Name: "gpu", SpecFrom: "a", Phase: "Active", Message: "dispatched through MultiKueue to a, b", Check: "gpustack-multikueue-gpu",
+				Clusters: []string{"a", "b"}}},
+		},
+		"NothingOffered": {
+			reason: "Members whose types are all inactive offer nothing to dispatch.",
+			states: []MemberState{{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{gpuType("gpu", 1, 1, 1, draining)}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Dispatch(tc.states, tc.namespaces)
+			var rows []row
+			for _, d := range got.Types {
+				r := row{Name: d.InstanceType.Name, SpecFrom: d.InstanceType.Spec.Description, Phase: string(d.InstanceType.Status.Phase),
+					Message: d.InstanceType.Status.PhaseMessage, Check: string(d.ClusterQueue.Spec.AdmissionChecksStrategy.AdmissionChecks[0].Name),
+					Clusters: d.Config.Spec.Clusters}
+				if d.Check.Name != r.Check || d.Check.Spec.Parameters.Name != d.Config.Name {
+					t.Errorf("%s: the queue's check %s and the check %s (config %s) disagree", d.InstanceType.Name, r.Check, d.Check.Name, d.Check.Spec.Parameters.Name)
+				}
+				for _, g := range d.ClusterQueue.Spec.ResourceGroups {
+					for _, f := range g.Flavors {
+						for _, q := range f.Resources {
+							r.Quotas = append(r.Quotas, string(q.Name)+"="+q.NominalQuota.String())
+						}
+					}
+				}
+				for _, lq := range d.LocalQueues {
+					if string(lq.Spec.ClusterQueue) != d.ClusterQueue.Name || lq.Name != d.InstanceType.Status.Entrance {
+						t.Errorf("%s: LocalQueue %s/%s does not lead to its queue through the type's entrance", d.InstanceType.Name, lq.Namespace, lq.Name)
+					}
+					r.LocalQueues = append(r.LocalQueues, lq.Namespace+"/"+lq.Name)
+				}
+				rows = append(rows, r)
+			}
+			if diff := cmp.Diff(tc.want, rows); diff != "" {
+				t.Errorf("%s\nDispatch(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			var clusters []string
+			for _, c := range got.Clusters {
+				clusters = append(clusters, c.Name+"<-"+c.Spec.ClusterSource.KubeConfig.Location)
+			}
+			wantClusters := []string{}
+			for _, s := range sorted(tc.states) {
+				wantClusters = append(wantClusters, s.Name+"<-gpustack-member-"+s.Name)
+			}
+			if diff := cmp.Diff(wantClusters, clusters); diff != "" {
+				t.Errorf("%s\nDispatch(...).Clusters: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// remoteCopy is a member's copy of the manager's Workload default/name, with its check message and quota condition.
+func remoteCopy(name, check string, quota *metav1.Condition) kueue.Workload {
+	wl := kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	if check != "" {
+		wl.Status.AdmissionChecks = []kueue.AdmissionCheckState{{Name: "gpustack-node-devices", State: kueue.CheckStatePending, Message: check}}
+	}
+	if quota != nil {
+		wl.Status.Conditions = []metav1.Condition{*quota}
+	}
+	return wl
+}
+
+func TestMemberReasons(t *testing.T) {
+	noQuota := &metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Message: "insufficient quota for cpu"}
+	reserved := &metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue}
+	cases := map[string]struct {
+		reason string
+		states []MemberState
+		want   string
+	}{
+		"EachMember": {
+			reason: "Each member holding a copy says why, in member order: the per-card check's words before the quota's.",
+			states: []MemberState{
+				{Name: "b", Dispatched: []kueue.Workload{remoteCopy("pod-x", "node-1: 0 free", reserved)}},
+				{Name: "a", Dispatched: []kueue.Workload{remoteCopy("pod-x", "", noQuota), remoteCopy("pod-y", "", nil)}},
+				{Name: "c"},
+			},
+			want: "a: waiting for quota: insufficient quota for cpu; b: waiting for a card with room: node-1: 0 free",
+		},
+		"NoCopyYet": {
+			reason: "Before MultiKueue made any copy there is nothing to tell.",
+			states: []MemberState{{Name: "a", Dispatched: []kueue.Workload{remoteCopy("pod-y", "", nil)}}},
+		},
+		"Queued": {
+			reason: "A copy Kueue has not looked at yet is queued; one with quota and no check message is being admitted.",
+			states: []MemberState{
+				{Name: "a", Dispatched: []kueue.Workload{remoteCopy("pod-x", "", nil)}},
+				{Name: "b", Dispatched: []kueue.Workload{remoteCopy("pod-x", "", reserved)}},
+			},
+			want: "a: queued; b: quota reserved, being admitted",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, MemberReasons("default", "pod-x", tc.states)); diff != "" {
+				t.Errorf("%s\nMemberReasons(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
