@@ -57,7 +57,13 @@ type Dispatcher struct {
 	applied    map[string]string
 	lastResync time.Time
 	off        bool
+	started    time.Time
 }
+
+// firstAnswerGrace is how long after start the dispatcher waits for every member's first answer before it
+// writes: a member not read yet would otherwise look as if it offered nothing, and its types, queues and
+// config would be removed (its Instances on the manager drained) only to come back a moment later.
+const firstAnswerGrace = 2 * time.Minute
 
 // Run syncs every Interval until ctx ends. A manager without MultiKueue's API (no Kueue there) is reported
 // once and looked at again each Interval.
@@ -90,6 +96,19 @@ func (d *Dispatcher) Sync(ctx context.Context) error {
 		return errors.Wrap(err, "cannot look up the MultiKueue API")
 	}
 	d.off = false
+	if d.started.IsZero() {
+		d.started = time.Now()
+	}
+	if !d.Gateway.Listed() {
+		return nil
+	}
+	states, _ := d.Gateway.States()
+	for _, st := range states {
+		if st.LastSeen.IsZero() && time.Since(d.started) < firstAnswerGrace {
+			d.Log.V(1).Info("waiting for every member's first answer before dispatching", "member", st.Name)
+			return nil
+		}
+	}
 	if d.applied == nil || time.Since(d.lastResync) > resync {
 		d.applied, d.lastResync = map[string]string{}, time.Now()
 	}
@@ -97,7 +116,6 @@ func (d *Dispatcher) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	states, _ := d.Gateway.States()
 	plan := Dispatch(states, namespaces)
 	secrets, err := d.kubeconfigs(ctx)
 	if err != nil {

@@ -48,8 +48,14 @@ type memberCluster struct {
 }
 
 // startMember starts an API server with this project's CRDs and a proxy in front of it, and registers it with
-// the manager c by a Secret holding a kubeconfig that reaches it through the proxy.
+// the manager c by a Secret in the system namespace holding a kubeconfig that reaches it through the proxy.
 func startMember(c client.Client, name string) *memberCluster {
+	GinkgoHelper()
+	return startMemberIn(c, workerv1.SystemNamespace, name)
+}
+
+// startMemberIn is startMember with the member Secret in namespace.
+func startMemberIn(c client.Client, namespace, name string) *memberCluster {
 	GinkgoHelper()
 	bin, _, err := testenv.BinDir("etcd", "kube-apiserver")
 	Expect(err).NotTo(HaveOccurred())
@@ -64,7 +70,7 @@ func startMember(c client.Client, name string) *memberCluster {
 	m.proxy = startProxy(u.Host)
 	DeferCleanup(m.proxy.cut)
 	m.kubeconfig = kubeconfigOf(cfg, m.proxy.addr)
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name,
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
 		Labels: map[string]string{gatewayv1.LabelMember: "true"}}, Data: map[string][]byte{gatewayv1.KubeconfigKey: m.kubeconfig}}
 	Expect(c.Create(context.Background(), s)).To(Succeed())
 	return m

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,16 @@ type Gateway struct {
 	members map[string]*member
 	// generation counts the changes of what is served; it is the served resourceVersion.
 	generation int64
+	// listed is true once the member Secrets were listed.
+	listed bool
+}
+
+// Listed reports whether the member Secrets were listed at least once: before that, no members does not mean
+// there are none.
+func (g *Gateway) Listed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.listed
 }
 
 // member is one member's read loop and what it last answered.
@@ -91,6 +102,7 @@ func (g *Gateway) syncMembers(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.listed = true
 	seen := map[string]bool{}
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
@@ -113,11 +125,16 @@ func (g *Gateway) syncMembers(ctx context.Context) error {
 
 // startMember (re)starts the read loop of a member Secret; g.mu is held.
 func (g *Gateway) startMember(ctx context.Context, s *corev1.Secret) {
+	state := MemberState{Name: s.Name, Message: "not read yet"}
 	if old := g.members[s.Name]; old != nil {
 		old.stop()
+		// What it last answered stays until the new kubeconfig reads it: a rotated Secret does not drop its
+		// types from the views or from what is dispatched.
+		state = old.state
+		state.Reachable, state.Message = false, "not read yet since its Secret changed"
 	}
 	memberCtx, stop := context.WithCancel(ctx)
-	m := &member{secretVersion: s.ResourceVersion, stop: stop, state: MemberState{Name: s.Name, Message: "not read yet"}}
+	m := &member{secretVersion: s.ResourceVersion, stop: stop, state: state}
 	g.members[s.Name] = m
 	g.generation++
 	reader, err := g.readerOf(s)
@@ -178,11 +195,12 @@ func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) M
 	if err == nil {
 		err = reader.List(readCtx, &volumes)
 	}
+	// A member without Kueue serves no queues and holds no dispatched Workloads; its types are still read.
 	if err == nil {
-		err = reader.List(readCtx, &queues)
+		err = ignoreNoKind(reader.List(readCtx, &queues))
 	}
 	if err == nil {
-		err = reader.List(readCtx, &dispatched, client.HasLabels{kueue.MultiKueueOriginLabel})
+		err = ignoreNoKind(reader.List(readCtx, &dispatched, client.HasLabels{kueue.MultiKueueOriginLabel}))
 	}
 	if err != nil {
 		return MemberState{Name: name, Message: errors.Wrapf(err, "cannot read member %s", name).Error()}
@@ -210,6 +228,14 @@ func (g *Gateway) record(m *member, next MemberState) {
 		!apiequality.Semantic.DeepEqual(prev.PersistentVolumes, next.PersistentVolumes) || !queuesEqual(prev.ClusterQueues, next.ClusterQueues) {
 		g.generation++
 	}
+}
+
+// ignoreNoKind returns nil for an error saying the kind is not served.
+func ignoreNoKind(err error) error {
+	if apimeta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
 }
 
 // queuesEqual compares queues by what Dispatch reads of them, their quotas: their status moves with every

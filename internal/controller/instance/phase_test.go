@@ -147,7 +147,7 @@ func TestDispatchedWaitAndPhase(t *testing.T) {
 			}),
 			want: want{workerv1.InstanceReady, ""}},
 		"Failed": {reason: "A member Pod's failure is the Instance's, with the member named.",
-			pod: gated(func(p *corev1.Pod) { p.Status.Phase, p.Status.Message = corev1.PodFailed, "OOMKilled" }),
+			pod:  gated(func(p *corev1.Pod) { p.Status.Phase, p.Status.Message = corev1.PodFailed, "OOMKilled" }),
 			want: want{workerv1.InstanceFailed, "member cluster b: OOMKilled"}},
 	}
 	for name, tc := range cases {

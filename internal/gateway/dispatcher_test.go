@@ -1,0 +1,109 @@
+package gateway_test
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/gateway"
+	"github.com/gpustack/gpustack-operator/pools"
+)
+
+// The dispatcher on a real API server with Kueue's CRDs (the manager) and a member: it writes what MultiKueue
+// needs for the member's Active types, nothing before the gateway has read the members, and removes a type's
+// objects once the member no longer has it.
+var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
+	const namespace = "gateway-dispatch"
+	ctx := context.Background()
+	var member *memberCluster
+	var d *gateway.Dispatcher
+
+	BeforeAll(func() {
+		for _, ns := range []string{namespace, "kueue-system"} {
+			err := suite.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+		}
+		member = startMemberIn(suite.Client, namespace, "member-d")
+		member.instanceType("gpu-d", true, 2, 3, 4, workerv1.InstanceTypeActive)
+		member.instanceType("old-d", true, 1, 1, 1, workerv1.InstanceTypeDraining)
+		gw := &gateway.Gateway{Client: suite.Client, Namespace: namespace, Scheme: scheme.New(),
+			Interval: 200 * time.Millisecond, Timeout: time.Second, Log: logr.Discard()}
+		d = &gateway.Dispatcher{Client: suite.Client, Gateway: gw, Namespace: namespace, KueueNamespace: "kueue-system",
+			Interval: 200 * time.Millisecond, Log: logr.Discard()}
+
+		// What a previous run wrote stays while the gateway has not read the members: no members read is not no
+		// members.
+		earlier := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "gpu-d", Labels: map[string]string{gatewayv1.LabelDispatch: "true"}}}
+		Expect(suite.Client.Create(ctx, earlier)).To(Succeed())
+		Expect(d.Sync(ctx)).To(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(earlier), &kueue.ClusterQueue{})).To(Succeed())
+
+		runCtx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = gw.Run(runCtx)
+		}()
+		DeferCleanup(func() {
+			cancel()
+			<-done
+		})
+	})
+
+	It("writes MultiKueue's cluster and, per Active type, the mirrored type, its queue, check, config and entrances", func() {
+		it := &workerv1.InstanceType{}
+		Eventually(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, it)).To(Succeed())
+			g.Expect(it.Status.Phase).To(Equal(workerv1.InstanceTypeActive))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(it.Labels).To(HaveKeyWithValue(gatewayv1.LabelDispatch, "true"))
+		Expect(it.Status.PhaseMessage).To(Equal("dispatched through MultiKueue to member-d"))
+		Expect(it.Status.Accelerator.Capacity.Value()).To(BeEquivalentTo(4))
+		Expect(it.Status.Entrance).To(Equal(pools.EntranceName("gpu-d")))
+
+		secret := &corev1.Secret{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "kueue-system", Name: "gpustack-member-member-d"}, secret)).To(Succeed())
+		Expect(secret.Data["kubeconfig"]).To(Equal(member.kubeconfig))
+		cluster := &kueue.MultiKueueCluster{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "member-d"}, cluster)).To(Succeed())
+		Expect(cluster.Spec.ClusterSource.KubeConfig.Location).To(Equal(secret.Name))
+		config := &kueue.MultiKueueConfig{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, config)).To(Succeed())
+		Expect(config.Spec.Clusters).To(Equal([]string{"member-d"}))
+		check := &kueue.AdmissionCheck{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpustack-multikueue-gpu-d"}, check)).To(Succeed())
+		Expect(check.Spec.ControllerName).To(Equal(kueue.MultiKueueControllerName))
+		cq := &kueue.ClusterQueue{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, cq)).To(Succeed())
+		Expect(cq.Spec.AdmissionChecksStrategy.AdmissionChecks).To(HaveLen(1))
+		Expect(string(cq.Spec.AdmissionChecksStrategy.AdmissionChecks[0].Name)).To(Equal(check.Name))
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: it.Status.Entrance}, &kueue.LocalQueue{})).To(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "old-d"}, &workerv1.InstanceType{})).To(Satisfy(apierrors.IsNotFound),
+			"a draining type is not dispatched")
+	})
+
+	It("removes a type's objects once the member no longer has it", func() {
+		Expect(member.client.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: "gpu-d"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			for _, o := range []client.Object{&workerv1.InstanceType{}, &kueue.ClusterQueue{}, &kueue.MultiKueueConfig{}} {
+				g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, o)).To(Satisfy(apierrors.IsNotFound), "%T", o)
+			}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: pools.EntranceName("gpu-d")}, &kueue.LocalQueue{})).
+				To(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "member-d"}, &kueue.MultiKueueCluster{})).To(Succeed(), "the member stays")
+	})
+})
