@@ -238,7 +238,10 @@ func (r *Reconciler) passedOn(ctx context.Context, self *kueue.Workload, flavor 
 
 // podsUnbound reports whether a Workload's Pod (Kueue's Pod integration names it as the Workload's owner) is
 // not bound to a node yet. A Pod the cache does not hold counts as unbound: it may be one created a moment ago,
-// and counting a Workload whose Pod is gone only holds another back until Kueue marks it finished.
+// and counting a Workload whose Pod is gone only holds another back until Kueue marks it finished. A Pod of the
+// same name with another UID is a successor (an Instance stopped and started again makes its Pod anew): the
+// Workload's own Pod is gone, and counting the old Workload through its successor would hold back the
+// successor's own Workload, whose Pod is the one waiting.
 func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool, error) {
 	for _, o := range wl.OwnerReferences {
 		if o.Kind != "Pod" {
@@ -250,6 +253,9 @@ func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool,
 				return true, nil
 			}
 			return false, errors.Wrap(err, "cannot get a Workload's Pod")
+		}
+		if pod.UID != o.UID {
+			return false, nil
 		}
 		return pod.Spec.NodeName == "", nil
 	}

@@ -163,6 +163,30 @@ var _ = It("tells the verdict to the Instance whose Pod the Workload was made fo
 		"one event on the Workload, the same on its Instance")
 })
 
+// An Instance stopped and started again makes its Pod anew under the same name, and its new Workload must not
+// be held back by the old one, which Kueue may not have finished yet: the old Workload's Pod is gone, and the
+// waiting Pod of that name is the new Workload's own, not a Pod of the old one in flight.
+var _ = It("does not count a passed Workload in flight through a successor Pod of the same name", func(ctx context.Context) {
+	const key = "successor"
+	rf := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
+		Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}}
+	successor := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Limits: limits(whole)}}}}}
+	suite.Create(rf, builders.MakeNode(key).Label("pool", key).Obj(), builders.MakeDevices(key).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj(), successor)
+
+	old, st := makeWorkload(key+"-old", key, whole, true)
+	old.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: key, UID: "uid-of-the-deleted-pod"}}
+	st.AdmissionChecks[0].State, st.AdmissionChecks[0].Message = kueue.CheckStateReady, "fits on node "+key
+	suite.Create(old)
+	old.Status = st
+	Expect(suite.Client.Status().Update(ctx, old)).To(Succeed(), "cannot write the old Workload's status as Kueue would")
+
+	wl, st := makeWorkload(key+"-new", key, whole, true)
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: key, UID: successor.UID}}
+	Expect(judgeOnce(ctx, wl, st)).To(HaveField("State", kueue.CheckStateReady), "the new Workload gets the card the old one no longer holds")
+})
+
 // judgeOnce creates the Workload with the status Kueue would write, runs the check once and returns its state.
 func judgeOnce(ctx context.Context, wl *kueue.Workload, st kueue.WorkloadStatus) kueue.AdmissionCheckState {
 	GinkgoHelper()
