@@ -89,3 +89,40 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 	Consistently(func() string { return instanceState(waits.Name) }, 10*time.Second, time.Second).
 		Should(HavePrefix(string(workerv1.InstanceStarting) + "//"))
 })
+
+// The T4 type is member-a's alone: five cards. Six 60 % slices fit its queue's quota (360 of 500), but only one
+// per card: member-a's per-card check admits five, each Ready on the manager, and holds the sixth, whose
+// Instance on the manager tells the check's reason from member-a.
+var _ = It("lets the member's per-card check judge what the manager dispatches", func() {
+	const t4Type = "gpustack--nvidia-tesla-t4-linux-amd64"
+	waitAggregated(bothAnswer)
+	ctx := context.Background()
+	k, err := client.New(manager.RESTConfig, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	e2esuite.WaitFor(6*time.Minute, func() (bool, string) {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "multikueueclusters", "member-a", "-o", "jsonpath={.status.conditions[?(@.type=='Active')].status}")
+		typ, _ := testenv.Kubectl(manager.Kubeconfig, "get", "instancetype", t4Type, "-o", "jsonpath={.status.phase}")
+		return out == "True" && typ == string(workerv1.InstanceTypeActive), "member-a Active: " + out + "; the manager's " + t4Type + ": " + typ
+	})
+	var names []string
+	for i := range 6 {
+		inst := builders.MakeInstance("default", fmt.Sprintf("dispatched-slice-%d", i), t4Type).Slice(60, 100).Obj()
+		Eventually(func() error { return k.Create(ctx, inst) }, 30*time.Second, time.Second).Should(Succeed())
+		DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+		names = append(names, inst.Name)
+	}
+	e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
+		ready, waiting, states := 0, 0, ""
+		for _, n := range names {
+			s := instanceState(n)
+			states += "\n" + n + ": " + s
+			switch {
+			case strings.HasPrefix(s, "Ready/member-a/"):
+				ready++
+			case strings.HasPrefix(s, string(workerv1.InstanceStarting)+"//waiting for a member cluster to admit it: member-a: waiting for a card with room: "):
+				waiting++
+			}
+		}
+		return ready == 5 && waiting == 1, "five Ready on member-a, one waiting for a card there:" + states
+	})
+})
