@@ -12,6 +12,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
@@ -236,15 +238,27 @@ func (r *Reconciler) passedOn(ctx context.Context, self *kueue.Workload, flavor 
 	return out, nil
 }
 
-// podsUnbound reports whether a Workload's Pod (Kueue's Pod integration names it as the Workload's owner) is
-// not bound to a node yet. A Pod the cache does not hold counts as unbound: it may be one created a moment ago,
-// and counting a Workload whose Pod is gone only holds another back until Kueue marks it finished. A Pod of the
-// same name with another UID is a successor (an Instance stopped and started again makes its Pod anew): the
-// Workload's own Pod is gone, and counting the old Workload through its successor would hold back the
-// successor's own Workload, whose Pod is the one waiting.
+// podsUnbound reports whether a Workload that passed the check still has Pods to bind, found by what made it:
+//   - a Pod (Kueue's Pod integration names it as the Workload's owner): that Pod, not bound yet. A Pod the
+//     cache does not hold counts as unbound: it may be one created a moment ago, and counting a Workload whose
+//     Pod is gone only holds another back until Kueue marks it finished. A Pod of the same name with another
+//     UID is a successor (an Instance stopped and started again makes its Pod anew): the Workload's own Pod is
+//     gone, and counting the old Workload through it would hold back the successor's own Workload.
+//   - a batch Job: the Job's Pods (labelled with its UID), fewer than the Workload asks or one not bound; the
+//     Job makes them only once admitted.
+//   - nothing (MultiKueue's copy of a manager's Workload in a member, whose Pod it creates once the copy
+//     holds quota): the Pods labelled with the Workload's name as their prebuilt Workload, likewise.
+//
+// A Workload of another kind is taken as bound, as before: its Pods are found only on the nodes.
 func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool, error) {
+	if len(wl.OwnerReferences) == 0 {
+		return r.anyUnbound(ctx, wl, client.MatchingLabels{kueueconstants.PrebuiltWorkloadLabel: wl.Name})
+	}
 	for _, o := range wl.OwnerReferences {
-		if o.Kind != "Pod" {
+		switch {
+		case o.Kind == "Job" && o.APIVersion == batchv1.SchemeGroupVersion.String():
+			return r.anyUnbound(ctx, wl, client.MatchingLabels{batchv1.ControllerUidLabel: string(o.UID)})
+		case o.Kind != "Pod":
 			continue
 		}
 		pod := &corev1.Pod{}
@@ -260,6 +274,31 @@ func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool,
 		return pod.Spec.NodeName == "", nil
 	}
 	return false, nil
+}
+
+// anyUnbound reports whether fewer of the Workload's Pods (those selected, in its namespace, not finished)
+// exist than its pod sets count, or one of them is not bound.
+func (r *Reconciler) anyUnbound(ctx context.Context, wl *kueue.Workload, selector client.MatchingLabels) (bool, error) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(wl.Namespace), selector); err != nil {
+		return false, errors.Wrap(err, "cannot list a Workload's Pods")
+	}
+	var want int32
+	for _, ps := range wl.Spec.PodSets {
+		want += ps.Count
+	}
+	var bound int32
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Spec.NodeName == "" {
+			return true, nil
+		}
+		bound++
+	}
+	return bound < want, nil
 }
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances,verbs=get;list;watch

@@ -187,6 +187,42 @@ var _ = It("does not count a passed Workload in flight through a successor Pod o
 	Expect(judgeOnce(ctx, wl, st)).To(HaveField("State", kueue.CheckStateReady), "the new Workload gets the card the old one no longer holds")
 })
 
+// passedWorkload creates a Workload that passed the check on flavor, asking one whole card, with owners.
+func passedWorkload(ctx context.Context, name, flavor string, owners ...metav1.OwnerReference) *kueue.Workload {
+	GinkgoHelper()
+	wl, st := makeWorkload(name, flavor, whole, true)
+	wl.OwnerReferences = owners
+	st.AdmissionChecks[0].State, st.AdmissionChecks[0].Message = kueue.CheckStateReady, "fits"
+	suite.Create(wl)
+	wl.Status = st
+	Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
+	return wl
+}
+
+// A Workload can pass the check before its Pods exist: a member's copy of a manager's Workload (MultiKueue
+// creates its Pod once the copy holds quota, labelled with the Workload's name) and a Job's (the Job makes its
+// Pods once admitted). Until its Pods are bound each holds its cards in flight, so two are never given the same
+// card; once bound, its Pods count on the node, once.
+var _ = It("counts in flight a passed Workload whose Pods are yet to be made, and once when they are bound", func(ctx context.Context) {
+	const key = "ahead"
+	suite.Create(&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key}, Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}},
+		builders.MakeNode(key).Label("pool", key).Obj(), builders.MakeDevices(key).Cards("nvidia", "NVIDIA A10G", 24576, 2).Obj())
+	passedWorkload(ctx, key+"-copy", key)
+	job := passedWorkload(ctx, key+"-job", key, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: key, UID: "uid-of-the-job"})
+
+	wl, st := makeWorkload(key+"-1", key, whole, true)
+	Expect(judgeOnce(ctx, wl, st)).To(HaveField("State", kueue.CheckStateRetry), "the copy and the Job hold both cards before their Pods exist")
+
+	Expect(suite.Client.Delete(ctx, job)).To(Succeed())
+	suite.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key + "-copy",
+		Labels: map[string]string{"kueue.x-k8s.io/prebuilt-workload-name": key + "-copy"}},
+		Spec: corev1.PodSpec{NodeName: key, Containers: []corev1.Container{{Name: "main", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Limits: limits(whole)}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	wl, st = makeWorkload(key+"-2", key, whole, true)
+	Expect(judgeOnce(ctx, wl, st)).To(HaveField("State", kueue.CheckStateReady), "the copy's bound Pod holds one card, counted once")
+})
+
 // judgeOnce creates the Workload with the status Kueue would write, runs the check once and returns its state.
 func judgeOnce(ctx context.Context, wl *kueue.Workload, st kueue.WorkloadStatus) kueue.AdmissionCheckState {
 	GinkgoHelper()
