@@ -154,6 +154,9 @@ func runWorker(args []string) error {
 	if err := setupLedgerAndCheck(ctx, mgr); err != nil {
 		return err
 	}
+	if err := (&instance.DispatchedReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the dispatched Instance Pod controller")
+	}
 	if err := (&persistentvolume.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the persistent volume controller")
 	}

@@ -198,3 +198,35 @@ var _ = It("pulls the built-in SSH sidecar as container-registry, container-name
 	Expect(pod.Spec.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "mirror-a"}, {Name: "mirror-b"}}))
 	Expect(pod.Spec.Containers[0].Image).To(Equal(inst.Spec.Image), "the Instance's own image is its author's")
 })
+
+// A Pod a manager's MultiKueue created here for one of its Instances gets its host-keys Secret made here, owned
+// by the Pod; a Pod of an Instance of this cluster, or one that is no Instance's, gets none from it.
+var _ = DescribeTable("gives a dispatched Instance's Pod its host-keys Secret",
+	func(name string, labels map[string]string, want bool) {
+		ctx := context.Background()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+		suite.Create(pod)
+		r := &instance.DispatchedReconciler{Client: suite.Client}
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
+		Expect(err).NotTo(HaveOccurred())
+		secret := &corev1.Secret{}
+		err = suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + "-ssh-host-keys"}, secret)
+		if !want {
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Secret: %v", err)
+			return
+		}
+		Expect(err).NotTo(HaveOccurred())
+		Expect(secret.Data).To(HaveKey(instancepod.HostKeyFile))
+		Expect(secret.OwnerReferences).To(ConsistOf(HaveField("UID", pod.UID)))
+		// Again: the Secret there is kept, its key unchanged.
+		_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
+		Expect(err).NotTo(HaveOccurred())
+		again := &corev1.Secret{}
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(secret), again)).To(Succeed())
+		Expect(again.Data).To(Equal(secret.Data))
+	},
+	Entry("dispatched from a manager", "dispatched", map[string]string{instancepod.LabelInstance: "dispatched", kueue.MultiKueueOriginLabel: "multikueue"}, true),
+	Entry("an Instance's Pod of this cluster", "local", map[string]string{instancepod.LabelInstance: "local"}, false),
+	Entry("a dispatched Pod that is no Instance's", "bare", map[string]string{kueue.MultiKueueOriginLabel: "multikueue"}, false),
+)

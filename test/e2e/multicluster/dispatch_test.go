@@ -66,6 +66,9 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 		return strings.HasPrefix(s, "Ready/member-b/"), "the manager's Instance (phase/cluster/message): " + s
 	})
 	Expect(members["member-b"].Kubectl("-n", "default", "get", "pod", fits.Name, "-o", "jsonpath={.status.phase}")).To(Equal("Running"))
+	// MultiKueue copies only the Pod: member-b's worker made the host-keys Secret its SSH sidecar mounts.
+	Expect(members["member-b"].Kubectl("-n", "default", "get", "secret", fits.Name+"-ssh-host-keys", "-o",
+		"jsonpath={.metadata.ownerReferences[0].kind}")).To(Equal("Pod"))
 	_, err = testenv.Kubectl(members["member-a"].Cluster.Kubeconfig, "-n", "default", "get", "pod", fits.Name)
 	Expect(err).To(MatchError(ContainSubstring("NotFound")), "member-a runs no copy")
 

@@ -1,0 +1,66 @@
+package instance
+
+import (
+	"context"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
+)
+
+// DispatchedReconciler gives the Pod of an Instance that a manager cluster dispatched here through MultiKueue
+// its SSH host-keys Secret. MultiKueue copies only the Pod; the Secret its sidecar mounts is made here, owned by
+// the Pod so it goes with it, and the manager's copy of the Secret (whose Pod never runs) stays unused.
+type DispatchedReconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create
+
+// Reconcile creates the host-keys Secret of a dispatched Instance's Pod unless it is there.
+func (r *DispatchedReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !dispatched(pod) || pod.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	inst := &workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Labels[instancepod.LabelInstance]}}
+	secret, err := instancepod.HostKeysSecret(inst)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := controllerutil.SetOwnerReference(pod, secret, r.Client.Scheme()); err != nil {
+		return reconcile.Result{}, errors.Wrap(err, "cannot make the Pod own its host-keys Secret")
+	}
+	// The worker may create Secrets but read none outside its namespace: one already there is kept.
+	return reconcile.Result{}, errors.Wrap(client.IgnoreAlreadyExists(r.Client.Create(ctx, secret)),
+		"cannot create the dispatched Instance's host-keys Secret")
+}
+
+// dispatched reports whether the Pod is an Instance's, created here by a manager's MultiKueue.
+func dispatched(pod *corev1.Pod) bool {
+	_, fromManager := pod.Labels[kueue.MultiKueueOriginLabel]
+	return fromManager && pod.Labels[instancepod.LabelInstance] != ""
+}
+
+// SetupWithManager registers the reconciler for the Pods MultiKueue created here.
+func (r *DispatchedReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("dispatched-instance-pod").
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			pod, ok := o.(*corev1.Pod)
+			return ok && dispatched(pod)
+		}))).Complete(r)
+}
