@@ -210,9 +210,8 @@ func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) M
 }
 
 // record keeps a read's outcome; a failed read keeps what the member last answered. The generation moves only
-// when something served changed (not LastSeen or the dispatched Workloads alone), so watchers hear of changes,
-// not of every read; g.mu is
-// held.
+// when something served changed (not LastSeen, the queues or the dispatched Workloads alone, which only the
+// dispatcher reads), so watchers hear of changes, not of every read; g.mu is held.
 func (g *Gateway) record(m *member, next MemberState) {
 	if !next.Reachable {
 		if m.state.Reachable {
@@ -225,7 +224,7 @@ func (g *Gateway) record(m *member, next MemberState) {
 	m.state = next
 	if prev.Reachable != next.Reachable || prev.Message != next.Message ||
 		!apiequality.Semantic.DeepEqual(prev.InstanceTypes, next.InstanceTypes) || !apiequality.Semantic.DeepEqual(prev.Instances, next.Instances) ||
-		!apiequality.Semantic.DeepEqual(prev.PersistentVolumes, next.PersistentVolumes) || !queuesEqual(prev.ClusterQueues, next.ClusterQueues) {
+		!apiequality.Semantic.DeepEqual(prev.PersistentVolumes, next.PersistentVolumes) {
 		g.generation++
 	}
 }
@@ -236,20 +235,6 @@ func ignoreNoKind(err error) error {
 		return nil
 	}
 	return err
-}
-
-// queuesEqual compares queues by what Dispatch reads of them, their quotas: their status moves with every
-// admission.
-func queuesEqual(a, b []kueue.ClusterQueue) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Name != b[i].Name || !apiequality.Semantic.DeepEqual(a[i].Spec.ResourceGroups, b[i].Spec.ResourceGroups) {
-			return false
-		}
-	}
-	return true
 }
 
 func (g *Gateway) stopAll() {
