@@ -8,9 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
@@ -33,9 +31,7 @@ func instanceState(name string) string {
 // and its Pod's status comes back to the manager's Instance. One no member can hold waits, saying so.
 var _ = It("runs an Instance created on the manager on the member that can fit it, and says why one waits", func() {
 	waitAggregated(bothAnswer)
-	ctx := context.Background()
-	k, err := client.New(manager.RESTConfig, client.Options{Scheme: scheme.New()})
-	Expect(err).NotTo(HaveOccurred())
+	ctx, k := context.Background(), managerClient
 	By("the manager mirroring the members' type (Active), its queue with the members' quotas summed and an active MultiKueue check")
 	// MultiKueue connects to a member again with its own backoff (up to 5m20s) after the member stopped
 	// answering, as the spec that stops member-b makes it.
@@ -69,7 +65,7 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 	// MultiKueue copies only the Pod: member-b's worker made the host-keys Secret its SSH sidecar mounts.
 	Expect(members["member-b"].Kubectl("-n", "default", "get", "secret", fits.Name+"-ssh-host-keys", "-o",
 		"jsonpath={.metadata.ownerReferences[0].kind}")).To(Equal("Pod"))
-	_, err = testenv.Kubectl(members["member-a"].Cluster.Kubeconfig, "-n", "default", "get", "pod", fits.Name)
+	_, err := testenv.Kubectl(members["member-a"].Cluster.Kubeconfig, "-n", "default", "get", "pod", fits.Name)
 	Expect(err).To(MatchError(ContainSubstring("NotFound")), "member-a runs no copy")
 
 	By("deleting it: the member's Pod goes too")
@@ -99,9 +95,7 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 var _ = It("lets the member's per-card check judge what the manager dispatches", func() {
 	const t4Type = "gpustack--nvidia-tesla-t4-linux-amd64"
 	waitAggregated(bothAnswer)
-	ctx := context.Background()
-	k, err := client.New(manager.RESTConfig, client.Options{Scheme: scheme.New()})
-	Expect(err).NotTo(HaveOccurred())
+	ctx, k := context.Background(), managerClient
 	e2esuite.WaitFor(6*time.Minute, func() (bool, string) {
 		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "multikueueclusters", "member-a", "-o", "jsonpath={.status.conditions[?(@.type=='Active')].status}")
 		typ, _ := testenv.Kubectl(manager.Kubeconfig, "get", "instancetype", t4Type, "-o", "jsonpath={.status.phase}")

@@ -14,8 +14,10 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -23,7 +25,9 @@ import (
 
 var (
 	manager *localcluster.Cluster
-	members = map[string]*e2esuite.Suite{}
+	// managerClient creates and reads on the manager what kubectl would.
+	managerClient client.Client
+	members       = map[string]*e2esuite.Suite{}
 )
 
 func TestMultiCluster(t *testing.T) {
@@ -50,6 +54,8 @@ var _ = BeforeSuite(func() {
 	manager, err = localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, CRDPaths: []string{testenv.Path("package", "crds")},
 		Operator: filepath.Join(bin, "gpustack-operator"), NoNFD: true, Gateway: true, Progress: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred(), "cannot start the manager cluster")
+	managerClient, err = client.New(manager.RESTConfig, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
 	for name, m := range members {
 		Expect(manager.AddMember(ctx, name, m.Cluster)).To(Succeed())
 	}
