@@ -53,6 +53,9 @@ type Options struct {
 	// NodeFlavorLabels are the nodeLabels of the pool's flavor that holds the pinned node (FlavorLabelsOf):
 	// the Pod asks them too, so that Kueue assigns that flavor.
 	NodeFlavorLabels map[string]string
+	// RuntimeClasses are the RuntimeClasses that exist: an accelerated Pod names its vendor's when it is one of
+	// them (a Pod naming a missing class is refused).
+	RuntimeClasses map[string]bool
 }
 
 // Pod renders the Instance's Pod, or says which field of the Instance the type cannot serve.
@@ -130,6 +133,11 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 	for _, s := range o.BuiltIn.PullSecrets {
 		if s != inst.Spec.ImagePullSecret {
 			pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		}
+	}
+	if it.Spec.Acceleratable {
+		if v, err := Vendor(it); err == nil && v.RuntimeClass != "" && o.RuntimeClasses[v.RuntimeClass] {
+			pod.Spec.RuntimeClassName = ptr.To(v.RuntimeClass)
 		}
 	}
 	if inst.Spec.NodeName != "" {

@@ -207,6 +207,36 @@ func TestPod(t *testing.T) {
 	}
 }
 
+func TestRuntimeClass(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		typ     *workerv1.InstanceType
+		classes map[string]bool
+		want    *string
+	}{
+		"Exists": {reason: "An accelerated Pod names its vendor's RuntimeClass when the class exists.",
+			typ: a10gType(), classes: map[string]bool{"nvidia": true}, want: ptr.To("nvidia")},
+		"Missing": {reason: "A class that does not exist is not named: the Pod would be refused.",
+			typ: a10gType(), classes: map[string]bool{"ascend": true}},
+		"CPUType": {reason: "A CPU type's Pod names none.", typ: genericType(), classes: map[string]bool{"nvidia": true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := workerv1.InstanceResources{}
+			if tc.typ.Spec.Acceleratable {
+				r.Accelerator = ptr.To(intstr.FromInt32(1))
+			}
+			pod, err := Pod(instance(r), tc.typ, Options{RuntimeClasses: tc.classes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, pod.Spec.RuntimeClassName); diff != "" {
+				t.Errorf("%s\nPod(...).Spec.RuntimeClassName: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestService(t *testing.T) {
 	inst := instance(workerv1.InstanceResources{})
 	if Service(inst) != nil {

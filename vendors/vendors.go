@@ -33,6 +33,10 @@ type Vendor struct {
 	// SliceGap says why the vendor's cards are not soft-sliced although the vendor has soft slicing: its
 	// enforcer is not built into the device agent yet. Empty when SlicesPerCard says all.
 	SliceGap string
+	// RuntimeInjects is true when the vendor's RuntimeClass is the one that injects its driver (NVIDIA, Moore
+	// Threads) or its devices (Ascend, Iluvatar) into containers: the chart creates that RuntimeClass. An
+	// Instance's Pod names its vendor's RuntimeClass whenever the class exists, whoever made it.
+	RuntimeInjects bool
 }
 
 // ProfilePrefix is the start of the vendor's per-profile partition keys, <base>.partitioned.<kind>- (a Pod asks
@@ -46,19 +50,19 @@ func (v Vendor) ProfilePrefix() string {
 
 // table lists the vendors in the order the documentation does.
 var table = []Vendor{
-	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig", ""},
-	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, "", ""},
-	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, "", ""},
+	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig", "", true},
+	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, "", "", false},
+	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, "", "", true},
 	{"cambricon", "Cambricon", "cabc", "cambricon.com/mlu", "cambricon", "MLU", 0, false, "",
-		"the device agent cannot create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget"},
+		"the device agent cannot create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget", false},
 	{"hygon", "Hygon", "1d94", "hygon.com/dcu", "hygon", "DCU", 0, false, "mig",
-		"the device agent cannot write Hygon's per-Pod vdev configuration, which enforces a slice's budget"},
-	{"iluvatar", "Iluvatar", "1e3e", "iluvatar.com/gpu", "iluvatar", "GPU", 16, false, "", ""},
+		"the device agent cannot write Hygon's per-Pod vdev configuration, which enforces a slice's budget", false},
+	{"iluvatar", "Iluvatar", "1e3e", "iluvatar.com/gpu", "iluvatar", "GPU", 16, false, "", "", true},
 	{"metax", "MetaX", "9999", "metax-tech.com/gpu", "metax", "GPU", 0, false, "",
-		"the device agent cannot create MetaX's sGPUs (sysfs fixed-share), which enforce a slice's budget"},
+		"the device agent cannot create MetaX's sGPUs (sysfs fixed-share), which enforce a slice's budget", false},
 	{"mthreads", "Moore Threads", "1ed5", "mthreads.com/gpu", "mthreads", "GPU", 0, false, "",
-		"the device agent cannot drive Moore Threads' sGPU kernel module, which enforces a slice's budget"},
-	{"thead", "T-Head", "1ded", "alibabacloud.com/ppu", "", "PPU", 16, false, "mig", ""},
+		"the device agent cannot drive Moore Threads' sGPU kernel module, which enforces a slice's budget", true},
+	{"thead", "T-Head", "1ded", "alibabacloud.com/ppu", "", "PPU", 16, false, "mig", "", false},
 }
 
 // aliases maps other spellings of a manufacturer to its key.

@@ -38,7 +38,7 @@ func TestOverrides(t *testing.T) {
 	nvidia, _ := Lookup("nvidia")
 	got := withOverrides(nvidia, func(k string) string { return env[k] })
 	want := Vendor{Key: "nvidia", DisplayName: "NVIDIA", PCIVendorID: "10de", ResourceName: "example.com/gpu",
-		RuntimeClass: "", Class: "GPU", SlicesPerCard: 128, CoresOvercommit: true, PartitionKind: "mig2"}
+		RuntimeClass: "", Class: "GPU", SlicesPerCard: 128, CoresOvercommit: true, PartitionKind: "mig2", RuntimeInjects: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GPUSTACK_NVIDIA_* override the table entry\nwithOverrides(...): -want, +got:\n%s", diff)
 	}

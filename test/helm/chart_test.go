@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 const release, namespace = "gpustack-operator", "gpustack-system"
@@ -218,6 +220,33 @@ func TestTemplateWorker(t *testing.T) {
 
 // TestTemplateOptions renders each option: the cleanup hook, cert-manager, a webhook URL, and an install into
 // another namespace, which fails with a message saying which namespace to use.
+// TestRuntimeClasses renders a RuntimeClass for each vendor whose runtime injects its driver or devices, as the
+// vendors table says, and none when turned off.
+func TestRuntimeClasses(t *testing.T) {
+	var want, got []string
+	for _, v := range vendors.All() {
+		if v.RuntimeInjects {
+			want = append(want, v.RuntimeClass+"->"+v.RuntimeClass)
+		}
+	}
+	for _, u := range render(t) {
+		if u.GetKind() == "RuntimeClass" {
+			handler, _, _ := unstructured.NestedString(u.Object, "handler")
+			got = append(got, u.GetName()+"->"+handler)
+		}
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the chart's RuntimeClasses (name->handler) differ from the vendors table's: -want, +got:\n%s", diff)
+	}
+	for key := range render(t, "runtimeClasses.enabled=false") {
+		if strings.HasPrefix(key, "RuntimeClass/") {
+			t.Errorf("runtimeClasses.enabled=false still renders %s", key)
+		}
+	}
+}
+
 func TestTemplateOptions(t *testing.T) {
 	objs := render(t, "cleanupOnUninstall=true")
 	job := convert[unstructuredJob](t, objs["Job/gpustack-operator-cleanup"])

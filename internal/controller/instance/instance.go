@@ -9,6 +9,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -285,6 +286,10 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		BuiltIn: instancepod.BuiltInImages{Registry: values[workerv1.SettingContainerRegistry],
 			Namespace: values[workerv1.SettingContainerNamespace], PullSecrets: instancepod.SplitList(values[workerv1.SettingImagePullSecrets]),
 			PullPolicy: corev1.PullPolicy(values[workerv1.SettingImagePullPolicy])}}
+	var err error
+	if o.RuntimeClasses, err = r.runtimeClasses(ctx); err != nil {
+		return nil, "", err
+	}
 	if inst.Spec.NodeName != "" {
 		node := &corev1.Node{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeName}, node); err != nil {
@@ -322,6 +327,21 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 	}
 	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[instancepod.LabelQueueName])
 	return pod, "", nil
+}
+
+// +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
+
+// runtimeClasses returns the names of the RuntimeClasses that exist.
+func (r *Reconciler) runtimeClasses(ctx context.Context) (map[string]bool, error) {
+	var list nodev1.RuntimeClassList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, errors.Wrap(err, "cannot list RuntimeClasses")
+	}
+	out := make(map[string]bool, len(list.Items))
+	for _, rc := range list.Items {
+		out[rc.Name] = true
+	}
+	return out, nil
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -230,3 +231,21 @@ var _ = DescribeTable("gives a dispatched Instance's Pod its host-keys Secret",
 	Entry("an Instance's Pod of this cluster", "local", map[string]string{instancepod.LabelInstance: "local"}, false),
 	Entry("a dispatched Pod that is no Instance's", "bare", map[string]string{kueue.MultiKueueOriginLabel: "multikueue"}, false),
 )
+
+// An accelerated Instance's Pod names its vendor's RuntimeClass once the class exists on the cluster (the chart
+// makes those of the runtimes that inject drivers or devices), and none before.
+var _ = It("names the vendor's RuntimeClass in an accelerated Pod when the class exists", func(ctx context.Context) {
+	typ := builders.MakeInstanceType("rc-a10g").Accelerated("nvidia-a10g").Unit("8", "64Gi").LocalStorage("100Gi").Obj()
+	before := builders.MakeInstance("default", "rc-before", typ.Name).Accelerators(1).Obj()
+	suite.Create(typ, before)
+	_, pod, _ := reconcileOnce(before)
+	Expect(pod).NotTo(BeNil())
+	Expect(pod.Spec.RuntimeClassName).To(BeNil(), "no RuntimeClass nvidia yet")
+
+	suite.Create(&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"})
+	after := builders.MakeInstance("default", "rc-after", typ.Name).Accelerators(1).Obj()
+	suite.Create(after)
+	_, pod, _ = reconcileOnce(after)
+	Expect(pod).NotTo(BeNil())
+	Expect(pod.Spec.RuntimeClassName).To(HaveValue(Equal("nvidia")))
+})
