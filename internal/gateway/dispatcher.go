@@ -112,7 +112,7 @@ func (d *Dispatcher) Sync(ctx context.Context) error {
 	if d.applied == nil || time.Since(d.lastResync) > resync {
 		d.applied, d.lastResync = map[string]string{}, time.Now()
 	}
-	namespaces, err := d.userNamespaces(ctx)
+	namespaces, err := composer.UserNamespaces(ctx, d.Client)
 	if err != nil {
 		return err
 	}
@@ -257,22 +257,6 @@ func (d *Dispatcher) prune(ctx context.Context, want map[string]bool) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// userNamespaces are the namespaces that get entrance LocalQueues, as the worker's composer chooses them.
-func (d *Dispatcher) userNamespaces(ctx context.Context) ([]string, error) {
-	var list corev1.NamespaceList
-	if err := d.Client.List(ctx, &list); err != nil {
-		return nil, errors.Wrap(err, "cannot list namespaces")
-	}
-	var out []string
-	for _, ns := range list.Items {
-		if !composer.SystemNamespace(ns.Name) && ns.DeletionTimestamp == nil {
-			out = append(out, ns.Name)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // keyOf names an object by kind, namespace and name.

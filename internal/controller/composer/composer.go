@@ -152,7 +152,7 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 // queues it has, gets a ComposeFailed event, and does not stop the others; the returned error joins its
 // failures (and only an error listing the cluster aborts).
 func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, queues []kueuev1beta2.LocalQueue, s xrs.FunctionSettings) (liveTypes, wantQueues map[string]bool, err error) {
-	namespaces, err := r.userNamespaces(ctx)
+	namespaces, err := UserNamespaces(ctx, r.Client)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -418,10 +418,11 @@ func (r *Reconciler) cpuRequested(ctx context.Context) (map[string]int64, error)
 	return out, nil
 }
 
-// userNamespaces are the namespaces that get entrance queues: all but the system ones.
-func (r *Reconciler) userNamespaces(ctx context.Context) ([]string, error) {
+// UserNamespaces are the namespaces that get entrance queues, sorted: all but the system ones and those being
+// deleted.
+func UserNamespaces(ctx context.Context, c client.Reader) ([]string, error) {
 	list := &corev1.NamespaceList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := c.List(ctx, list); err != nil {
 		return nil, errors.Wrap(err, "cannot list namespaces")
 	}
 	var out []string
