@@ -32,7 +32,7 @@ HELM_VERSION := v3.22.0
 GOLANGCI_LINT_VERSION := v2.15.0
 
 # VERSION tags the images and packages; OUTPUT is where make package writes them.
-VERSION ?= v0.1.0
+VERSION ?= v0.2.0
 OUTPUT := $(ROOT)/_output
 
 K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
@@ -53,7 +53,7 @@ build: ## Build the commands in cmd/ and the local cluster command into bin/.
 	go build -o $(BIN)/ ./cmd/... ./hack/localcluster
 
 .PHONY: package
-package: $(STAMP)/crank-$(CRANK_VERSION) ## Build the images and the Crossplane packages offline into _output/package.
+package: $(STAMP)/crank-$(CRANK_VERSION) chart ## Build the images, the Crossplane packages and the Helm chart offline into _output/package.
 	$(call say,building the images and the Crossplane packages $(VERSION))
 	CGO_ENABLED=0 go build -trimpath -ldflags=-s -o $(OUTPUT)/bin/gpustack-function ./cmd/gpustack-function
 	go build -trimpath -ldflags=-s -o $(OUTPUT)/bin/gpustack-operator ./cmd/gpustack-operator
@@ -62,6 +62,7 @@ package: $(STAMP)/crank-$(CRANK_VERSION) ## Build the images and the Crossplane 
 
 .PHONY: generate
 generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepcopy code and CRDs from apis/.
+	go run ./hack/chartvalues
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=package/crds
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./cmd/gpustack-operator/... \
@@ -144,6 +145,23 @@ $(STAMP)/crossplane-assets: hack/tools/crossplane/go.mod
 	cp $$crossplane/cluster/crds/*.yaml $(ASSETS)/crossplane-crds/; chmod -R u+w $(ASSETS)/crossplane-crds
 	@mkdir -p $(STAMP) && touch $@
 
+# The chart's subcharts, Kueue's and NFD's, copied as they are from the pinned modules into the chart's
+# git-ignored charts/, so they always match the binaries built here.
+CHART := package/helm/gpustack-operator
+CHART_DEPS := $(CHART)/charts/kueue/Chart.yaml
+$(CHART_DEPS): hack/tools/kueue/go.mod hack/tools/nfd/go.mod
+	$(call say,copying Kueue's and NFD's charts from the module cache into $(CHART)/charts)
+	rm -rf $(CHART)/charts && mkdir -p $(CHART)/charts
+	kueue=$(call moddir,kueue,sigs.k8s.io/kueue); nfd=$(call moddir,nfd,sigs.k8s.io/node-feature-discovery); \
+	cp -R $$kueue/charts/kueue $(CHART)/charts/kueue; \
+	cp -R $$nfd/deployment/helm/node-feature-discovery $(CHART)/charts/node-feature-discovery; \
+	chmod -R u+w $(CHART)/charts; touch $@
+
+.PHONY: chart
+chart: $(CHART_DEPS) $(STAMP)/helm-$(HELM_VERSION) ## Package the Helm chart, Kueue's and NFD's charts inside, into _output/package.
+	$(BIN)/helm package $(CHART) --version $(VERSION:v%=%) --app-version $(VERSION) --destination $(OUTPUT)/package >/dev/null
+	$(call say,$(OUTPUT)/package/gpustack-operator-$(VERSION:v%=%).tgz)
+
 ##@ Verify
 
 .PHONY: verify
@@ -162,7 +180,7 @@ verify-lint: $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## golangci-lint wi
 	$(BIN)/golangci-lint run ./...
 
 .PHONY: verify-generate
-GENERATED := apis package/crds package/rbac
+GENERATED := apis package/crds package/rbac $(CHART)/values.yaml
 verify-generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## make generate leaves no diff.
 	@state() { git status --porcelain -- $(GENERATED); git diff -- $(GENERATED); }; before=$$(state | sha256sum); \
 	$(MAKE) --no-print-directory generate >/dev/null; \
@@ -194,7 +212,7 @@ test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local clust
 	$(TEST_ENV) go test -p 1 -count=1 -timeout 30m ./test/e2e/...
 
 .PHONY: test-packages
-test-packages: $(TEST_TOOLS) build package ## The Helm chart and the Crossplane packages installed on local clusters; the Crossplane render.
+test-packages: $(TEST_TOOLS) $(CHART_DEPS) build package ## The Helm chart and the Crossplane packages installed on local clusters; the Crossplane render.
 	$(TEST_ENV) PACKAGE_DIR=$(OUTPUT)/package go test -p 1 -count=1 -timeout 20m ./test/helm/ ./test/packages/
 	cd hack/tools/crossplane && GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 10m ./...
 

@@ -35,7 +35,7 @@ func main() {
 func run() error {
 	out := flag.String("out", "_output/package", "directory to write the images and packages to")
 	crank := flag.String("crank", "bin/crank", "the Crossplane CLI")
-	version := flag.String("version", "v0.1.0", "the version the images and packages are tagged with")
+	version := flag.String("version", "v0.2.0", "the version the images and packages are tagged with")
 	registry := flag.String("registry", "docker.io/gpustack", "the registry and organisation of the images")
 	functionBin := flag.String("function-binary", "", "the static gpustack-function binary")
 	operatorBin := flag.String("operator-binary", "", "the gpustack-operator binary")

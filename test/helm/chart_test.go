@@ -130,12 +130,13 @@ func TestTemplateWorker(t *testing.T) {
 	d := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"])
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
+	image := "docker.io/gpustack/gpustack-operator:" + appVersion(t)
 	wantArgs := []string{"worker", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080", "--webhook-port=9443", "--webhook-service=gpustack-operator-worker-webhook",
-		"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--device-manager-image=docker.io/gpustack/gpustack-operator:v0.1.0"}
+		"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--kueue-config=gpustack-system/kueue-manager-config", "--device-manager-image=" + image}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("worker args: -want, +got:\n%s", diff)
 	}
-	if c.Image != "docker.io/gpustack/gpustack-operator:v0.1.0" || pod.ServiceAccountName != "gpustack-operator-worker" {
+	if c.Image != image || pod.ServiceAccountName != "gpustack-operator-worker" {
 		t.Errorf("image %s, service account %s", c.Image, pod.ServiceAccountName)
 	}
 	checkRestricted(t, pod)
@@ -309,16 +310,29 @@ func TestTemplateOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if noDispatch := render(t, "workerGateway.enabled=true", "workerGateway.dispatch=false"); noDispatch["Role/kueue-system/gpustack-operator-worker-gateway"] != nil ||
-		!contains(convert[appsv1.Deployment](t, noDispatch["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec.Containers[0].Args, "--dispatch=false") {
-		t.Error("with dispatch off, the gateway still dispatches or may write in Kueue's namespace")
+	noDispatch := render(t, "workerGateway.enabled=true", "workerGateway.dispatch=false")
+	if !contains(convert[appsv1.Deployment](t, noDispatch["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec.Containers[0].Args, "--dispatch=false") {
+		t.Error("with dispatch off, the gateway still dispatches")
+	}
+	if diff := cmp.Diff(generatedRules(t, "worker-gateway", "Role", namespace),
+		convert[rbacv1.ClusterRole](t, noDispatch["Role/gpustack-system/gpustack-operator-worker-gateway"]).Rules); diff != "" {
+		t.Errorf("with dispatch off, the gateway may still write Kueue's Secrets: -want, +got:\n%s", diff)
+	}
+	// The markers grant the gateway rights in kueue-system; they land where Kueue runs: with the chart's Kueue,
+	// this release's namespace (one Role, both sets of rules), otherwise kueueNamespace.
+	if !contains(gw.Containers[0].Args, "--kueue-namespace="+namespace) {
+		t.Errorf("the gateway copies the kubeconfigs where the chart's Kueue runs, %s: %v", namespace, gw.Containers[0].Args)
+	}
+	existing := render(t, "workerGateway.enabled=true", "kueue.enabled=false")
+	if args := convert[appsv1.Deployment](t, existing["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec.Containers[0].Args; !contains(args, "--kueue-namespace=kueue-system") {
+		t.Errorf("with an existing Kueue the gateway copies the kubeconfigs into kueueNamespace: %v", args)
 	}
 	for key, want := range map[string][]rbacv1.PolicyRule{
-		"ClusterRole/gpustack-operator-worker-gateway":          generatedRules(t, "worker-gateway", "ClusterRole", ""),
-		"Role/gpustack-system/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "Role", namespace),
-		"Role/kube-system/gpustack-operator-worker-gateway":     generatedRules(t, "worker-gateway", "Role", "kube-system"),
-		"Role/kueue-system/gpustack-operator-worker-gateway":    generatedRules(t, "worker-gateway", "Role", "kueue-system"),
-		"ClusterRole/gpustack-operator-worker-gateway-member":   memberRole.Rules,
+		"ClusterRole/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "ClusterRole", ""),
+		"Role/gpustack-system/gpustack-operator-worker-gateway": append(generatedRules(t, "worker-gateway", "Role", namespace),
+			generatedRules(t, "worker-gateway", "Role", "kueue-system")...),
+		"Role/kube-system/gpustack-operator-worker-gateway":   generatedRules(t, "worker-gateway", "Role", "kube-system"),
+		"ClusterRole/gpustack-operator-worker-gateway-member": memberRole.Rules,
 	} {
 		if objs[key] == nil {
 			t.Errorf("with the worker-gateway, %s is not rendered", key)
@@ -327,6 +341,11 @@ func TestTemplateOptions(t *testing.T) {
 		if diff := cmp.Diff(want, convert[rbacv1.ClusterRole](t, objs[key]).Rules); diff != "" {
 			t.Errorf("%s rules: -want, +got:\n%s", key, diff)
 		}
+	}
+
+	if diff := cmp.Diff(generatedRules(t, "worker-gateway", "Role", "kueue-system"),
+		convert[rbacv1.ClusterRole](t, existing["Role/kueue-system/gpustack-operator-worker-gateway"]).Rules); diff != "" {
+		t.Errorf("with an existing Kueue, the gateway's Role in kueueNamespace: -want, +got:\n%s", diff)
 	}
 
 	out, err := helm(t, nil, "template", release, chart, "--namespace", "elsewhere", "--kube-version", "1.35.4")

@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -73,12 +75,22 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// TestInstallUninstall installs the chart as the seed does, into gpustack-system, which enforces the restricted
-// Pod Security profile. The chart's CRDs, roles and Deployment go in; KWOK makes the Deployment ready and a
-// stand-in kubelet runs its worker, as the chart's service account with the chart's arguments, until the
-// walkthrough's Step 1 pools appear. Uninstalling with cleanupOnUninstall runs the post-delete hook the same
-// way; afterwards no object of the operator is left.
-func TestInstallUninstall(t *testing.T) {
+// previousChart is the chart of the version before this one, v0.1.0, packaged (helm package) from the last
+// commit that carried it (7015c8a), as its users installed it.
+var previousChart = filepath.Join("testdata", "gpustack-operator-0.1.0.tgz")
+
+// TestUpgradeUninstall installs the previous chart (v0.1.0) as the seed does, into gpustack-system, which
+// enforces the restricted Pod Security profile: the CRDs, roles and Deployment go in; KWOK makes the Deployment
+// ready and a stand-in kubelet runs its worker, as the chart's service account with the chart's arguments,
+// until the walkthrough's Step 1 pools appear and Step 3's slice runs. helm upgrade to this chart keeps every
+// Instance (its Pod not restarted), InstanceType and ledger entry. helm uninstall without cleanupOnUninstall
+// leaves them and the queues; installed again, with cleanupOnUninstall, and uninstalled, the post-delete hook
+// leaves no object of the operator.
+//
+// The local cluster runs Kueue and nfd-master itself, so the chart's own are switched off (kueue.enabled,
+// nfd.enabled), as on a cluster that has them. The stand-in kubelet runs the operator built here for either
+// version's image: what the upgrade is checked for is the chart's, and the CRDs', not v0.1.0's binary.
+func TestUpgradeUninstall(t *testing.T) {
 	if cluster == nil {
 		t.Skip(noServer)
 	}
@@ -106,7 +118,7 @@ func TestInstallUninstall(t *testing.T) {
 
 	kctx, stop := context.WithCancel(ctx)
 	k := &kubelet{cs: cs, cfg: cluster.RESTConfig, binary: filepath.Join(binDir, "gpustack-operator"),
-		image: "docker.io/gpustack/gpustack-operator:v0.1.0", dir: t.TempDir()}
+		repository: "docker.io/gpustack/gpustack-operator", dir: t.TempDir()}
 	stopped := make(chan struct{})
 	go func() { k.run(kctx, t, namespace); close(stopped) }()
 	defer func() { stop(); <-stopped }()
@@ -118,29 +130,84 @@ func TestInstallUninstall(t *testing.T) {
 
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig}
 	webhook, health := testenv.FreePort(t), testenv.FreePort(t)
-	out, err := helm(t, env, "install", release, chart, "--namespace", namespace, "--wait", "--timeout", "3m",
-		"--set", "worker.webhook.url=https://127.0.0.1:"+webhook, "--set", "worker.webhook.port="+webhook,
-		// One replica: the stand-in kubelet runs Pods as processes of this machine, which would share their ports.
-		"--set", "worker.healthPort="+health, "--set", "cleanupOnUninstall=true", "--set", "worker.replicas=1")
-	if err != nil {
-		t.Fatalf("helm install: %v\n%s", err, out)
+	// One replica: the stand-in kubelet runs Pods as processes of this machine, which would share their ports.
+	common := []string{"--namespace", namespace, "--wait", "--timeout", "3m",
+		"--set", "worker.webhook.url=https://127.0.0.1:" + webhook, "--set", "worker.webhook.port=" + webhook,
+		"--set", "worker.healthPort=" + health, "--set", "worker.replicas=1"}
+	this := append([]string{"--set", "kueue.enabled=false", "--set", "nfd.enabled=false"}, common...)
+	rolledOut := func() {
+		t.Helper()
+		if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "rollout", "status", "deployment/gpustack-operator-worker", "--timeout=2m"); err != nil {
+			t.Fatal(err, out)
+		}
 	}
-	if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "rollout", "status", "deployment/gpustack-operator-worker", "--timeout=2m"); err != nil {
-		t.Fatal(err, out)
+
+	if out, err := helm(t, env, append([]string{"install", release, previousChart}, common...)...); err != nil {
+		t.Fatalf("helm install of v0.1.0: %v\n%s", err, out)
 	}
+	rolledOut()
 	// The simulated device agents stand in for the DaemonSets' Pods, as the account the chart made for them.
 	if err := cluster.StartAgents(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
-		got, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
-		if err != nil {
-			return false, err.Error()
-		}
-		diff := cmp.Diff(walkthrough.Step1Types, walkthrough.ParseTable(got))
-		return diff == "", "kubectl get instancetype: -want, +got:\n" + diff
-	})
+	step1(t)
+	if out, err := testenv.Kubectl(cluster.Kubeconfig, "apply", "-f", testenv.Path("examples", "instances", "sliced-demo.yaml")); err != nil {
+		t.Fatal(err, out)
+	}
+	instanceReady(t, "sliced-demo")
+	before := snapshot(ctx, t, c)
+	// Step 3's table: the A10G's pool holds the slice.
+	views, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
+	if err != nil {
+		t.Fatal(err, views)
+	}
+	sameViews := func() {
+		t.Helper()
+		testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+			got, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
+			if err != nil {
+				return false, err.Error()
+			}
+			diff := cmp.Diff(walkthrough.ParseTable(views), walkthrough.ParseTable(got))
+			return diff == "", "kubectl get instancetype: -before, +now:\n" + diff
+		})
+	}
 
+	leader := holder(t, "")
+	if out, err := helm(t, env, append([]string{"upgrade", release, chart}, this...)...); err != nil {
+		t.Fatalf("helm upgrade to this chart: %v\n%s", err, out)
+	}
+	rolledOut()
+	if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "get", "deployment/gpustack-operator-worker",
+		"-o", "jsonpath={.spec.template.spec.containers[0].image}"); err != nil || !strings.HasSuffix(out, ":"+appVersion(t)) {
+		t.Fatalf("the upgrade did not roll the worker to %s: %v %s", appVersion(t), err, out)
+	}
+	holder(t, leader) // the new worker leads: what follows is its work, not the old one's
+	sameViews()
+	instanceReady(t, "sliced-demo")
+	if diff := cmp.Diff(before, snapshot(ctx, t, c)); diff != "" {
+		t.Errorf("helm upgrade from v0.1.0 changed what it must keep: -before, +after:\n%s", diff)
+	}
+
+	// Without cleanupOnUninstall, the release's objects go and everything the operator made or keeps stays.
+	if out, err := helm(t, env, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	if diff := cmp.Diff(before, snapshot(ctx, t, c)); diff != "" {
+		t.Errorf("helm uninstall without cleanupOnUninstall lost state: -before, +after:\n%s", diff)
+	}
+	for _, kind := range []string{"clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io", "resourceflavors.kueue.x-k8s.io"} {
+		if out, err := testenv.Kubectl(cluster.Kubeconfig, "get", kind, "-A", "-o", "name"); err != nil || !strings.Contains(out, "gpustack") {
+			t.Errorf("helm uninstall without cleanupOnUninstall removed the operator's %s: %v %s", kind, err, out)
+		}
+	}
+
+	if out, err := helm(t, env, append([]string{"install", release, chart, "--set", "cleanupOnUninstall=true"}, this...)...); err != nil {
+		t.Fatalf("helm install again: %v\n%s", err, out)
+	}
+	rolledOut()
+	sameViews()
+	instanceReady(t, "sliced-demo")
 	if out, err := helm(t, env, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
@@ -152,6 +219,78 @@ func TestInstallUninstall(t *testing.T) {
 		left := leftovers(ctx, t, c)
 		return len(left) == 0, fmt.Sprintf("left behind after helm uninstall: %v\ncleanup said:\n%s", left, logs)
 	})
+}
+
+// step1 waits for kubectl get instancetype to read as the walkthrough's Step 1.
+func step1(t *testing.T) {
+	t.Helper()
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		got, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
+		if err != nil {
+			return false, err.Error()
+		}
+		diff := cmp.Diff(walkthrough.Step1Types, walkthrough.ParseTable(got))
+		return diff == "", "kubectl get instancetype: -want, +got:\n" + diff
+	})
+}
+
+// holder waits until a worker holds its Lease, other than not (a process's identity is unique to it), and
+// returns its identity.
+func holder(t *testing.T, not string) string {
+	t.Helper()
+	var got string
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "get", "lease", "gpustack-operator-worker",
+			"-o", "jsonpath={.spec.holderIdentity}")
+		got = out
+		return err == nil && out != "" && out != not, fmt.Sprintf("the worker's Lease is held by %q (want another than %q): %v", out, not, err)
+	})
+	return got
+}
+
+// instanceReady waits for the Instance of namespace default to be Ready.
+func instanceReady(t *testing.T, name string) {
+	t.Helper()
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "default", "get", "instance", name, "-o", "jsonpath={.status.phase}")
+		return err == nil && out == "Ready", fmt.Sprintf("instance %s phase %q: %v", name, out, err)
+	})
+}
+
+// snapshot is what an upgrade or an uninstall without cleanup must keep: each Instance (UID and phase) and its
+// Pod (UID: not restarted), each InstanceType (UID), and each node's ledger (UID and its cards' entries).
+func snapshot(ctx context.Context, t *testing.T, c client.Client) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	instances := &workerv1.InstanceList{}
+	types := &workerv1.InstanceTypeList{}
+	ledgers := &workerv1.DevicesList{}
+	pods := &corev1.PodList{}
+	for _, l := range []client.ObjectList{instances, types, ledgers} {
+		if err := c.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.List(ctx, pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range instances.Items {
+		out["Instance "+i.Namespace+"/"+i.Name] = string(i.UID) + " " + string(i.Status.Phase)
+	}
+	for _, p := range pods.Items {
+		out["Pod "+p.Namespace+"/"+p.Name] = string(p.UID)
+	}
+	for _, it := range types.Items {
+		out["InstanceType "+it.Name] = string(it.UID)
+	}
+	for _, d := range ledgers.Items {
+		entries, err := json.Marshal(d.Status.Groups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["Devices "+d.Name] = string(d.UID) + " " + string(entries)
+	}
+	return out
 }
 
 // leftovers lists every object of the operator still in the cluster: the release's, and what the worker and

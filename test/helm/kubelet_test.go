@@ -26,18 +26,21 @@ import (
 )
 
 // kubelet runs the chart's Pods that KWOK only pretends to run: for every scheduled Pod of the operator's
-// image it starts the operator binary built here with the container's arguments and environment, as the
-// Pod's service account, with each emptyDir volume a fresh directory. It stops the process when the Pod
-// goes; when a Job's process ends, it reports the Pod Succeeded or Failed with the exit code, as a kubelet
-// does (the local cluster runs with KeepJobsRunning, so KWOK leaves that to it).
+// image (any tag) it starts the operator binary built here with the container's arguments and environment, as
+// the Pod's service account, with each emptyDir volume a fresh directory. It stops the process when the Pod
+// goes, and starts it again a second after it ends while the Pod stays (restartPolicy Always: during a
+// rolling update the new Pod's process finds the old one's ports taken until that one is stopped); when a
+// Job's process ends, it reports the Pod Succeeded or Failed with the exit code, as a kubelet does (the local
+// cluster runs with KeepJobsRunning, so KWOK leaves that to it).
 type kubelet struct {
-	cs      kubernetes.Interface
-	cfg     *rest.Config
-	binary  string
-	image   string
-	dir     string
-	mu      sync.Mutex
-	running map[types.UID]*container
+	cs     kubernetes.Interface
+	cfg    *rest.Config
+	binary string
+	// repository is the operator image's, without a tag.
+	repository string
+	dir        string
+	mu         sync.Mutex
+	running    map[types.UID]*container
 }
 
 // container is one started process.
@@ -48,6 +51,8 @@ type container struct {
 	log  string
 	done chan struct{}
 	err  error
+	// ended is when the process ended; set before done is closed.
+	ended time.Time
 }
 
 // run watches the namespace's Pods until ctx ends, then stops every process it started.
@@ -78,11 +83,12 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, pods []corev1.Pod) {
 	present := map[types.UID]bool{}
 	for i := range pods {
 		p := &pods[i]
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || len(p.Spec.Containers) == 0 || p.Spec.Containers[0].Image != k.image {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || len(p.Spec.Containers) == 0 ||
+			!strings.HasPrefix(p.Spec.Containers[0].Image, k.repository+":") {
 			continue
 		}
 		present[p.UID] = true
-		if k.running[p.UID] != nil {
+		if c := k.running[p.UID]; c != nil && (c.job || !c.exitedSince(time.Second)) {
 			continue
 		}
 		c, err := k.start(ctx, p)
@@ -143,7 +149,7 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) 
 	}
 	c := &container{pod: p.Name, log: filepath.Join(root, "log"), done: make(chan struct{}),
 		job: len(p.OwnerReferences) > 0 && p.OwnerReferences[0].Kind == "Job"}
-	log, err := os.Create(c.log)
+	log, err := os.OpenFile(c.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +162,7 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) 
 	}
 	go func() {
 		c.err = c.cmd.Wait()
+		c.ended = time.Now()
 		log.Close()
 		if c.job {
 			k.reportEnd(context.Background(), p, c.cmd.ProcessState.ExitCode())
@@ -163,6 +170,16 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) 
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// exitedSince reports whether the process ended at least d ago.
+func (c *container) exitedSince(d time.Duration) bool {
+	select {
+	case <-c.done:
+		return time.Since(c.ended) >= d
+	default:
+		return false
+	}
 }
 
 // reportEnd sets the Pod's phase and its container's terminated state from the exit code.

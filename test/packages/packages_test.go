@@ -32,7 +32,7 @@ import (
 	"github.com/gpustack/gpustack-operator/hack/ociimage"
 )
 
-const version = "v0.1.0"
+const version = "v0.2.0"
 
 // dir returns where make package wrote its output (PACKAGE_DIR; not a GPUSTACK_ variable, which the worker
 // would copy onto the device agents), or skips the test.

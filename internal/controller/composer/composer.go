@@ -30,6 +30,7 @@ import (
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/functions/instancetype"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
 	"github.com/gpustack/gpustack-operator/internal/embedded"
@@ -435,10 +436,11 @@ func UserNamespaces(ctx context.Context, c client.Reader) ([]string, error) {
 	return out, nil
 }
 
-// SystemNamespace reports whether a namespace belongs to the system and gets no entrance queue.
+// SystemNamespace reports whether a namespace belongs to the system and gets no entrance queue: the cluster's,
+// the operator's and its device agents', Kueue's and NFD's.
 func SystemNamespace(name string) bool {
 	switch name {
-	case workerv1.SystemNamespace, "kueue-system", "node-feature-discovery":
+	case workerv1.SystemNamespace, deviceagent.Namespace, "kueue-system", "node-feature-discovery":
 		return true
 	}
 	return strings.HasPrefix(name, "kube-")

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpustack/gpustack-operator/providers/simulated"
+	freeports "github.com/gpustack/gpustack-operator/test/framework/ports"
 )
 
 // Components in start order; they are stopped in reverse.
@@ -332,30 +332,18 @@ func checkBinaries(cfg Config) error {
 	return nil
 }
 
-// freePorts picks loopback ports that are free now, so a test cluster and a demo cluster can run side by side.
+// freePorts picks ports that are free now (ports.Free), so a test cluster and a demo cluster can run side by
+// side.
 func freePorts() (ports, error) {
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}()
-	next := func() (int, error) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, errors.Wrap(err, "cannot find a free port")
-		}
-		listeners = append(listeners, l)
-		return l.Addr().(*net.TCPAddr).Port, nil
-	}
 	var p ports
-	for _, dst := range []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.nfd,
-		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook, &p.workerMetrics, &p.workerPprof, &p.agentMetrics, &p.gateway} {
-		port, err := next()
-		if err != nil {
-			return p, err
-		}
-		*dst = port
+	dsts := []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.nfd,
+		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook, &p.workerMetrics, &p.workerPprof, &p.agentMetrics, &p.gateway}
+	free, err := freeports.Free(len(dsts))
+	if err != nil {
+		return p, err
+	}
+	for i, dst := range dsts {
+		*dst = free[i]
 	}
 	return p, nil
 }

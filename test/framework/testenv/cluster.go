@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/gpustack/gpustack-operator/test/framework/ports"
 )
 
 // Kubectl runs kubectl against the cluster of kubeconfig and returns its output; an error carries the output.
@@ -39,15 +40,14 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string))
 	}
 }
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a port that was free a moment ago (ports.Free).
 func FreePort(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return strconv.Itoa(p[0])
 }
 
 // LastLines returns the last n lines of a log, for a failure message.

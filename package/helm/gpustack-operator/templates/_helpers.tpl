@@ -47,3 +47,13 @@ namespace (the release's namespace unless given). */}}
 {{- end -}}
 {{- end -}}
 {{- end }}
+
+{{/* kueueNamespace is where Kueue runs: this release's namespace when the chart installs it, kueueNamespace
+otherwise. */}}
+{{- define "gpustack-operator.kueueNamespace" -}}
+{{- if .Values.kueue.enabled -}}
+{{ .Release.Namespace }}
+{{- else -}}
+{{ .Values.kueueNamespace }}
+{{- end -}}
+{{- end }}

@@ -1,0 +1,81 @@
+package kueueconfig
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// UnmanagedNamespaces are the namespaces whose Pods and Jobs the chart's Kueue never queues: the cluster's
+// own, and the operator's, Kueue's (the operator's namespace when the chart installs it) and NFD's.
+var UnmanagedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", "gpustack-system",
+	"gpustack-device-manager", "node-feature-discovery", Namespace}
+
+// ChartConfiguration returns the configuration the operator's chart gives the Kueue it installs, as YAML: Kueue
+// chart's own defaults (probes, metrics, webhook port, leader election, concurrency), the namespaces it
+// manages (all but UnmanagedNamespaces), and Required.
+func ChartConfiguration() ([]byte, error) {
+	required, err := Required()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(`apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+health:
+  healthProbeBindAddress: :8081
+metrics:
+  bindAddress: :8443
+webhook:
+  port: 9443
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+controller:
+  groupKindConcurrency:
+    Job.batch: 5
+    Pod: 5
+    Workload.kueue.x-k8s.io: 5
+    LocalQueue.kueue.x-k8s.io: 1
+    ClusterQueue.kueue.x-k8s.io: 1
+    ResourceFlavor.kueue.x-k8s.io: 1
+clientConnection:
+  qps: 50
+  burst: 100
+managedJobsNamespaceSelector:
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values: [` + strings.Join(UnmanagedNamespaces, ", ") + `]
+` + string(required)), nil
+}
+
+// chartValueKey finds the values.yaml line that holds the Kueue subchart's configuration as a block scalar.
+var chartValueKey = regexp.MustCompile(`^( *)controllerManagerConfigYaml: \|-$`)
+
+// SetChartValue returns the chart's values file with the block of controllerManagerConfigYaml replaced by cfg;
+// every other line is kept as it is, comments included.
+func SetChartValue(values, cfg []byte) ([]byte, error) {
+	lines := strings.Split(string(values), "\n")
+	for i, line := range lines {
+		m := chartValueKey.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		indent := m[1] + "  "
+		end := i + 1
+		for end < len(lines) && (strings.TrimSpace(lines[end]) == "" || strings.HasPrefix(lines[end], indent)) {
+			end++
+		}
+		for end > i+1 && strings.TrimSpace(lines[end-1]) == "" {
+			end-- // blank lines after the block separate it from what follows
+		}
+		var block []string
+		for _, l := range strings.Split(strings.TrimRight(string(cfg), "\n"), "\n") {
+			block = append(block, strings.TrimRight(indent+l, " "))
+		}
+		out := append(append(append([]string{}, lines[:i+1]...), block...), lines[end:]...)
+		return []byte(strings.Join(out, "\n")), nil
+	}
+	return nil, errors.New("no line controllerManagerConfigYaml: |- to write the configuration under")
+}

@@ -1,0 +1,111 @@
+package helm
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+)
+
+// appVersion is the chart's appVersion, the operator image's tag.
+func appVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(testenv.Path("package", "helm", "gpustack-operator", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.AppVersion
+}
+
+// TestTemplateChain renders the chain the chart brings up by default: Kueue from its own chart in the release's
+// namespace, configured with everything kueueconfig.Check asks for, its Pod webhook kept off the system
+// namespaces, and the worker checking that configuration; NFD from its own chart (nfd-master and nfd-worker)
+// in its privileged namespace. With both switched off, nothing of theirs is rendered and the worker checks
+// the Kueue of kueueNamespace.
+func TestTemplateChain(t *testing.T) {
+	objs := render(t)
+	cm := convert[corev1.ConfigMap](t, objs["ConfigMap/"+namespace+"/"+kueueconfig.ConfigMap])
+	cfg, err := kueueconfig.Parse([]byte(cm.Data[kueueconfig.ConfigKey]))
+	if err != nil {
+		t.Fatalf("the chart's Kueue configuration: %v\n%s", err, cm.Data[kueueconfig.ConfigKey])
+	}
+	if missing := kueueconfig.Check(cfg); len(missing) != 0 {
+		t.Errorf("the chart's Kueue configuration lacks what the operator needs: %v", missing)
+	}
+	if icm := cfg.InternalCertManagement; icm == nil || icm.WebhookServiceName == nil || *icm.WebhookServiceName != "kueue-webhook-service" {
+		t.Errorf("Kueue manages its webhook certificate for the Service kueue-webhook-service: %+v", icm)
+	}
+	kueue := convert[appsv1.Deployment](t, objs["Deployment/"+namespace+"/kueue-controller-manager"]).Spec.Template.Spec
+	if got := kueue.Containers[0].Image; got != "registry.k8s.io/kueue/kueue:v0.17.0" {
+		t.Errorf("Kueue's image is %s, want the release built and tested here, registry.k8s.io/kueue/kueue:v0.17.0", got)
+	}
+	checkRestricted(t, kueue)
+	if n := countKind(objs, "CustomResourceDefinition"); n < 10 {
+		t.Errorf("Kueue's chart renders %d CRDs, want all of Kueue's", n)
+	}
+	// Kueue's webhooks for Deployments and StatefulSets answer for integrations it does not run: failing closed,
+	// they would block every rollout while Kueue is down; the Pod one must never judge the system namespaces.
+	webhooks := convert[admissionv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/"+namespace+"/kueue-mutating-webhook-configuration"])
+	var pods *admissionv1.MutatingWebhook
+	for i, w := range webhooks.Webhooks {
+		if (strings.Contains(w.Name, "deployment") || strings.Contains(w.Name, "statefulset")) &&
+			(w.FailurePolicy == nil || *w.FailurePolicy != admissionv1.Ignore) {
+			t.Errorf("Kueue's webhook %s fails closed although its integration is off", w.Name)
+		}
+		if w.Name == "mpod.kb.io" {
+			pods = &webhooks.Webhooks[i]
+		}
+	}
+	if pods == nil || pods.NamespaceSelector == nil || len(pods.NamespaceSelector.MatchExpressions) != 1 ||
+		!cmp.Equal(kueueconfig.UnmanagedNamespaces, pods.NamespaceSelector.MatchExpressions[0].Values) {
+		t.Errorf("Kueue's Pod webhook keeps off %v: %+v", kueueconfig.UnmanagedNamespaces, pods)
+	}
+
+	nfdNamespace := convert[corev1.Namespace](t, objs["Namespace/node-feature-discovery"])
+	if nfdNamespace.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("nfd-worker reads the host, which only the privileged profile allows: %v", nfdNamespace.Labels)
+	}
+	master := convert[appsv1.Deployment](t, objs["Deployment/node-feature-discovery/gpustack-operator-nfd-master"])
+	worker := convert[appsv1.DaemonSet](t, objs["DaemonSet/node-feature-discovery/gpustack-operator-nfd-worker"])
+	for _, image := range []string{master.Spec.Template.Spec.Containers[0].Image, worker.Spec.Template.Spec.Containers[0].Image} {
+		if image != "registry.k8s.io/nfd/node-feature-discovery:v0.19.0" {
+			t.Errorf("NFD's image is %s, want v0.19.0", image)
+		}
+	}
+	for key := range objs {
+		if strings.HasPrefix(key, "Deployment/node-feature-discovery/") && strings.Contains(key, "topology") {
+			t.Errorf("%s is rendered; the topology updater is not used", key)
+		}
+	}
+
+	for _, set := range [][]string{{"kueue.enabled=false", "nfd.enabled=false"}, {"kueue.enabled=false", "nfd.enabled=false", "kueueNamespace=queues"}} {
+		objs := render(t, set...)
+		for key, o := range objs {
+			if strings.HasPrefix(o.GetLabels()["app.kubernetes.io/name"], "kueue") || strings.Contains(key, "node-feature-discovery") ||
+				strings.HasPrefix(key, "CustomResourceDefinition/") {
+				t.Errorf("%v still renders %s", set, key)
+			}
+		}
+		want := "--kueue-config=kueue-system/kueue-manager-config"
+		if contains(set, "kueueNamespace=queues") {
+			want = "--kueue-config=queues/kueue-manager-config"
+		}
+		if args := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"]).Spec.Template.Spec.Containers[0].Args; !contains(args, want) {
+			t.Errorf("%v: the worker checks the existing Kueue's configuration (%s): %v", set, want, args)
+		}
+	}
+}
