@@ -117,8 +117,8 @@ func TestUpgradeUninstall(t *testing.T) {
 	}
 
 	kctx, stop := context.WithCancel(ctx)
-	k := &kubelet{cs: cs, cfg: cluster.RESTConfig, binary: filepath.Join(binDir, "gpustack-operator"),
-		repository: "docker.io/gpustack/gpustack-operator", dir: t.TempDir()}
+	k := &kubelet{cs: cs, cfg: cluster.RESTConfig, dir: t.TempDir(),
+		images: map[string]string{"docker.io/gpustack/gpustack-operator": filepath.Join(binDir, "gpustack-operator")}}
 	stopped := make(chan struct{})
 	go func() { k.run(kctx, t, namespace); close(stopped) }()
 	defer func() { stop(); <-stopped }()

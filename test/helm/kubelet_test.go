@@ -1,11 +1,14 @@
 package helm
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,32 +18,34 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-// kubelet runs the chart's Pods that KWOK only pretends to run: for every scheduled Pod of the operator's
-// image (any tag) it starts the operator binary built here with the container's arguments and environment, as
-// the Pod's service account, with each emptyDir volume a fresh directory. It stops the process when the Pod
-// goes, and starts it again a second after it ends while the Pod stays (restartPolicy Always: during a
-// rolling update the new Pod's process finds the old one's ports taken until that one is stopped); when a
-// Job's process ends, it reports the Pod Succeeded or Failed with the exit code, as a kubelet does (the local
-// cluster runs with KeepJobsRunning, so KWOK leaves that to it).
+// kubelet runs the chart's Pods that KWOK only pretends to run, as a kubelet would with a container runtime, for
+// the images built here: the operator's (any tag) and Kueue's (images). Each Pod's first container runs as a
+// process in a mount namespace of its own, whose root is an overlay of this machine's (what it writes stays in
+// the Pod) with a fresh /tmp and its volumes bind-mounted at their mount paths: emptyDir, ConfigMap, Secret and
+// the projected service-account token, namespace and CA, which with KUBERNETES_SERVICE_HOST and _PORT give it
+// the in-cluster configuration of the Pod's service account. ConfigMap and Secret volumes follow their objects,
+// as a kubelet's do. It stops the process when the Pod goes, and starts it again a second after it ends while
+// the Pod stays (restartPolicy Always: during a rolling update the new Pod's process finds the old one's ports
+// taken until that one is stopped); when a Job's process ends, it reports the Pod Succeeded or Failed with the
+// exit code (the local cluster runs with KeepJobsRunning, so KWOK leaves that to it). Pods share this
+// machine's network: the chart's ports are set apart where two would meet.
 type kubelet struct {
-	cs     kubernetes.Interface
-	cfg    *rest.Config
-	binary string
-	// repository is the operator image's, without a tag.
-	repository string
-	dir        string
-	mu         sync.Mutex
-	running    map[types.UID]*container
+	cs  kubernetes.Interface
+	cfg *rest.Config
+	// images maps an image repository (the reference without its tag) to the binary that runs it.
+	images  map[string]string
+	dir     string
+	mu      sync.Mutex
+	running map[types.UID]*container
 }
 
 // container is one started process.
@@ -53,6 +58,23 @@ type container struct {
 	err  error
 	// ended is when the process ended; set before done is closed.
 	ended time.Time
+	// volumes are the Pod's ConfigMap, Secret and projected volumes, kept in step with their objects.
+	volumes []volume
+}
+
+// volume is one of a Pod's volumes written out as files.
+type volume struct {
+	spec corev1.Volume
+	dir  string
+}
+
+// binary returns the binary that runs an image, or "" for one this kubelet does not run.
+func (k *kubelet) binary(image string) string {
+	repository, _, ok := strings.Cut(image, ":")
+	if !ok {
+		return ""
+	}
+	return k.images[repository]
 }
 
 // run watches the namespace's Pods until ctx ends, then stops every process it started.
@@ -83,12 +105,16 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, pods []corev1.Pod) {
 	present := map[types.UID]bool{}
 	for i := range pods {
 		p := &pods[i]
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || len(p.Spec.Containers) == 0 ||
-			!strings.HasPrefix(p.Spec.Containers[0].Image, k.repository+":") {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || len(p.Spec.Containers) == 0 || k.binary(p.Spec.Containers[0].Image) == "" {
 			continue
 		}
 		present[p.UID] = true
 		if c := k.running[p.UID]; c != nil && (c.job || !c.exitedSince(time.Second)) {
+			for _, v := range c.volumes {
+				if err := k.writeVolume(ctx, p, v); err != nil {
+					t.Logf("cannot update volume %s of pod %s: %v", v.spec.Name, p.Name, err)
+				}
+			}
 			continue
 		}
 		c, err := k.start(ctx, p)
@@ -105,40 +131,59 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, pods []corev1.Pod) {
 	}
 }
 
+// podScript makes the Pod's filesystem in its new mount namespace and runs the container in it: $1 is the
+// Pod's directory, $2 a file of "source target" lines to bind-mount, the rest the command.
+const podScript = `set -e
+pod=$1 binds=$2; shift 2
+root=$pod/rootfs layers=$pod/layers
+mkdir -p $root $layers
+mount -t tmpfs tmpfs $layers
+mkdir $layers/upper $layers/work
+mount -t overlay overlay -o lowerdir=/,upperdir=$layers/upper,workdir=$layers/work $root
+for m in /proc /sys /dev; do mount --rbind $m $root$m; done
+mount -t tmpfs tmpfs $root/tmp
+while read -r source target; do
+	# Resolved inside the new root: /var/run is a link to /run there as here.
+	if [ -d "$source" ]; then chroot $root mkdir -p "$target"; else chroot $root mkdir -p "$(dirname "$target")"; chroot $root touch "$target"; fi
+	mount --bind "$source" "$root$(chroot $root realpath "$target")"
+done < $binds
+cd $root
+exec chroot . "$@"
+`
+
 // start runs a Pod's first container.
 func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) {
 	root := filepath.Join(k.dir, p.Name)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := k.credentials(ctx, p, filepath.Join(root, "kubeconfig"))
-	if err != nil {
-		return nil, err
-	}
 	spec := p.Spec.Containers[0]
-	mounts := map[string]string{}
+	c := &container{pod: p.Name, log: filepath.Join(root, "log"), done: make(chan struct{}),
+		job: len(p.OwnerReferences) > 0 && p.OwnerReferences[0].Kind == "Job"}
+	var binds strings.Builder
 	for _, m := range spec.VolumeMounts {
-		for _, v := range p.Spec.Volumes {
-			if v.Name == m.Name && v.EmptyDir != nil {
-				mounts[m.MountPath] = filepath.Join(root, "volumes", v.Name)
-			}
+		i := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if i < 0 {
+			return nil, errors.Errorf("volume %s of mount %s is not in the Pod", m.Name, m.MountPath)
 		}
-	}
-	args := append([]string(nil), spec.Args...)
-	for i := range args {
-		for mount, dir := range mounts {
-			args[i] = strings.ReplaceAll(args[i], mount, dir)
-		}
-	}
-	env := []string{"PATH=" + os.Getenv("PATH")}
-	for mount, dir := range mounts {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		v := volume{spec: p.Spec.Volumes[i], dir: filepath.Join(root, "volumes", m.Name)}
+		if err := os.MkdirAll(v.dir, 0o755); err != nil {
 			return nil, err
 		}
-		if mount == "/tmp" {
-			env = append(env, "TMPDIR="+dir)
+		if v.spec.EmptyDir == nil {
+			if err := k.writeVolume(ctx, p, v); err != nil {
+				return nil, errors.Wrapf(err, "cannot write volume %s", m.Name)
+			}
+			c.volumes = append(c.volumes, v)
 		}
+		fmt.Fprintf(&binds, "%s %s\n", filepath.Join(v.dir, m.SubPath), m.MountPath)
 	}
+	bindsFile := filepath.Join(root, "binds")
+	if err := os.WriteFile(bindsFile, []byte(binds.String()), 0o644); err != nil {
+		return nil, err
+	}
+	host, port, _ := strings.Cut(strings.TrimPrefix(k.cfg.Host, "https://"), ":")
+	env := []string{"PATH=" + os.Getenv("PATH"), "KUBERNETES_SERVICE_HOST=" + host, "KUBERNETES_SERVICE_PORT=" + port}
 	for _, e := range spec.Env {
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
@@ -147,14 +192,15 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) 
 			env = append(env, e.Name+"="+e.Value)
 		}
 	}
-	c := &container{pod: p.Name, log: filepath.Join(root, "log"), done: make(chan struct{}),
-		job: len(p.OwnerReferences) > 0 && p.OwnerReferences[0].Kind == "Job"}
 	log, err := os.OpenFile(c.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	// The in-cluster configuration a kubelet mounts is given as a kubeconfig of the Pod's service account.
-	c.cmd = exec.Command(k.binary, append(args, "--kubeconfig="+kubeconfig)...)
+	// The image's entrypoint is the binary built here; the container's command names the image's own path
+	// to it, so only its arguments are kept.
+	args := append([]string{"--mount", "--propagation", "private", "sh", "-c", podScript, "pod", root, bindsFile,
+		k.binary(spec.Image)}, spec.Args...)
+	c.cmd = exec.Command("unshare", args...)
 	c.cmd.Env, c.cmd.Stdout, c.cmd.Stderr = env, log, log
 	if err := c.cmd.Start(); err != nil {
 		log.Close()
@@ -171,6 +217,111 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) 
 	}()
 	return c, nil
 }
+
+// writeVolume writes a ConfigMap, Secret or projected volume's files into its directory, each only when it
+// changed, and atomically (renamed into place), as a kubelet keeps them.
+func (k *kubelet) writeVolume(ctx context.Context, p *corev1.Pod, v volume) error {
+	files := map[string][]byte{}
+	configMap := func(name string, items []corev1.KeyToPath, optional bool) error {
+		cm, err := k.cs.CoreV1().ConfigMaps(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if optional && apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		data := map[string][]byte{}
+		for key, value := range cm.Data {
+			data[key] = []byte(value)
+		}
+		maps.Copy(data, cm.BinaryData)
+		project(files, data, items)
+		return nil
+	}
+	secret := func(name string, items []corev1.KeyToPath, optional bool) error {
+		s, err := k.cs.CoreV1().Secrets(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if optional && apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		project(files, s.Data, items)
+		return nil
+	}
+	switch src := v.spec.VolumeSource; {
+	case src.ConfigMap != nil:
+		if err := configMap(src.ConfigMap.Name, src.ConfigMap.Items, ptrBool(src.ConfigMap.Optional)); err != nil {
+			return err
+		}
+	case src.Secret != nil:
+		if err := secret(src.Secret.SecretName, src.Secret.Items, ptrBool(src.Secret.Optional)); err != nil {
+			return err
+		}
+	case src.Projected != nil:
+		for _, s := range src.Projected.Sources {
+			switch {
+			case s.ConfigMap != nil:
+				if err := configMap(s.ConfigMap.Name, s.ConfigMap.Items, ptrBool(s.ConfigMap.Optional)); err != nil {
+					return err
+				}
+			case s.Secret != nil:
+				if err := secret(s.Secret.Name, s.Secret.Items, ptrBool(s.Secret.Optional)); err != nil {
+					return err
+				}
+			case s.DownwardAPI != nil:
+				for _, f := range s.DownwardAPI.Items {
+					if f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace" {
+						files[f.Path] = []byte(p.Namespace)
+					}
+				}
+			case s.ServiceAccountToken != nil:
+				if _, err := os.Stat(filepath.Join(v.dir, s.ServiceAccountToken.Path)); err == nil {
+					continue // an hour's token outlives any test
+				}
+				tr, err := k.cs.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName,
+					&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
+				if err != nil {
+					return errors.Wrapf(err, "cannot get a token for service account %s", p.Spec.ServiceAccountName)
+				}
+				files[s.ServiceAccountToken.Path] = []byte(tr.Status.Token)
+			}
+		}
+	default:
+		return errors.Errorf("volume %s: only emptyDir, configMap, secret and projected volumes run here", v.spec.Name)
+	}
+	for path, data := range files {
+		target := filepath.Join(v.dir, path)
+		if old, err := os.ReadFile(target); err == nil && bytes.Equal(old, data) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(target+".new", data, 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(target+".new", target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// project adds a ConfigMap's or Secret's keys to files: those items name, at their paths, or every key.
+func project(files, data map[string][]byte, items []corev1.KeyToPath) {
+	if len(items) == 0 {
+		maps.Copy(files, data)
+		return
+	}
+	for _, item := range items {
+		if value, ok := data[item.Key]; ok {
+			files[item.Path] = value
+		}
+	}
+}
+
+func ptrBool(b *bool) bool { return b != nil && *b }
 
 // exitedSince reports whether the process ended at least d ago.
 func (c *container) exitedSince(d time.Duration) bool {
@@ -197,27 +348,6 @@ func (k *kubelet) reportEnd(ctx context.Context, p *corev1.Pod, code int) {
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(code), Reason: reason, StartedAt: now, FinishedAt: now}}}}
 	_, _ = k.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-}
-
-// credentials writes a kubeconfig with a token of the Pod's service account.
-func (k *kubelet) credentials(ctx context.Context, p *corev1.Pod, file string) (string, error) {
-	tr, err := k.cs.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		return "", errors.Wrapf(err, "cannot get a token for service account %s", p.Spec.ServiceAccountName)
-	}
-	ca := k.cfg.CAData
-	if len(ca) == 0 && k.cfg.CAFile != "" {
-		if ca, err = os.ReadFile(k.cfg.CAFile); err != nil {
-			return "", err
-		}
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: k.cfg.Host, CertificateAuthorityData: ca}
-	cfg.AuthInfos["pod"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["pod"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "pod"}
-	cfg.CurrentContext = "pod"
-	return file, clientcmd.WriteToFile(*cfg, file)
 }
 
 // finished waits until a Pod whose name starts with prefix has run and every such process has ended, and

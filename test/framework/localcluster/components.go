@@ -65,7 +65,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + pki("front-proxy-client.crt"), "--proxy-client-key-file=" + pki("front-proxy-client.key"),
 		"--profiling=false",
-	}, audit...)...); err != nil {
+	}, append(audit, c.routingFlags()...)...)...); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
@@ -79,6 +79,14 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// routingFlags has the API server reach Services through their endpoints, with Config.LoopbackPods.
+func (c *Cluster) routingFlags() []string {
+	if !c.cfg.LoopbackPods {
+		return nil
+	}
+	return []string{"--enable-aggregator-routing=true"}
 }
 
 // auditFlags returns the API server's audit flags: a policy that records the writes of Config.AuditUsers at
@@ -167,6 +175,9 @@ options:
   nodeLeaseParallelism: 16
   podsOnNodeSyncParallelism: 4
 `, c.ports.kwok)
+	if c.cfg.LoopbackPods {
+		cfg += "  cidr: 127.1.0.1/16\n"
+	}
 	stages, err := filepath.Glob(filepath.Join(c.cfg.BinDir, "assets", "kwok-stages", "*.yaml"))
 	if err != nil || len(stages) == 0 {
 		return "", errors.New("no KWOK stages in bin/assets/kwok-stages: run `make tools`")
