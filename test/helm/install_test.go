@@ -95,38 +95,7 @@ func TestUpgradeUninstall(t *testing.T) {
 		t.Skip(noServer)
 	}
 	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(cluster.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cluster.RESTConfig, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	err = c.Get(ctx, client.ObjectKeyFromObject(ns), ns)
-	if apierrors.IsNotFound(err) {
-		err = c.Create(ctx, ns)
-	}
-	if err != nil {
-		t.Fatalf("cannot get or create namespace %s: %v", namespace, err)
-	}
-	ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
-	if err := c.Update(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-
-	kctx, stop := context.WithCancel(ctx)
-	k := &kubelet{cs: cs, cfg: cluster.RESTConfig, dir: t.TempDir(),
-		images: map[string]string{"docker.io/gpustack/gpustack-operator": filepath.Join(binDir, "gpustack-operator")}}
-	stopped := make(chan struct{})
-	go func() { k.run(kctx, t, namespace); close(stopped) }()
-	defer func() { stop(); <-stopped }()
-	defer func() {
-		if t.Failed() {
-			t.Log(k.logs())
-		}
-	}()
+	c, k := setUp(t, cluster, map[string]string{operatorImage: filepath.Join(binDir, "gpustack-operator")})
 
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig}
 	webhook, health := testenv.FreePort(t), testenv.FreePort(t)
@@ -150,11 +119,11 @@ func TestUpgradeUninstall(t *testing.T) {
 	if err := cluster.StartAgents(ctx); err != nil {
 		t.Fatal(err)
 	}
-	step1(t)
+	step1(t, cluster.Kubeconfig)
 	if out, err := testenv.Kubectl(cluster.Kubeconfig, "apply", "-f", testenv.Path("examples", "instances", "sliced-demo.yaml")); err != nil {
 		t.Fatal(err, out)
 	}
-	instanceReady(t, "sliced-demo")
+	instanceReady(t, cluster.Kubeconfig, "sliced-demo")
 	before := snapshot(ctx, t, c)
 	// Step 3's table: the A10G's pool holds the slice.
 	views, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
@@ -173,7 +142,7 @@ func TestUpgradeUninstall(t *testing.T) {
 		})
 	}
 
-	leader := holder(t, "")
+	leader := holder(t, cluster.Kubeconfig, "")
 	if out, err := helm(t, env, append([]string{"upgrade", release, chart}, this...)...); err != nil {
 		t.Fatalf("helm upgrade to this chart: %v\n%s", err, out)
 	}
@@ -182,9 +151,9 @@ func TestUpgradeUninstall(t *testing.T) {
 		"-o", "jsonpath={.spec.template.spec.containers[0].image}"); err != nil || !strings.HasSuffix(out, ":"+appVersion(t)) {
 		t.Fatalf("the upgrade did not roll the worker to %s: %v %s", appVersion(t), err, out)
 	}
-	holder(t, leader) // the new worker leads: what follows is its work, not the old one's
+	holder(t, cluster.Kubeconfig, leader) // the new worker leads: what follows is its work, not the old one's
 	sameViews()
-	instanceReady(t, "sliced-demo")
+	instanceReady(t, cluster.Kubeconfig, "sliced-demo")
 	if diff := cmp.Diff(before, snapshot(ctx, t, c)); diff != "" {
 		t.Errorf("helm upgrade from v0.1.0 changed what it must keep: -before, +after:\n%s", diff)
 	}
@@ -207,7 +176,7 @@ func TestUpgradeUninstall(t *testing.T) {
 	}
 	rolledOut()
 	sameViews()
-	instanceReady(t, "sliced-demo")
+	instanceReady(t, cluster.Kubeconfig, "sliced-demo")
 	if out, err := helm(t, env, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
@@ -221,11 +190,54 @@ func TestUpgradeUninstall(t *testing.T) {
 	})
 }
 
+// operatorImage is the operator's image repository.
+const operatorImage = "docker.io/gpustack/gpustack-operator"
+
+// setUp makes the release's namespace enforce the restricted Pod Security profile and runs a stand-in kubelet
+// for its Pods of images until the test ends (their logs shown if it failed); it returns a client of the
+// cluster and the kubelet.
+func setUp(t *testing.T, cl *localcluster.Cluster, images map[string]string) (client.Client, *kubelet) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(cl.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cl.RESTConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	err = c.Get(ctx, client.ObjectKeyFromObject(ns), ns)
+	if apierrors.IsNotFound(err) {
+		err = c.Create(ctx, ns)
+	}
+	if err != nil {
+		t.Fatalf("cannot get or create namespace %s: %v", namespace, err)
+	}
+	ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
+	if err := c.Update(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := context.WithCancel(ctx)
+	k := &kubelet{cs: cs, cfg: cl.RESTConfig, dir: t.TempDir(), images: images}
+	stopped := make(chan struct{})
+	go func() { k.run(kctx, t, namespace); close(stopped) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(k.logs())
+		}
+		stop()
+		<-stopped
+	})
+	return c, k
+}
+
 // step1 waits for kubectl get instancetype to read as the walkthrough's Step 1.
-func step1(t *testing.T) {
+func step1(t *testing.T, kubeconfig string) {
 	t.Helper()
 	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
-		got, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
+		got, err := testenv.Kubectl(kubeconfig, "get", "instancetype")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -236,11 +248,11 @@ func step1(t *testing.T) {
 
 // holder waits until a worker holds its Lease, other than not (a process's identity is unique to it), and
 // returns its identity.
-func holder(t *testing.T, not string) string {
+func holder(t *testing.T, kubeconfig, not string) string {
 	t.Helper()
 	var got string
 	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
-		out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "get", "lease", "gpustack-operator-worker",
+		out, err := testenv.Kubectl(kubeconfig, "-n", namespace, "get", "lease", "gpustack-operator-worker",
 			"-o", "jsonpath={.spec.holderIdentity}")
 		got = out
 		return err == nil && out != "" && out != not, fmt.Sprintf("the worker's Lease is held by %q (want another than %q): %v", out, not, err)
@@ -249,10 +261,10 @@ func holder(t *testing.T, not string) string {
 }
 
 // instanceReady waits for the Instance of namespace default to be Ready.
-func instanceReady(t *testing.T, name string) {
+func instanceReady(t *testing.T, kubeconfig, name string) {
 	t.Helper()
 	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
-		out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "default", "get", "instance", name, "-o", "jsonpath={.status.phase}")
+		out, err := testenv.Kubectl(kubeconfig, "-n", "default", "get", "instance", name, "-o", "jsonpath={.status.phase}")
 		return err == nil && out == "Ready", fmt.Sprintf("instance %s phase %q: %v", name, out, err)
 	})
 }

@@ -111,7 +111,7 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, pods []corev1.Pod) {
 		present[p.UID] = true
 		if c := k.running[p.UID]; c != nil && (c.job || !c.exitedSince(time.Second)) {
 			for _, v := range c.volumes {
-				if err := k.writeVolume(ctx, p, v); err != nil {
+				if err := k.writeVolume(ctx, p, v); err != nil && ctx.Err() == nil {
 					t.Logf("cannot update volume %s of pod %s: %v", v.spec.Name, p.Name, err)
 				}
 			}

@@ -58,6 +58,8 @@ type Config struct {
 	Detach bool
 	// NoKueue skips the Kueue controller and its webhooks.
 	NoKueue bool
+	// NoKueueCRDs leaves Kueue's CRDs out too (with NoKueue), for a test whose chart installs Kueue.
+	NoKueueCRDs bool
 	// NoNFD skips nfd-master.
 	NoNFD bool
 	// Operator is the gpustack-operator binary; when set, its worker and simulated device agents run too.
@@ -69,10 +71,11 @@ type Config struct {
 	// KeepJobsRunning leaves out KWOK's stage that completes a Job's Pods at once, for a test that runs them
 	// itself and reports when they end.
 	KeepJobsRunning bool
-	// LoopbackPods gives every Pod KWOK runs an address on loopback (127.1.x.y) and has the API server call
-	// webhook and aggregated-API Services at their endpoints (--enable-aggregator-routing), so a process a test
-	// starts for a Pod, listening on all addresses, answers its Service as it would in a cluster.
-	LoopbackPods bool
+	// PodNetwork gives every Pod KWOK runs an address of PodCIDR, which this machine answers as its own, and has
+	// the API server call webhook and aggregated-API Services at their endpoints (--enable-aggregator-routing),
+	// so a process a test starts for a Pod, listening on all addresses, answers its Services as in a cluster.
+	// Loopback would not do: EndpointSlices refuse 127.0.0.0/8. It needs root, for the route.
+	PodNetwork bool
 	// DevicePlugins runs every node's whole device agent, its device plugins included, and a stand-in for the
 	// device manager of each node's kubelet (in this process, so not with Detach): it reports the plugins'
 	// devices in the Node's capacity, a bound Pod starts only once its devices are allocated through the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -81,12 +82,27 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	})
 }
 
-// routingFlags has the API server reach Services through their endpoints, with Config.LoopbackPods.
+// PodCIDR holds the Pods' addresses with Config.PodNetwork: the benchmarking range (RFC 2544), which no
+// network this machine reaches uses.
+const PodCIDR = "198.18.0.0/16"
+
+// routingFlags has the API server reach Services through their endpoints, with Config.PodNetwork.
 func (c *Cluster) routingFlags() []string {
-	if !c.cfg.LoopbackPods {
+	if !c.cfg.PodNetwork {
 		return nil
 	}
 	return []string{"--enable-aggregator-routing=true"}
+}
+
+// routePods makes this machine answer every address of PodCIDR as its own (a local route, as Linux's AnyIP),
+// with Config.PodNetwork. The route stays after the cluster stops: another may be using it, and it sends
+// nothing anywhere but here.
+func (c *Cluster) routePods(ctx context.Context) error {
+	if !c.cfg.PodNetwork {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, "ip", "route", "replace", "local", PodCIDR, "dev", "lo").CombinedOutput()
+	return errors.Wrapf(err, "cannot route the Pods' addresses %s to this machine (needs root): %s", PodCIDR, out)
 }
 
 // auditFlags returns the API server's audit flags: a policy that records the writes of Config.AuditUsers at
@@ -175,8 +191,8 @@ options:
   nodeLeaseParallelism: 16
   podsOnNodeSyncParallelism: 4
 `, c.ports.kwok)
-	if c.cfg.LoopbackPods {
-		cfg += "  cidr: 127.1.0.1/16\n"
+	if c.cfg.PodNetwork {
+		cfg += "  cidr: " + strings.Replace(PodCIDR, ".0/", ".1/", 1) + "\n"
 	}
 	stages, err := filepath.Glob(filepath.Join(c.cfg.BinDir, "assets", "kwok-stages", "*.yaml"))
 	if err != nil || len(stages) == 0 {
@@ -218,6 +234,9 @@ func gateOnDevices(stage string) (string, error) {
 }
 
 func (c *Cluster) startKWOK(ctx context.Context) error {
+	if err := c.routePods(ctx); err != nil {
+		return err
+	}
 	cfg, err := c.kwokConfig()
 	if err != nil {
 		return err

@@ -20,11 +20,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// installCRDs applies this project's CRDs and those of Kueue and NFD, and waits until all are established.
+// installCRDs applies this project's CRDs and those of Kueue (unless NoKueueCRDs) and NFD, and waits until
+// all are established.
 // It runs before kube-controller-manager starts, so the garbage collector watches every kind from the start.
 func (c *Cluster) installCRDs(ctx context.Context) error {
 	paths := append([]string{}, c.cfg.CRDPaths...)
-	paths = append(paths, filepath.Join(c.cfg.BinDir, "assets", "kueue-crds"), filepath.Join(c.cfg.BinDir, "assets", "nfd-crds.yaml"))
+	paths = append(paths, filepath.Join(c.cfg.BinDir, "assets", "nfd-crds.yaml"))
+	if !c.cfg.NoKueueCRDs {
+		paths = append(paths, filepath.Join(c.cfg.BinDir, "assets", "kueue-crds"))
+	}
 	crds, err := ReadCRDs(paths...)
 	if err != nil {
 		return err
