@@ -194,8 +194,8 @@ func TestUpgradeUninstall(t *testing.T) {
 const operatorImage = "docker.io/gpustack/gpustack-operator"
 
 // setUp makes the release's namespace enforce the restricted Pod Security profile and runs a stand-in kubelet
-// for its Pods of images until the test ends (their logs shown if it failed); it returns a client of the
-// cluster and the kubelet.
+// for the Pods of images in it and in NFD's namespace until the test ends (their logs shown if it failed); it
+// returns a client of the cluster and the kubelet.
 func setUp(t *testing.T, cl *localcluster.Cluster, images map[string]string) (client.Client, *kubelet) {
 	t.Helper()
 	ctx := context.Background()
@@ -222,7 +222,7 @@ func setUp(t *testing.T, cl *localcluster.Cluster, images map[string]string) (cl
 	kctx, stop := context.WithCancel(ctx)
 	k := &kubelet{cs: cs, cfg: cl.RESTConfig, dir: t.TempDir(), images: images}
 	stopped := make(chan struct{})
-	go func() { k.run(kctx, t, namespace); close(stopped) }()
+	go func() { k.run(kctx, t, namespace, "node-feature-discovery"); close(stopped) }()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(k.logs())

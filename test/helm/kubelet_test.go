@@ -68,23 +68,32 @@ type volume struct {
 	dir  string
 }
 
-// binary returns the binary that runs an image, or "" for one this kubelet does not run.
-func (k *kubelet) binary(image string) string {
-	repository, _, ok := strings.Cut(image, ":")
+// binary returns the binary that runs a container, or "" for one this kubelet does not run: images maps
+// "repository command" where one image holds several commands (NFD's), the repository alone otherwise.
+func (k *kubelet) binary(c corev1.Container) string {
+	repository, _, ok := strings.Cut(c.Image, ":")
 	if !ok {
 		return ""
+	}
+	if len(c.Command) > 0 {
+		if b, ok := k.images[repository+" "+c.Command[0]]; ok {
+			return b
+		}
 	}
 	return k.images[repository]
 }
 
-// run watches the namespace's Pods until ctx ends, then stops every process it started.
-func (k *kubelet) run(ctx context.Context, t *testing.T, namespace string) {
+// run watches the namespaces' Pods until ctx ends, then stops every process it started.
+func (k *kubelet) run(ctx context.Context, t *testing.T, namespaces ...string) {
 	k.running = map[types.UID]*container{}
 	for {
-		pods, err := k.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			k.sync(ctx, t, pods.Items)
+		var all []corev1.Pod
+		for _, ns := range namespaces {
+			if pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+				all = append(all, pods.Items...)
+			}
 		}
+		k.sync(ctx, t, all)
 		select {
 		case <-ctx.Done():
 			k.mu.Lock()
@@ -105,7 +114,7 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, pods []corev1.Pod) {
 	present := map[types.UID]bool{}
 	for i := range pods {
 		p := &pods[i]
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || len(p.Spec.Containers) == 0 || k.binary(p.Spec.Containers[0].Image) == "" {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || len(p.Spec.Containers) == 0 || k.binary(p.Spec.Containers[0]) == "" {
 			continue
 		}
 		present[p.UID] = true
@@ -186,8 +195,9 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) 
 	env := []string{"PATH=" + os.Getenv("PATH"), "KUBERNETES_SERVICE_HOST=" + host, "KUBERNETES_SERVICE_PORT=" + port}
 	for _, e := range spec.Env {
 		switch {
-		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			env = append(env, e.Name+"="+p.Namespace)
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil:
+			field := map[string]string{"metadata.namespace": p.Namespace, "metadata.name": p.Name, "spec.nodeName": p.Spec.NodeName}
+			env = append(env, e.Name+"="+field[e.ValueFrom.FieldRef.FieldPath])
 		case e.ValueFrom == nil:
 			env = append(env, e.Name+"="+e.Value)
 		}
@@ -199,7 +209,7 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) 
 	// The image's entrypoint is the binary built here; the container's command names the image's own path
 	// to it, so only its arguments are kept.
 	args := append([]string{"--mount", "--propagation", "private", "sh", "-c", podScript, "pod", root, bindsFile,
-		k.binary(spec.Image)}, spec.Args...)
+		k.binary(spec)}, spec.Args...)
 	c.cmd = exec.Command("unshare", args...)
 	c.cmd.Env, c.cmd.Stdout, c.cmd.Stderr = env, log, log
 	if err := c.cmd.Start(); err != nil {
