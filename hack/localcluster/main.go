@@ -3,7 +3,11 @@
 //
 //	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml
 //	localcluster up-multi --bin bin --dir .demo --inventories examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
+//	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml --chart package/helm/gpustack-operator
 //	localcluster down --dir .demo
+//
+// With --chart the cluster is bare (no Kueue, no nfd-master, no operator) and helm installs the chart; the
+// cluster then runs its Pods with localcluster run-pods, a component like the others.
 package main
 
 import (
@@ -16,7 +20,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
@@ -34,6 +40,8 @@ func main() {
 		err = upMulti(os.Args[2:])
 	case "down":
 		err = down(os.Args[2:])
+	case "run-pods":
+		err = runPods(os.Args[2:])
 	default:
 		usage()
 	}
@@ -58,6 +66,7 @@ func up(args []string) error {
 	noNFD := fs.Bool("no-nfd", false, "do not start nfd-master")
 	operator := fs.String("operator", "", "the gpustack-operator binary to run as the worker and the simulated device agents")
 	policies := fs.String("policies", "policies/cel", "comma-separated directories of admission policies to install with the operator; empty installs none")
+	chart := fs.String("chart", "", "install this chart directory with helm instead of starting Kueue, nfd-master and the operator (make chart fills its charts/)")
 	_ = fs.Parse(args)
 
 	nodes, err := simulated.Load(*inv)
@@ -76,6 +85,16 @@ func up(args []string) error {
 	if *operator != "" && *policies != "" {
 		cfg.PolicyPaths = strings.Split(*policies, ",")
 	}
+	if *chart != "" {
+		if err := absolute(chart); err != nil {
+			return err
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cfg.Chart, cfg.PodRunner = *chart, self
+	}
 	c, err := localcluster.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -86,6 +105,38 @@ func up(args []string) error {
 	}
 	fmt.Println("Stop it with: make demo-down")
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
+	return nil
+}
+
+// runPods runs the Pods of the chart's images until it is stopped (localcluster down stops it with the rest).
+func runPods(args []string) error {
+	fs := flag.NewFlagSet("run-pods", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "the cluster's kubeconfig")
+	dir := fs.String("dir", "", "directory of the Pods' files")
+	namespaces := fs.String("namespaces", localcluster.ChartNamespace, "comma-separated namespaces whose Pods to run")
+	images := map[string]string{}
+	fs.Func("image", "IMAGE=BINARY: run the Pods of IMAGE (a repository, or a repository and the command, space-separated) with BINARY; repeatable", func(v string) error {
+		image, binary, ok := strings.Cut(v, "=")
+		if !ok {
+			return errors.Errorf("--image %q: want IMAGE=BINARY", v)
+		}
+		images[image] = binary
+		return nil
+	})
+	_ = fs.Parse(args)
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	runner, err := localcluster.NewPodRunner(cfg, *dir, images, func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	runner.Run(ctx, strings.Split(*namespaces, ",")...)
 	return nil
 }
 

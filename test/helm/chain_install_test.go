@@ -2,6 +2,8 @@ package helm
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,18 +13,18 @@ import (
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
-// The images of the chart's Kueue and nfd-master, as the stand-in kubelet knows them.
-const kueueImage, nfdMaster = "registry.k8s.io/kueue/kueue", "registry.k8s.io/nfd/node-feature-discovery nfd-master"
-
-// TestChainInstall installs the chart on a local cluster that has neither Kueue nor nfd-master: helm install
-// alone brings them up from their own charts, run by the stand-in kubelet from the charts' Deployments with the
-// binaries built here. Kueue reads its configuration from the chart's ConfigMap and makes its own webhook
-// certificate, which the API server reaches through the webhook Service's endpoint; nfd-master turns the
-// device agents' NodeFeatures into the labels the pools are made of. The walkthrough's Step 1 tables appear,
-// and Step 3's slice is admitted by that Kueue and runs. nfd-worker's Pods are KWOK's: the nodes' CPU identity
-// it would read is the simulated hardware's, which the local cluster puts on the Nodes.
+// TestChainInstall installs the chart on a local cluster that has neither Kueue nor nfd-master nor the
+// operator, as make demo does (localcluster.Config.Chart): helm install alone brings them up from their own
+// charts, their Pods run by the local cluster's PodRunner with the binaries built here. Kueue reads its
+// configuration from the chart's ConfigMap and makes its own webhook certificate, which the API server reaches
+// through the webhook Service's endpoint; nfd-master turns the device agents' NodeFeatures into the labels the
+// pools are made of. The walkthrough's Step 1 tables appear, Step 3's slice is admitted by that Kueue and
+// runs, and Step 5's own commands (the settings Secret patched, the worker's Deployment restarted) bring the
+// CPU-aware pools. nfd-worker's Pods are KWOK's: the nodes' CPU identity it would read is the simulated hardware's, which
+// the local cluster puts on the Nodes.
 func TestChainInstall(t *testing.T) {
 	if cluster == nil {
 		t.Skip(noServer)
@@ -31,39 +33,20 @@ func TestChainInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	bare, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, Dir: t.TempDir(), Inventory: inv, Progress: os.Stderr,
-		Operator: filepath.Join(binDir, "gpustack-operator"), NoWorker: true, NoKueue: true, NoKueueCRDs: true, NoNFD: true, KeepJobsRunning: true, PodNetwork: true})
+	dir := t.TempDir()
+	bare, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, Dir: dir, Inventory: inv, Progress: os.Stderr,
+		Operator: filepath.Join(binDir, "gpustack-operator"), Chart: chart, PodRunner: filepath.Join(binDir, "localcluster")})
 	if err != nil {
-		t.Fatal("cannot start the local cluster:", err)
+		t.Fatal("cannot start the local cluster and install the chart:", err, "\n", logs(dir))
 	}
 	defer func() { _ = bare.Stop() }()
-	setUp(t, bare, map[string]string{operatorImage: filepath.Join(binDir, "gpustack-operator"), kueueImage: filepath.Join(binDir, "kueue"),
-		nfdMaster: filepath.Join(binDir, "nfd-master")})
-
-	env := []string{"KUBECONFIG=" + bare.Kubeconfig}
-	webhook, health, nfd := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
-	if out, err := helm(t, env, "install", release, chart, "--namespace", namespace, "--wait", "--timeout", "3m",
-		// The Pods share this machine's network: the worker's ports are set apart from Kueue's (9443, 8081)
-		// and nfd-master's from the worker's metrics (8080).
-		"--set", "nfd.master.port="+nfd,
-		"--set", "worker.webhook.url=https://127.0.0.1:"+webhook, "--set", "worker.webhook.port="+webhook,
-		"--set", "worker.healthPort="+health, "--set", "worker.replicas=1",
-		// Step 1's CPU view counts what the nodes' other Pods leave; the walkthrough's cluster runs its system
-		// elsewhere, while here the chart's Pods land on its nodes: Kueue's half core would take one off.
-		"--set", "kueue.controllerManager.manager.resources.requests.cpu=0"); err != nil {
-		t.Fatalf("helm install: %v\n%s", err, out)
-	}
-	for _, d := range []string{namespace + "/kueue-controller-manager", namespace + "/gpustack-operator-worker", "node-feature-discovery/gpustack-operator-nfd-master"} {
-		ns, name, _ := strings.Cut(d, "/")
-		if out, err := testenv.Kubectl(bare.Kubeconfig, "-n", ns, "rollout", "status", "deployment/"+name, "--timeout=2m"); err != nil {
-			t.Fatal(err, out)
+	defer func() {
+		if t.Failed() {
+			t.Log(logs(dir))
 		}
-	}
-	if err := bare.StartAgents(ctx); err != nil {
-		t.Fatal(err)
-	}
+	}()
 	step1(t, bare.Kubeconfig)
 	if out, err := testenv.Kubectl(bare.Kubeconfig, "apply", "-f", testenv.Path("examples", "instances", "sliced-demo.yaml")); err != nil {
 		t.Fatal(err, out)
@@ -74,4 +57,48 @@ func TestChainInstall(t *testing.T) {
 	if err != nil || !strings.Contains(out, "gpustack-") || !strings.Contains(out, " True") {
 		t.Errorf("the slice's Workload is not admitted by the chart's Kueue: %v\n%s", err, out)
 	}
+
+	// Step 5, word for word: the settings patched, the worker's Deployment restarted; the new worker reads
+	// them and the CPU-aware pools appear.
+	leader := holder(t, bare.Kubeconfig, "")
+	for _, args := range [][]string{
+		{"-n", "gpustack-system", "patch", "secret", "gpustack-settings", "--type=merge",
+			"-p", `{"data":{"instance-type-aware-cpu-manufacturer":"` + base64.StdEncoding.EncodeToString([]byte("true")) + `"}}`},
+		{"-n", "gpustack-system", "rollout", "restart", "deploy/gpustack-operator-worker"},
+	} {
+		if out, err := testenv.Kubectl(bare.Kubeconfig, args...); err != nil {
+			t.Fatal(err, out)
+		}
+	}
+	holder(t, bare.Kubeconfig, leader)
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		got, err := testenv.Kubectl(bare.Kubeconfig, "get", "instancetype")
+		if err != nil {
+			return false, err.Error()
+		}
+		cpu := map[string]string{}
+		for _, row := range walkthrough.ParseTable(got) {
+			cpu[row[0]] = row[4]
+		}
+		want := map[string]string{"gpustack--amd-epyc-7r13-linux-amd64": "16/16", "gpustack--amd-epyc-7r32-linux-amd64": "4/4",
+			"gpustack--intel-xeon-platinum-8259cl-linux-amd64": "48/52", "gpustack--generic-linux-amd64": "48/72"}
+		for name, view := range want {
+			if cpu[name] != view {
+				return false, "Step 5's CPU-aware pools (CPU view) do not show:\n" + got
+			}
+		}
+		return true, ""
+	})
+}
+
+// logs returns the end of the local cluster's PodRunner log and of each Pod's.
+func logs(dir string) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(dir, "logs", "pods.log"))
+	pods, _ := filepath.Glob(filepath.Join(dir, "pods", "*", "log"))
+	for _, f := range append(files, pods...) {
+		data, _ := os.ReadFile(f)
+		fmt.Fprintf(&b, "=== %s\n%s\n", f, testenv.LastLines(string(data), 30))
+	}
+	return b.String()
 }

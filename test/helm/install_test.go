@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -42,7 +41,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard())
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-		"kueue", "nfd-master", "gpustack-operator", "helm")
+		"kueue", "nfd-master", "gpustack-operator", "helm", "localcluster")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -180,7 +179,7 @@ func TestUpgradeUninstall(t *testing.T) {
 	if out, err := helm(t, env, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
-	logs, err := k.finished("gpustack-operator-cleanup", 3*time.Minute)
+	logs, err := k.Finished("gpustack-operator-cleanup", 3*time.Minute)
 	if err != nil {
 		t.Fatalf("the cleanup hook failed: %v\n%s", err, logs)
 	}
@@ -196,13 +195,9 @@ const operatorImage = "docker.io/gpustack/gpustack-operator"
 // setUp makes the release's namespace enforce the restricted Pod Security profile and runs a stand-in kubelet
 // for the Pods of images in it and in NFD's namespace until the test ends (their logs shown if it failed); it
 // returns a client of the cluster and the kubelet.
-func setUp(t *testing.T, cl *localcluster.Cluster, images map[string]string) (client.Client, *kubelet) {
+func setUp(t *testing.T, cl *localcluster.Cluster, images map[string]string) (client.Client, *localcluster.PodRunner) {
 	t.Helper()
 	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(cl.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	c, err := client.New(cl.RESTConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
@@ -220,12 +215,15 @@ func setUp(t *testing.T, cl *localcluster.Cluster, images map[string]string) (cl
 		t.Fatal(err)
 	}
 	kctx, stop := context.WithCancel(ctx)
-	k := &kubelet{cs: cs, cfg: cl.RESTConfig, dir: t.TempDir(), images: images}
+	k, err := localcluster.NewPodRunner(cl.RESTConfig, t.TempDir(), images, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stopped := make(chan struct{})
-	go func() { k.run(kctx, t, namespace, "node-feature-discovery"); close(stopped) }()
+	go func() { k.Run(kctx, namespace, "node-feature-discovery"); close(stopped) }()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Log(k.logs())
+			t.Log(k.Logs())
 		}
 		stop()
 		<-stopped

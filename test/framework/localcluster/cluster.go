@@ -36,10 +36,11 @@ const (
 	componentWorker    = "gpustack-worker"
 	componentAgents    = "gpustack-device-manager"
 	componentGateway   = "gpustack-worker-gateway"
+	componentPods      = "pods"
 )
 
 var startOrder = []string{componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKWOK,
-	componentNFD, componentKueue, componentAgents, componentWorker, componentGateway}
+	componentNFD, componentKueue, componentPods, componentAgents, componentWorker, componentGateway}
 
 // Config says what to start and where.
 type Config struct {
@@ -56,6 +57,15 @@ type Config struct {
 	PolicyPaths []string
 	// Detach lets the components outlive this process (make demo).
 	Detach bool
+	// Chart, when set, is the operator's chart directory (its charts/ filled by make chart), which the cluster
+	// installs with helm, as a user would, into ChartNamespace with ChartValues after its own (chartValues):
+	// the chart brings Kueue, nfd-master and the operator, whose Pods the PodRunner runs (the process
+	// PodRunner run-pods) on the Pod network; the simulated device agents then stand in for its DaemonSets'.
+	Chart string
+	// ChartValues are helm --set values for Chart.
+	ChartValues []string
+	// PodRunner is the localcluster command (hack/localcluster), whose run-pods runs the chart's Pods.
+	PodRunner string
 	// NoKueue skips the Kueue controller and its webhooks.
 	NoKueue bool
 	// NoKueueCRDs leaves Kueue's CRDs out too (with NoKueue), for a test whose chart installs Kueue.
@@ -121,6 +131,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
+	if err := chartConfig(&cfg); err != nil {
+		return nil, err
+	}
 	if err := checkBinaries(cfg); err != nil {
 		return nil, err
 	}
@@ -133,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 	}
 	// A fresh start every time: old etcd data or certificates would only hide problems.
-	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig", "dp"} {
+	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig", "dp", "pods", "helm"} {
 		if err := os.RemoveAll(filepath.Join(cfg.Dir, sub)); err != nil {
 			return nil, errors.Wrap(err, "cannot clean the run directory")
 		}
@@ -163,6 +176,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		{"starting kueue", c.startKueue},
 		{"starting the kubelets' device managers", c.startDeviceKubelets},
 		{"starting the operator", c.startOperator},
+		{"installing the chart (helm install)", c.installChart},
 		{"installing the admission policies", c.installPolicies},
 		{"starting the worker-gateway", c.startGateway},
 	}
@@ -327,6 +341,9 @@ func checkBinaries(cfg Config) error {
 	}
 	if !cfg.NoNFD {
 		need = append(need, "nfd-master")
+	}
+	if cfg.Chart != "" {
+		need = append(need, "helm", "kueue", "nfd-master")
 	}
 	for _, b := range need {
 		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {

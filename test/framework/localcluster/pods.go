@@ -1,4 +1,4 @@
-package helm
+package localcluster
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -23,12 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-// kubelet runs the chart's Pods that KWOK only pretends to run, as a kubelet would with a container runtime, for
-// the images built here: the operator's (any tag) and Kueue's (images). Each Pod's first container runs as a
+// PodRunner runs the Pods that KWOK only pretends to run, as a kubelet would with a container runtime, for the
+// images built here: the operator's (any tag) and Kueue's (images). Each Pod's first container runs as a
 // process in a mount namespace of its own, whose root is an overlay of this machine's (what it writes stays in
 // the Pod) with a fresh /tmp and its volumes bind-mounted at their mount paths: emptyDir, ConfigMap, Secret and
 // the projected service-account token, namespace and CA, which with KUBERNETES_SERVICE_HOST and _PORT give it
@@ -38,14 +35,27 @@ import (
 // taken until that one is stopped); when a Job's process ends, it reports the Pod Succeeded or Failed with the
 // exit code (the local cluster runs with KeepJobsRunning, so KWOK leaves that to it). Pods share this
 // machine's network: the chart's ports are set apart where two would meet.
-type kubelet struct {
+type PodRunner struct {
 	cs  kubernetes.Interface
 	cfg *rest.Config
 	// images maps an image repository (the reference without its tag) to the binary that runs it.
-	images  map[string]string
-	dir     string
+	images map[string]string
+	dir    string
+	logf   func(format string, args ...any)
+
 	mu      sync.Mutex
 	running map[types.UID]*container
+}
+
+// NewPodRunner returns a PodRunner of the cluster cfg reaches, keeping its Pods' files under dir; images maps
+// "repository" or "repository command" to the binary that runs it (see binary), and logf says what went wrong
+// with a Pod.
+func NewPodRunner(cfg *rest.Config, dir string, images map[string]string, logf func(format string, args ...any)) (*PodRunner, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create client")
+	}
+	return &PodRunner{cs: cs, cfg: cfg, dir: dir, images: images, logf: logf}, nil
 }
 
 // container is one started process.
@@ -70,7 +80,7 @@ type volume struct {
 
 // binary returns the binary that runs a container, or "" for one this kubelet does not run: images maps
 // "repository command" where one image holds several commands (NFD's), the repository alone otherwise.
-func (k *kubelet) binary(c corev1.Container) string {
+func (k *PodRunner) binary(c corev1.Container) string {
 	repository, _, ok := strings.Cut(c.Image, ":")
 	if !ok {
 		return ""
@@ -83,8 +93,8 @@ func (k *kubelet) binary(c corev1.Container) string {
 	return k.images[repository]
 }
 
-// run watches the namespaces' Pods until ctx ends, then stops every process it started.
-func (k *kubelet) run(ctx context.Context, t *testing.T, namespaces ...string) {
+// Run runs the namespaces' Pods until ctx ends, then stops every process it started.
+func (k *PodRunner) Run(ctx context.Context, namespaces ...string) {
 	k.running = map[types.UID]*container{}
 	for {
 		var all []corev1.Pod
@@ -93,7 +103,7 @@ func (k *kubelet) run(ctx context.Context, t *testing.T, namespaces ...string) {
 				all = append(all, pods.Items...)
 			}
 		}
-		k.sync(ctx, t, all)
+		k.sync(ctx, all)
 		select {
 		case <-ctx.Done():
 			k.mu.Lock()
@@ -108,7 +118,7 @@ func (k *kubelet) run(ctx context.Context, t *testing.T, namespaces ...string) {
 	}
 }
 
-func (k *kubelet) sync(ctx context.Context, t *testing.T, pods []corev1.Pod) {
+func (k *PodRunner) sync(ctx context.Context, pods []corev1.Pod) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	present := map[types.UID]bool{}
@@ -121,14 +131,14 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, pods []corev1.Pod) {
 		if c := k.running[p.UID]; c != nil && (c.job || !c.exitedSince(time.Second)) {
 			for _, v := range c.volumes {
 				if err := k.writeVolume(ctx, p, v); err != nil && ctx.Err() == nil {
-					t.Logf("cannot update volume %s of pod %s: %v", v.spec.Name, p.Name, err)
+					k.logf("cannot update volume %s of pod %s: %v", v.spec.Name, p.Name, err)
 				}
 			}
 			continue
 		}
 		c, err := k.start(ctx, p)
 		if err != nil {
-			t.Errorf("cannot run pod %s: %v", p.Name, err)
+			k.logf("cannot run pod %s: %v", p.Name, err)
 			continue
 		}
 		k.running[p.UID] = c
@@ -161,7 +171,7 @@ exec chroot . "$@"
 `
 
 // start runs a Pod's first container.
-func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) {
+func (k *PodRunner) start(ctx context.Context, p *corev1.Pod) (*container, error) {
 	root := filepath.Join(k.dir, p.Name)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
@@ -230,89 +240,103 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) (*container, error) 
 
 // writeVolume writes a ConfigMap, Secret or projected volume's files into its directory, each only when it
 // changed, and atomically (renamed into place), as a kubelet keeps them.
-func (k *kubelet) writeVolume(ctx context.Context, p *corev1.Pod, v volume) error {
+func (k *PodRunner) writeVolume(ctx context.Context, p *corev1.Pod, v volume) error {
 	files := map[string][]byte{}
-	configMap := func(name string, items []corev1.KeyToPath, optional bool) error {
-		cm, err := k.cs.CoreV1().ConfigMaps(p.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			if optional && apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		}
-		data := map[string][]byte{}
-		for key, value := range cm.Data {
-			data[key] = []byte(value)
-		}
-		maps.Copy(data, cm.BinaryData)
-		project(files, data, items)
-		return nil
-	}
-	secret := func(name string, items []corev1.KeyToPath, optional bool) error {
-		s, err := k.cs.CoreV1().Secrets(p.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			if optional && apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		}
-		project(files, s.Data, items)
-		return nil
-	}
+	var err error
 	switch src := v.spec.VolumeSource; {
 	case src.ConfigMap != nil:
-		if err := configMap(src.ConfigMap.Name, src.ConfigMap.Items, ptrBool(src.ConfigMap.Optional)); err != nil {
-			return err
-		}
+		err = k.configMapFiles(ctx, files, p.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, ptrBool(src.ConfigMap.Optional))
 	case src.Secret != nil:
-		if err := secret(src.Secret.SecretName, src.Secret.Items, ptrBool(src.Secret.Optional)); err != nil {
-			return err
-		}
+		err = k.secretFiles(ctx, files, p.Namespace, src.Secret.SecretName, src.Secret.Items, ptrBool(src.Secret.Optional))
 	case src.Projected != nil:
 		for _, s := range src.Projected.Sources {
-			switch {
-			case s.ConfigMap != nil:
-				if err := configMap(s.ConfigMap.Name, s.ConfigMap.Items, ptrBool(s.ConfigMap.Optional)); err != nil {
-					return err
-				}
-			case s.Secret != nil:
-				if err := secret(s.Secret.Name, s.Secret.Items, ptrBool(s.Secret.Optional)); err != nil {
-					return err
-				}
-			case s.DownwardAPI != nil:
-				for _, f := range s.DownwardAPI.Items {
-					if f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace" {
-						files[f.Path] = []byte(p.Namespace)
-					}
-				}
-			case s.ServiceAccountToken != nil:
-				if _, err := os.Stat(filepath.Join(v.dir, s.ServiceAccountToken.Path)); err == nil {
-					continue // an hour's token outlives any test
-				}
-				tr, err := k.cs.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName,
-					&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
-				if err != nil {
-					return errors.Wrapf(err, "cannot get a token for service account %s", p.Spec.ServiceAccountName)
-				}
-				files[s.ServiceAccountToken.Path] = []byte(tr.Status.Token)
+			if err = k.projectedFiles(ctx, files, p, v.dir, s); err != nil {
+				break
 			}
 		}
 	default:
-		return errors.Errorf("volume %s: only emptyDir, configMap, secret and projected volumes run here", v.spec.Name)
+		err = errors.Errorf("volume %s: only emptyDir, configMap, secret and projected volumes run here", v.spec.Name)
 	}
+	if err != nil {
+		return err
+	}
+	return writeFiles(v.dir, files)
+}
+
+// projectedFiles adds one source of a projected volume to files. The service account's token is asked for
+// again once the one written is 45 minutes old (it lasts an hour), as a kubelet renews it before it expires.
+func (k *PodRunner) projectedFiles(ctx context.Context, files map[string][]byte, p *corev1.Pod, dir string, s corev1.VolumeProjection) error {
+	switch {
+	case s.ConfigMap != nil:
+		return k.configMapFiles(ctx, files, p.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, ptrBool(s.ConfigMap.Optional))
+	case s.Secret != nil:
+		return k.secretFiles(ctx, files, p.Namespace, s.Secret.Name, s.Secret.Items, ptrBool(s.Secret.Optional))
+	case s.DownwardAPI != nil:
+		for _, f := range s.DownwardAPI.Items {
+			if f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace" {
+				files[f.Path] = []byte(p.Namespace)
+			}
+		}
+	case s.ServiceAccountToken != nil:
+		if fi, err := os.Stat(filepath.Join(dir, s.ServiceAccountToken.Path)); err == nil && time.Since(fi.ModTime()) < 45*time.Minute {
+			return nil
+		}
+		tr, err := k.cs.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
+		if err != nil {
+			return errors.Wrapf(err, "cannot get a token for service account %s", p.Spec.ServiceAccountName)
+		}
+		files[s.ServiceAccountToken.Path] = []byte(tr.Status.Token)
+	}
+	return nil
+}
+
+// configMapFiles adds a ConfigMap's keys to files (project).
+func (k *PodRunner) configMapFiles(ctx context.Context, files map[string][]byte, namespace, name string, items []corev1.KeyToPath, optional bool) error {
+	cm, err := k.cs.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if optional && apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return errors.Wrapf(err, "cannot get ConfigMap %s", name)
+	}
+	data := map[string][]byte{}
+	for key, value := range cm.Data {
+		data[key] = []byte(value)
+	}
+	maps.Copy(data, cm.BinaryData)
+	project(files, data, items)
+	return nil
+}
+
+// secretFiles adds a Secret's keys to files (project).
+func (k *PodRunner) secretFiles(ctx context.Context, files map[string][]byte, namespace, name string, items []corev1.KeyToPath, optional bool) error {
+	s, err := k.cs.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if optional && apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return errors.Wrapf(err, "cannot get Secret %s", name)
+	}
+	project(files, s.Data, items)
+	return nil
+}
+
+// writeFiles writes each file under dir that differs from what is there, renamed into place.
+func writeFiles(dir string, files map[string][]byte) error {
 	for path, data := range files {
-		target := filepath.Join(v.dir, path)
+		target := filepath.Join(dir, path)
 		if old, err := os.ReadFile(target); err == nil && bytes.Equal(old, data) {
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
+			return errors.Wrap(err, "cannot create a volume's directory")
 		}
 		if err := os.WriteFile(target+".new", data, 0o644); err != nil {
-			return err
+			return errors.Wrap(err, "cannot write a volume's file")
 		}
 		if err := os.Rename(target+".new", target); err != nil {
-			return err
+			return errors.Wrap(err, "cannot write a volume's file")
 		}
 	}
 	return nil
@@ -344,7 +368,7 @@ func (c *container) exitedSince(d time.Duration) bool {
 }
 
 // reportEnd sets the Pod's phase and its container's terminated state from the exit code.
-func (k *kubelet) reportEnd(ctx context.Context, p *corev1.Pod, code int) {
+func (k *PodRunner) reportEnd(ctx context.Context, p *corev1.Pod, code int) {
 	pod, err := k.cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 	if err != nil {
 		return
@@ -360,9 +384,9 @@ func (k *kubelet) reportEnd(ctx context.Context, p *corev1.Pod, code int) {
 	_, _ = k.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 }
 
-// finished waits until a Pod whose name starts with prefix has run and every such process has ended, and
+// Finished waits until a Pod whose name starts with prefix has run and every such process has ended, and
 // returns their logs; it fails if any of them failed, so a retry cannot hide a first run's failure.
-func (k *kubelet) finished(prefix string, timeout time.Duration) (string, error) {
+func (k *PodRunner) Finished(prefix string, timeout time.Duration) (string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		k.mu.Lock()
@@ -394,22 +418,31 @@ func (k *kubelet) finished(prefix string, timeout time.Duration) (string, error)
 			return logs.String(), failed
 		}
 		if time.Now().After(deadline) {
-			return k.logs(), errors.Errorf("no pod named %s* ran to its end within %s", prefix, timeout)
+			return k.Logs(), errors.Errorf("no pod named %s* ran to its end within %s", prefix, timeout)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
 }
 
-// logs returns the output of every process started, for a failing test.
-func (k *kubelet) logs() string {
+// Logs returns the end of the output of every process started, for a failing test.
+func (k *PodRunner) Logs() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var b strings.Builder
 	for _, c := range k.running {
 		data, _ := os.ReadFile(c.log)
-		fmt.Fprintf(&b, "=== %s\n%s\n", c.pod, testenv.LastLines(string(data), 40))
+		fmt.Fprintf(&b, "=== %s\n%s\n", c.pod, logLines(string(data), 40))
 	}
 	return b.String()
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// logLines returns the last n lines of a log.
+func logLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
