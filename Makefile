@@ -240,13 +240,13 @@ INVENTORY ?= examples/clusters/walkthrough.yaml
 INVENTORIES ?= examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
 
 .PHONY: demo
-demo: ## Start the local cluster with the walkthrough's nodes (or INVENTORY=FILE) in the background.
-	$(call say,demo step 1 of 3: the control plane and KWOK and Kueue and nfd-master (built on the first run only))
-	@$(MAKE) --no-print-directory $(DEMO_TOOLS)
+demo: ## Start a bare local cluster with the walkthrough's nodes (or INVENTORY=FILE) and helm install the chart on it, in the background.
+	$(call say,demo step 1 of 3: the control plane, KWOK, Kueue, nfd-master and helm (built on the first run only), and the chart's subcharts)
+	@$(MAKE) --no-print-directory $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS)
 	$(call say,demo step 2 of 3: building gpustack-operator and localcluster)
 	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/localcluster
-	$(call say,demo step 3 of 3: starting the local cluster)
-	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator
+	$(call say,demo step 3 of 3: starting the local cluster and installing the chart (helm install))
+	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator --chart $(CHART)
 
 .PHONY: demo-multi
 demo-multi: ## Start one member cluster per inventory (INVENTORIES=a.yaml,b.yaml) and a manager running the worker-gateway.
