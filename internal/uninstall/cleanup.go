@@ -65,6 +65,7 @@ type Options struct {
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=*,verbs=list;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=localqueues;clusterqueues;resourceflavors;admissionchecks,verbs=list;delete;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=*,verbs=list;patch
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeatures,verbs=list;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;delete,resourceNames=devices.worker.gpustack.ai;instancepersistentvolumes.worker.gpustack.ai;instances.worker.gpustack.ai;instancetypeflavors.worker.gpustack.ai;instancetypes.worker.gpustack.ai;settings.worker.gpustack.ai
@@ -90,6 +91,7 @@ func Cleanup(ctx context.Context, c client.Client, o Options) error {
 	apiService.SetName(gatewayv1.APIServiceName)
 	r.delete(ctx, apiService)
 	r.kueueChain(ctx)
+	r.kueueGone(ctx)
 	r.nodeFeatures(ctx)
 	r.nodeCapacity(ctx)
 	r.instancePods(ctx)
@@ -172,6 +174,25 @@ func (r *remover) kueueChain(ctx context.Context) {
 	}
 	ac := &kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: r.opts.AdmissionCheck}}
 	r.delete(ctx, ac)
+	if err := r.c.Get(ctx, client.ObjectKeyFromObject(ac), ac); err == nil {
+		r.unpin(ctx, ac)
+	}
+}
+
+// kueueGone unpins every object of Kueue's kinds whose CRD is being deleted: helm removed the Kueue the chart
+// brought (its CRDs are among its chart's templates), and with its controller gone nothing else removes
+// Kueue's finalizers, so those CRDs would stay Terminating for ever. A Kueue that stays is left alone.
+func (r *remover) kueueGone(ctx context.Context) {
+	list := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := r.c.List(ctx, list); err != nil {
+		r.fail(err)
+		return
+	}
+	for _, crd := range list.Items {
+		if crd.Spec.Group == kueue.GroupVersion.Group && crd.DeletionTimestamp != nil {
+			r.unpinAll(ctx, crd)
+		}
+	}
 }
 
 // nodeFeatures deletes the worker's and the device agents' NodeFeatures, in every namespace.
@@ -213,10 +234,17 @@ func (r *remover) instancePods(ctx context.Context) {
 	r.unpinList(ctx, &corev1.PodList{}, client.HasLabels{instancepod.LabelInstance})
 }
 
-// unpinAll removes the finalizers of every object of a CRD.
+// unpinAll removes the finalizers of every object of a CRD, read at its storage version (another would need a
+// conversion webhook, whose server may be gone).
 func (r *remover) unpinAll(ctx context.Context, crd apiextensionsv1.CustomResourceDefinition) {
+	version := crd.Spec.Versions[0].Name
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			version = v.Name
+		}
+	}
 	objs := &unstructured.UnstructuredList{}
-	objs.SetAPIVersion(crd.Spec.Group + "/" + crd.Spec.Versions[0].Name)
+	objs.SetAPIVersion(crd.Spec.Group + "/" + version)
 	objs.SetKind(crd.Spec.Names.ListKind)
 	r.unpinList(ctx, objs)
 }

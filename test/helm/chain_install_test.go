@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -23,7 +26,7 @@ import (
 // through the webhook Service's endpoint; nfd-master turns the device agents' NodeFeatures into the labels the
 // pools are made of. The walkthrough's Step 1 tables appear, Step 3's slice is admitted by that Kueue and
 // runs, and Step 5's own commands (the settings Secret patched, the worker's Deployment restarted) bring the
-// CPU-aware pools. nfd-worker's Pods are KWOK's: the nodes' CPU identity it would read is the simulated hardware's, which
+// CPU-aware pools. helm uninstall with cleanupOnUninstall then leaves nothing of the operator, Kueue or NFD. nfd-worker's Pods are KWOK's: the nodes' CPU identity it would read is the simulated hardware's, which
 // the local cluster puts on the Nodes.
 func TestChainInstall(t *testing.T) {
 	if cluster == nil {
@@ -37,7 +40,8 @@ func TestChainInstall(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	bare, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, Dir: dir, Inventory: inv, Progress: os.Stderr,
-		Operator: filepath.Join(binDir, "gpustack-operator"), Chart: chart, PodRunner: filepath.Join(binDir, "localcluster")})
+		Operator: filepath.Join(binDir, "gpustack-operator"), Chart: chart, PodRunner: filepath.Join(binDir, "localcluster"),
+		ChartValues: []string{"cleanupOnUninstall=true"}, KeepJobsRunning: true})
 	if err != nil {
 		t.Fatal("cannot start the local cluster and install the chart:", err, "\n", logs(dir))
 	}
@@ -88,6 +92,30 @@ func TestChainInstall(t *testing.T) {
 			}
 		}
 		return true, ""
+	})
+
+	// helm uninstall with cleanupOnUninstall takes Kueue and NFD with the release (Kueue's CRDs, among its
+	// chart's templates, and every queue with them), and the hook removes what the worker made.
+	env := []string{"KUBECONFIG=" + bare.Kubeconfig}
+	// Without --wait, as by default: helm waiting for Kueue's CRDs would wait on its own post-delete hook, which
+	// removes the finalizers that Kueue, gone with the release, no longer removes.
+	if out, err := helm(t, env, "uninstall", release, "--namespace", namespace, "--timeout", "3m"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	c, err := client.New(bare.RESTConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		left := leftovers(ctx, t, c)
+		out, _ := testenv.Kubectl(bare.Kubeconfig, "get", "crd", "-o", "name")
+		if strings.Contains(out, "kueue.x-k8s.io") {
+			left = append(left, "Kueue's CRDs")
+		}
+		if out, _ := testenv.Kubectl(bare.Kubeconfig, "get", "deployments", "-A", "-o", "name"); out != "" {
+			left = append(left, "Deployments: "+out)
+		}
+		return len(left) == 0, fmt.Sprintf("left behind after helm uninstall: %v", left)
 	})
 }
 
