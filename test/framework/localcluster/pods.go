@@ -25,20 +25,21 @@ import (
 )
 
 // PodRunner runs the Pods that KWOK only pretends to run, as a kubelet would with a container runtime, for the
-// images built here: the operator's (any tag) and Kueue's (images). Each Pod's first container runs as a
-// process in a mount namespace of its own, whose root is an overlay of this machine's (what it writes stays in
-// the Pod) with a fresh /tmp and its volumes bind-mounted at their mount paths: emptyDir, ConfigMap, Secret and
-// the projected service-account token, namespace and CA, which with KUBERNETES_SERVICE_HOST and _PORT give it
-// the in-cluster configuration of the Pod's service account. ConfigMap and Secret volumes follow their objects,
-// as a kubelet's do. It stops the process when the Pod goes, and starts it again a second after it ends while
-// the Pod stays (restartPolicy Always: during a rolling update the new Pod's process finds the old one's ports
-// taken until that one is stopped); when a Job's process ends, it reports the Pod Succeeded or Failed with the
-// exit code (the local cluster runs with KeepJobsRunning, so KWOK leaves that to it). Pods share this
-// machine's network: the chart's ports are set apart where two would meet.
+// images built here (the images map: the operator's, Kueue's, nfd-master's). Each Pod's first container runs
+// as a process in a mount namespace of its own, whose root is an overlay of this machine's (what it writes
+// stays in the Pod) with a fresh /tmp and its volumes bind-mounted at their mount paths: emptyDir, ConfigMap,
+// Secret and the projected service-account token, namespace and CA, which with KUBERNETES_SERVICE_HOST and
+// _PORT give it the in-cluster configuration of the Pod's service account. ConfigMap and Secret volumes follow
+// their objects, as a kubelet's do. It stops the process when the Pod goes, and starts it again a second after
+// it ends while the Pod stays (restartPolicy Always: during a rolling update the new Pod's process finds the
+// old one's ports taken until that one is stopped); when a Job's process ends, it reports the Pod Succeeded or
+// Failed with the exit code (with Config.KeepJobsRunning, KWOK leaves that to it). Pods share this machine's
+// network: the chart's ports are set apart where two would meet (chartValues).
 type PodRunner struct {
 	cs  kubernetes.Interface
 	cfg *rest.Config
-	// images maps an image repository (the reference without its tag) to the binary that runs it.
+	// images maps an image repository (the reference without its tag), or a repository and a command, to the
+	// binary that runs it.
 	images map[string]string
 	dir    string
 	logf   func(format string, args ...any)
