@@ -152,9 +152,11 @@ func (k *PodRunner) sync(ctx context.Context, pods []corev1.Pod) {
 }
 
 // podScript makes the Pod's filesystem in its new mount namespace and runs the container in it: $1 is the
-// Pod's directory, $2 a file of "source target" lines to bind-mount, the rest the command.
+// Pod's directory, $2 a file of "source target" lines to bind-mount, $3 the binary, the rest its arguments.
+// The binary is bind-mounted at /localcluster/bin/ as an image's entrypoint would be: its own path may be
+// hidden in the Pod (under the fresh /tmp, when the checkout lives there).
 const podScript = `set -e
-pod=$1 binds=$2; shift 2
+pod=$1 binds=$2 binary=$3; shift 3
 root=$pod/rootfs layers=$pod/layers
 mkdir -p $root $layers
 mount -t tmpfs tmpfs $layers
@@ -167,8 +169,12 @@ while read -r source target; do
 	if [ -d "$source" ]; then chroot $root mkdir -p "$target"; else chroot $root mkdir -p "$(dirname "$target")"; chroot $root touch "$target"; fi
 	mount --bind "$source" "$root$(chroot $root realpath "$target")"
 done < $binds
+entrypoint=/localcluster/bin/$(basename "$binary")
+mkdir -p $root/localcluster/bin
+touch $root$entrypoint
+mount --bind "$binary" $root$entrypoint
 cd $root
-exec chroot . "$@"
+exec chroot . $entrypoint "$@"
 `
 
 // start runs a Pod's first container.
