@@ -76,8 +76,10 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 
 ##@ Tools (built once into bin/)
 
-# The demo needs the control plane, KWOK, Kueue and nfd-master; the tests need the rest as well.
+# The demo needs the control plane, KWOK, the real nodes' kubelet, kube-proxy and images, Kueue and nfd-master;
+# the tests need the rest as well.
 DEMO_TOOLS := $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
+	$(STAMP)/node-$(K8S_VERSION) $(STAMP)/node-images \
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/assets
 TEST_TOOLS := $(DEMO_TOOLS) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) $(STAMP)/crossplane-$(CROSSPLANE_VERSION) \
 	$(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) $(STAMP)/crank-$(CRANK_VERSION) \
@@ -118,6 +120,26 @@ $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
 	cd hack/tools/k8s && for c in kube-apiserver kube-controller-manager kube-scheduler; do \
 		echo ">>   $$c" >&2; go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/$$c k8s.io/kubernetes/cmd/$$c; done
 	@mkdir -p $(STAMP) && touch $@
+
+# A real node's kubelet and kube-proxy come from the same wrapper module.
+$(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
+	$(call say,building kubelet kube-proxy $(K8S_VERSION) (a first build takes minutes))
+	cd hack/tools/k8s && for c in kubelet kube-proxy; do \
+		echo ">>   $$c" >&2; go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/$$c k8s.io/kubernetes/cmd/$$c; done
+	@mkdir -p $(STAMP) && touch $@
+
+# The images every real node holds before anything is pulled (there is no registry): Kubernetes' own pause.c
+# from the pinned module, compiled static, and a busybox user image from Debian's static busybox.
+$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go | host-packages
+	$(call say,building the real nodes' images into $(BIN)/images)
+	k8s=$(call moddir,k8s,k8s.io/kubernetes); mkdir -p $(BIN) && \
+	gcc -Os -Wall -Werror -static -DVERSION=v3.10.1 -o $(BIN)/pause $$k8s/build/pause/linux/pause.c
+	go run ./hack/nodeimages --out $(BIN)/images --pause $(BIN)/pause --busybox /bin/busybox
+	@mkdir -p $(STAMP) && touch $@
+
+.PHONY: host-packages
+host-packages: ## Install the Debian packages real nodes run on (containerd, runc, CNI plugins, iptables, busybox); needs root.
+	hack/host-packages.sh
 
 # Assets copied out of the pinned modules: Kueue's CRDs and webhook manifests, NFD's CRDs and KWOK's stages for
 # the demo, and Crossplane's CRDs for the package tests. They are read from the module cache rather than

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
 
 func main() {
@@ -42,6 +43,8 @@ func main() {
 		err = down(os.Args[2:])
 	case "run-pods":
 		err = runPods(os.Args[2:])
+	case "run-node":
+		err = runNode(os.Args[2:])
 	default:
 		usage()
 	}
@@ -106,6 +109,15 @@ func up(args []string) error {
 	fmt.Println("Stop it with: make demo-down")
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
 	return nil
+}
+
+// runNode is the supervisor of one real node (realnode.Run), started by the cluster with the node's
+// configuration file; localcluster down stops it and everything the node runs.
+func runNode(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: localcluster run-node NODE.json")
+	}
+	return realnode.Run(context.Background(), args[0])
 }
 
 // runPods runs the Pods of the chart's images until it is stopped (localcluster down stops it with the rest).

@@ -31,6 +31,8 @@ type File struct {
 	Path string
 	// Source is the file on this machine whose contents it takes.
 	Source string
+	// Link, when set, makes the file a symbolic link to Link instead (Source is not read).
+	Link string
 	// Mode is its permission bits.
 	Mode int64
 }
@@ -111,6 +113,13 @@ func fileLayer(files []File) (v1.Layer, error) {
 		}
 		if err := writeDirs(tw, dirs, path.Dir(f.Path)); err != nil {
 			return nil, err
+		}
+		if f.Link != "" {
+			hdr := &tar.Header{Name: f.Path[1:], Linkname: f.Link, Mode: 0o777, Typeflag: tar.TypeSymlink, ModTime: epoch, Format: tar.FormatPAX}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		data, err := os.ReadFile(f.Source)
 		if err != nil {

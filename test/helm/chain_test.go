@@ -9,10 +9,14 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
+	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // appVersion is the chart's appVersion, the operator image's tag.
@@ -86,6 +90,7 @@ func TestTemplateChain(t *testing.T) {
 			t.Errorf("NFD's image is %s, want v0.19.0", image)
 		}
 	}
+	checkPCILabels(t, objs)
 	for key := range objs {
 		if strings.HasPrefix(key, "Deployment/node-feature-discovery/") && strings.Contains(key, "topology") {
 			t.Errorf("%s is rendered; the topology updater is not used", key)
@@ -108,4 +113,53 @@ func TestTemplateChain(t *testing.T) {
 			t.Errorf("%v: the worker checks the existing Kueue's configuration (%s): %v", set, want, args)
 		}
 	}
+}
+
+// checkPCILabels checks that nfd-worker's configuration labels every class of card the agents count by vendor
+// alone, so the label NFD writes for a vendor's card is the one that vendor's agent DaemonSet selects.
+func checkPCILabels(t *testing.T, objs map[string]*unstructured.Unstructured) {
+	t.Helper()
+	conf := convert[corev1.ConfigMap](t, objs["ConfigMap/node-feature-discovery/gpustack-operator-nfd-worker-conf"])
+	var worker struct {
+		Sources struct {
+			PCI struct {
+				DeviceClassWhitelist []string `json:"deviceClassWhitelist"`
+				DeviceLabelFields    []string `json:"deviceLabelFields"`
+			} `json:"pci"`
+		} `json:"sources"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(conf.Data["nfd-worker.conf"]), &worker); err != nil {
+		t.Fatalf("nfd-worker.conf: %v\n%s", err, conf.Data["nfd-worker.conf"])
+	}
+	pci := worker.Sources.PCI
+	if diff := cmp.Diff(pcisysfs.DefaultClassPrefixes, pci.DeviceClassWhitelist); diff != "" {
+		t.Errorf("nfd-worker labels the PCI classes the agents count as accelerators\nclasses: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"vendor"}, pci.DeviceLabelFields); diff != "" {
+		t.Errorf("nfd-worker names a PCI label by vendor alone\nfields: -want, +got:\n%s", diff)
+	}
+	for _, o := range (deviceagent.Deployment{Image: "agent"}).Objects() {
+		ds, ok := o.(*appsv1.DaemonSet)
+		if !ok {
+			continue
+		}
+		mfr := ds.Labels["gpustack.ai/manufacturer"]
+		v, _ := vendors.Lookup(mfr)
+		// NFD's label of a device: pci-<its deviceLabelFields' values joined by _>.present.
+		want := "feature.node.kubernetes.io/pci-" + strings.Join(labelFieldValues(pci.DeviceLabelFields, v.PCIVendorID), "_") + ".present"
+		if _, ok := ds.Spec.Template.Spec.NodeSelector[want]; !ok {
+			t.Errorf("the %s agent selects %v; NFD labels its cards %s", mfr, ds.Spec.Template.Spec.NodeSelector, want)
+		}
+	}
+}
+
+// labelFieldValues returns the values of a card of vendor for NFD's deviceLabelFields (its class is that of a
+// display controller, 0302).
+func labelFieldValues(fields []string, vendor string) []string {
+	values := map[string]string{"class": "0302", "vendor": vendor, "device": "1eb8"}
+	var out []string
+	for _, f := range fields {
+		out = append(out, values[f])
+	}
+	return out
 }

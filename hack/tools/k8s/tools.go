@@ -1,10 +1,13 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane commands this module builds.
+// Package tools pins the Kubernetes commands this module builds: the control plane, and a real node's kubelet and
+// kube-proxy.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -67,7 +69,8 @@ func (p *pki) caPEM() []byte {
 // serving issues a server certificate for loopback (and the in-cluster names of the API server) as
 // <name>.crt and <name>.key.
 func (p *pki) serving(name string, dnsNames ...string) error {
-	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}
+	// The API server's address on loopback, on the real nodes' network, and its Service's in both modes.
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1"), net.ParseIP(realnode.HostIP), net.ParseIP(realnode.APIServiceIP)}
 	return p.issue(name, pkix.Name{CommonName: name}, x509.ExtKeyUsageServerAuth, append([]string{"localhost"}, dnsNames...), ips)
 }
 

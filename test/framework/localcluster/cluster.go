@@ -97,6 +97,10 @@ type Config struct {
 	// AuditUsers, when set, makes the API server record every write by these users (create, update, patch,
 	// delete) in the audit log at AuditLogPath, for a measure of the writes a component causes.
 	AuditUsers []string
+	// RealNodes runs the inventory's nodes as real nodes (realnode: a kubelet, containerd and runc in a network
+	// namespace of their own, Pods in real containers) instead of KWOK's; it needs root, `make host-packages`
+	// and PodRunner (the localcluster command, whose run-node supervises a node).
+	RealNodes bool
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }
@@ -137,6 +141,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := checkBinaries(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkRealNodes(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.DevicePlugins && (cfg.Detach || cfg.Inventory == nil) {
 		return nil, errors.New("device plugins need an inventory and a cluster that does not outlive this process")
 	}
@@ -146,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 	}
 	// A fresh start every time: old etcd data or certificates would only hide problems.
-	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig", "dp", "pods", "helm"} {
+	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig", "dp", "pods", "helm", "nodes"} {
 		if err := os.RemoveAll(filepath.Join(cfg.Dir, sub)); err != nil {
 			return nil, errors.Wrap(err, "cannot clean the run directory")
 		}
@@ -172,6 +179,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		{"installing CRDs", c.installCRDs},
 		{"starting kube-controller-manager and kube-scheduler", c.startControllers},
 		{"starting kwok and creating nodes", c.startKWOK},
+		{"starting the real nodes", c.startRealNodes},
 		{"starting nfd-master", c.startNFD},
 		{"starting kueue", c.startKueue},
 		{"starting the kubelets' device managers", c.startDeviceKubelets},
@@ -202,7 +210,8 @@ func (c *Cluster) Stop() error {
 	return err
 }
 
-// Stop stops a cluster started in dir, by the process IDs it recorded. It returns the components it stopped.
+// Stop stops a cluster started in dir, by the process IDs it recorded, and its real nodes with what they run.
+// It returns the components it stopped.
 func Stop(dir string) ([]string, error) {
 	order := make([]string, len(startOrder))
 	for i, name := range startOrder {
@@ -216,7 +225,11 @@ func Stop(dir string) ([]string, error) {
 			order = append([]string{name}, order...)
 		}
 	}
-	return stopRecorded(dir, order)
+	stopped, err := stopRecorded(dir, order)
+	if err := stopRealNodes(dir); err != nil {
+		return stopped, err
+	}
+	return stopped, err
 }
 
 // MetricsURL is the address of the worker's Prometheus metrics, empty when the cluster runs no operator.
@@ -317,6 +330,9 @@ func (c *Cluster) writePKI(context.Context) error {
 		if err := p.kubeconfig(c.path("pki", name+".kubeconfig"), name, server); err != nil {
 			return err
 		}
+	}
+	if err := c.nodeCredentials(p); err != nil {
+		return err
 	}
 	if err := p.serviceAccountKeys(); err != nil {
 		return err

@@ -47,18 +47,14 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	}
 	if err := c.start(componentAPIServer, nil, append([]string{c.bin("kube-apiserver"),
 		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(c.ports.etcdClient),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(c.ports.apiServer),
 		"--tls-cert-file=" + pki("kube-apiserver.crt"), "--tls-private-key-file=" + pki("kube-apiserver.key"),
 		"--client-ca-file=" + pki("ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki("sa.pub"), "--service-account-signing-key-file=" + pki("sa.key"),
-		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=Node,RBAC", "--allow-privileged=true",
 		"--kubelet-client-certificate=" + pki("kube-apiserver-kubelet-client.crt"),
 		"--kubelet-client-key=" + pki("kube-apiserver-kubelet-client.key"),
-		// On loopback the endpoint reconciler would refuse 127.0.0.1 as the kubernetes Service's endpoint.
-		"--endpoint-reconciler-type=none",
 		// The aggregation layer, for the worker-gateway's API: the front proxy's certificate and the headers
 		// that name the user to the aggregated API server.
 		"--requestheader-client-ca-file=" + pki("ca.crt"), "--requestheader-allowed-names=front-proxy-client",
@@ -66,7 +62,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + pki("front-proxy-client.crt"), "--proxy-client-key-file=" + pki("front-proxy-client.key"),
 		"--profiling=false",
-	}, append(audit, c.routingFlags()...)...)...); err != nil {
+	}, append(append(audit, c.routingFlags()...), c.realNodeFlags()...)...)...); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
@@ -234,6 +230,9 @@ func gateOnDevices(stage string) (string, error) {
 }
 
 func (c *Cluster) startKWOK(ctx context.Context) error {
+	if c.cfg.RealNodes {
+		return nil
+	}
 	if err := c.routePods(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,157 @@
+package localcluster
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
+)
+
+// nodeComponent is the component name of a real node's supervisor.
+func nodeComponent(name string) string { return "node-" + name }
+
+// realNodeFlags are the API server's flags that differ when its nodes are real: it listens where the nodes'
+// network reaches it (HostIP) and is the endpoint of the kubernetes Service there, Services get addresses
+// kube-proxy programs on the nodes, and webhooks and aggregated APIs are called at their Pods' addresses.
+func (c *Cluster) realNodeFlags() []string {
+	if !c.cfg.RealNodes {
+		return []string{"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+			"--service-cluster-ip-range=10.0.0.0/24",
+			// On loopback the endpoint reconciler would refuse 127.0.0.1 as the kubernetes Service's endpoint.
+			"--endpoint-reconciler-type=none"}
+	}
+	return []string{"--bind-address=0.0.0.0", "--advertise-address=" + realnode.HostIP,
+		"--service-cluster-ip-range=" + realnode.ServiceCIDR, "--enable-aggregator-routing=true",
+		// Kubelets are called at their address on the nodes' network, never by a name looked up outside.
+		"--kubelet-preferred-address-types=InternalIP"}
+}
+
+// checkRealNodes fails early, saying what to run, when this machine cannot run real nodes.
+func checkRealNodes(cfg Config) error {
+	if !cfg.RealNodes {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("real nodes need root (network namespaces, mounts and cgroups)")
+	}
+	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "nsenter", "unshare"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return errors.Errorf("%s is missing: run `make host-packages` first", b)
+		}
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		return errors.New("the CNI plugins are missing: run `make host-packages` first")
+	}
+	for _, b := range []string{"kubelet", "kube-proxy", "images/pause.tar"} {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
+			return errors.Errorf("%s is missing from %s: run `make tools` first", b, cfg.BinDir)
+		}
+	}
+	if cfg.PodRunner == "" {
+		return errors.New("real nodes need the localcluster command (Config.PodRunner), whose run-node runs them")
+	}
+	return nil
+}
+
+// nodeCredentials writes, for every real node, the kubelet's client certificate and kubeconfig (user
+// system:node:<name>, which the Node authorizer limits to its own node) and kube-proxy's, all pointing at the
+// API server's address on the nodes' network.
+func (c *Cluster) nodeCredentials(p *pki) error {
+	if !c.cfg.RealNodes || c.cfg.Inventory == nil {
+		return nil
+	}
+	server := "https://" + realnode.HostIP + ":" + strconv.Itoa(c.ports.apiServer)
+	if err := p.client("kube-proxy", "system:kube-proxy"); err != nil {
+		return err
+	}
+	if err := p.kubeconfig(c.path("pki", "kube-proxy.kubeconfig"), "kube-proxy", server); err != nil {
+		return err
+	}
+	for _, n := range c.cfg.Inventory.Nodes {
+		name := "kubelet-" + n.Name
+		if err := p.client(name, "system:node:"+n.Name, "system:nodes"); err != nil {
+			return err
+		}
+		if err := p.kubeconfig(c.path("pki", name+".kubeconfig"), name, server); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startRealNodes starts one real node per inventory entry and waits until every one is Ready.
+func (c *Cluster) startRealNodes(ctx context.Context) error {
+	if !c.cfg.RealNodes || c.cfg.Inventory == nil {
+		return nil
+	}
+	if err := realnode.SetUpHost(ctx); err != nil {
+		return err
+	}
+	images, err := filepath.Glob(filepath.Join(c.cfg.BinDir, "images", "*.tar"))
+	if err != nil {
+		return errors.Wrap(err, "cannot list the node images")
+	}
+	nodes := c.cfg.Inventory.Nodes
+	for i, n := range nodes {
+		cfg := realnode.Config{
+			Name: n.Name, Index: i + 1, Dir: c.path("nodes", n.Name),
+			Kubelet: c.bin("kubelet"), KubeProxy: c.bin("kube-proxy"),
+			Kubeconfig:      c.path("pki", "kubelet-"+n.Name+".kubeconfig"),
+			ProxyKubeconfig: c.path("pki", "kube-proxy.kubeconfig"),
+			ClientCA:        c.path("pki", "ca.crt"),
+			Images:          images, Labels: n.Labels,
+		}
+		if err := realnode.AddNode(ctx, n.Name, i+1, len(nodes)); err != nil {
+			return err
+		}
+		path, err := realnode.WriteConfig(cfg)
+		if err != nil {
+			return err
+		}
+		if err := c.start(nodeComponent(n.Name), nil, c.cfg.PodRunner, "run-node", path); err != nil {
+			return err
+		}
+	}
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	// A node imports its images and registers within seconds; a cold machine's first overlay mounts are slower.
+	return c.waitFor(ctx, "real nodes", 3*time.Minute, func(ctx context.Context) error {
+		for _, n := range nodes {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !NodeReady(node) {
+				return errors.Errorf("node %s is not Ready", n.Name)
+			}
+		}
+		return nil
+	})
+}
+
+// stopRealNodes stops every real node started in dir, with what each node runs, and removes its network.
+func stopRealNodes(dir string) error {
+	configs, _ := filepath.Glob(filepath.Join(dir, "nodes", "*", "node.json"))
+	var last error
+	for _, path := range configs {
+		cfg, err := realnode.ReadConfig(path)
+		if err != nil {
+			last = err
+			continue
+		}
+		if err := realnode.StopNode(context.Background(), cfg); err != nil {
+			last = err
+		}
+	}
+	return last
+}

@@ -1,0 +1,95 @@
+package realnode
+
+// containerdConfig is the node's containerd (Debian's 1.6): its own root, state and socket (the node's
+// mount namespace puts them at the standard paths), the CRI plugin with the pause image built here and the
+// CNI plugins of Debian's containernetworking-plugins.
+const containerdConfig = `version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+
+[grpc]
+  address = "/run/containerd/containerd.sock"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "` + PauseImage + `"
+  # This machine's root lacks CAP_SYS_RESOURCE, so runc may not lower a container's oom_score_adj below its
+  # own; without this every sandbox fails ("can't get final child's PID from pipe").
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "/etc/cni/net.d"
+`
+
+// cniConfig is the node's Pod network: a bridge whose gateway is the node, addresses from the node's PodCIDR
+// (%s), hostPort mappings.
+const cniConfig = `{
+  "cniVersion": "1.0.0",
+  "name": "gsk",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s"}]], "routes": [{"dst": "0.0.0.0/0"}]}
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+
+// kubeletConfig is the kubelet's configuration: client CA (%s), resolv.conf (%s) and cluster DNS (%s). Each
+// setting off the defaults is what this machine needs: cgroup v1 (failCgroupV1), no systemd (cgroupfs), swap,
+// an image filesystem whose capacity reads 0 (localStorageCapacityIsolation, eviction), and images that cannot
+// be pulled again once collected (imageGCHighThresholdPercent).
+const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /
+failSwapOn: false
+localStorageCapacityIsolation: false
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %s
+authorization:
+  mode: Webhook
+resolvConf: %s
+clusterDNS: [%s]
+clusterDomain: cluster.local
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+evictionHard:
+  nodefs.available: "0%%"
+  nodefs.inodesFree: "0%%"
+  imagefs.available: "0%%"
+imageGCHighThresholdPercent: 100
+serializeImagePulls: false
+`
+
+// kubeProxyConfig is kube-proxy's configuration: kubeconfig (%s), node name (%s), bind address (%s) and the
+// cluster's range (%s). Every Service connection is masqueraded, since this kernel may have no bridge
+// netfilter to see a reply between two Pods of one bridge; conntrack's limits are left as the machine has them.
+const kubeProxyConfig = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: %s
+hostnameOverride: %s
+bindAddress: %s
+mode: iptables
+clusterCIDR: %s
+iptables:
+  masqueradeAll: true
+conntrack:
+  maxPerCore: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+metricsBindAddress: 127.0.0.1:10249
+`
