@@ -106,6 +106,8 @@ $(eval $(call tool,etcd,$(ETCD_VERSION),etcd,go.etcd.io/etcd/server/v3))
 $(eval $(call tool,kwok,$(KWOK_VERSION),kwok,sigs.k8s.io/kwok/cmd/kwok))
 $(eval $(call tool,kueue,$(KUEUE_VERSION),kueue,sigs.k8s.io/kueue/cmd/kueue,KUEUE_LDFLAGS))
 $(eval $(call tool,nfd-master,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-master,NFD_LDFLAGS))
+$(eval $(call tool,nfd-worker,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-worker,NFD_LDFLAGS))
+$(eval $(call tool,nfd-gc,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-gc,NFD_LDFLAGS))
 $(eval $(call tool,controller-gen,$(CONTROLLER_GEN_VERSION),controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen))
 $(eval $(call tool,crossplane,$(CROSSPLANE_VERSION),crossplane,github.com/crossplane/crossplane/v2/cmd/crossplane,CROSSPLANE_LDFLAGS))
 $(eval $(call tool,crank,$(CRANK_VERSION),crank,github.com/crossplane/crossplane/v2/cmd/crank))
@@ -129,12 +131,16 @@ $(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
 	@mkdir -p $(STAMP) && touch $@
 
 # The images every real node holds before anything is pulled (there is no registry): Kubernetes' own pause.c
-# from the pinned module, compiled static, and a busybox user image from Debian's static busybox.
-$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go | host-packages
+# from the pinned module, compiled static; a busybox user image from Debian's static busybox; Kueue's and NFD's
+# images from the binaries built here, under the names their charts pull.
+NODE_IMAGE_BINS := $(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/nfd-worker-$(NFD_VERSION) \
+	$(STAMP)/nfd-gc-$(NFD_VERSION)
+$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go $(NODE_IMAGE_BINS) | host-packages
 	$(call say,building the real nodes' images into $(BIN)/images)
 	k8s=$(call moddir,k8s,k8s.io/kubernetes); mkdir -p $(BIN) && \
 	gcc -Os -Wall -Werror -static -DVERSION=v3.10.1 -o $(BIN)/pause $$k8s/build/pause/linux/pause.c
-	go run ./hack/nodeimages --out $(BIN)/images --pause $(BIN)/pause --busybox /bin/busybox
+	go run ./hack/nodeimages --out $(BIN)/images --bin $(BIN) --busybox /bin/busybox \
+		--kueue-version $(KUEUE_VERSION) --nfd-version $(NFD_VERSION)
 	@mkdir -p $(STAMP) && touch $@
 
 .PHONY: host-packages

@@ -3,7 +3,10 @@
 //
 //   - registry.k8s.io/pause:3.10.1, the Pods' sandbox: Kubernetes' own pause.c (from the pinned module),
 //     compiled static by make;
-//   - docker.io/library/busybox:1.35.0, a small user image: Debian's static busybox with a link per applet.
+//   - docker.io/library/busybox:1.35.0, a small user image: Debian's static busybox with a link per applet;
+//   - registry.k8s.io/kueue/kueue and registry.k8s.io/nfd/node-feature-discovery at the pinned versions, the
+//     images Kueue's and NFD's charts run, from the binaries make tools builds (laid out as their own
+//     Dockerfiles lay them out: /manager; nfd-* in /usr/bin), with the C libraries they load.
 //
 // `make node-images` runs it into bin/images.
 package main
@@ -33,30 +36,48 @@ func main() {
 	}
 }
 
+// image is one image to build: its reference, its archive's file name and what it holds.
+type image struct {
+	ref, file string
+	spec      ociimage.Spec
+}
+
 func run() error {
 	out := flag.String("out", "bin/images", "directory to write the image archives to")
-	pause := flag.String("pause", "bin/pause", "the static pause binary")
+	bin := flag.String("bin", "bin", "directory of the binaries make tools builds (pause, kueue, nfd-*)")
 	busybox := flag.String("busybox", "/bin/busybox", "a static busybox")
+	kueueVersion := flag.String("kueue-version", "v0.17.0", "the version of the Kueue binary in --bin")
+	nfdVersion := flag.String("nfd-version", "v0.19.0", "the version of the NFD binaries in --bin")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return errors.Wrap(err, "cannot create the output directory")
 	}
 	platform := v1.Platform{OS: "linux", Architecture: "amd64"}
-	images := []struct {
-		ref, file string
-		spec      ociimage.Spec
-	}{
-		{realnode.PauseImage, "pause.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/pause"}, User: "65535:65535",
-			Files: []ociimage.File{{Path: "/pause", Source: *pause, Mode: 0o755}}}},
-	}
-	files, err := busyboxFiles(*busybox)
+	busyboxFiles, err := busyboxFiles(*busybox)
 	if err != nil {
 		return err
 	}
-	images = append(images, struct {
-		ref, file string
-		spec      ociimage.Spec
-	}{BusyboxImage, "busybox.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/sh"}, User: "0:0", Files: files}})
+	kueue, err := withLibraries(ociimage.File{Path: "/manager", Source: filepath.Join(*bin, "kueue"), Mode: 0o755})
+	if err != nil {
+		return err
+	}
+	var nfd []ociimage.File
+	for _, b := range []string{"nfd-master", "nfd-worker", "nfd-gc"} {
+		files, err := withLibraries(ociimage.File{Path: "/usr/bin/" + b, Source: filepath.Join(*bin, b), Mode: 0o755})
+		if err != nil {
+			return err
+		}
+		nfd = append(nfd, files...)
+	}
+	images := []image{
+		{realnode.PauseImage, "pause.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/pause"}, User: "65535:65535",
+			Files: []ociimage.File{{Path: "/pause", Source: filepath.Join(*bin, "pause"), Mode: 0o755}}}},
+		{BusyboxImage, "busybox.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/sh"}, User: "0:0", Files: busyboxFiles}},
+		{"registry.k8s.io/kueue/kueue:" + *kueueVersion, "kueue.tar",
+			ociimage.Spec{Platform: platform, Entrypoint: []string{"/manager"}, Files: kueue}},
+		{"registry.k8s.io/nfd/node-feature-discovery:" + *nfdVersion, "nfd.tar",
+			ociimage.Spec{Platform: platform, Entrypoint: []string{"/usr/bin/nfd-worker"}, User: "65534:65534", Files: dedupe(nfd)}},
+	}
 	for _, img := range images {
 		built, err := ociimage.Build(img.spec)
 		if err != nil {
@@ -67,6 +88,28 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// withLibraries is a binary and the C libraries it loads.
+func withLibraries(f ociimage.File) ([]ociimage.File, error) {
+	libs, err := ociimage.SharedLibraries(f.Source, ociimage.DefaultLibraryDirs)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot find the libraries of %s", f.Source)
+	}
+	return append([]ociimage.File{f}, libs...), nil
+}
+
+// dedupe drops the second of two files with one path (a library two binaries load).
+func dedupe(files []ociimage.File) []ociimage.File {
+	seen := map[string]bool{}
+	var out []ociimage.File
+	for _, f := range files {
+		if !seen[f.Path] {
+			seen[f.Path] = true
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // busyboxFiles is busybox at /bin/busybox and a link to it for each applet it lists, in /bin.

@@ -54,17 +54,21 @@ func (c *Cluster) installChart(ctx context.Context) error {
 	if c.cfg.Chart == "" {
 		return nil
 	}
-	args := []string{c.cfg.PodRunner, "run-pods", "--kubeconfig=" + c.Kubeconfig, "--dir=" + c.path("pods"),
-		"--namespaces=" + ChartNamespace + "," + nfdNamespace}
-	for image, binary := range c.chartImages() {
-		args = append(args, "--image="+image+"="+binary)
-	}
-	if err := c.start(componentPods, nil, args...); err != nil {
-		return err
+	values := c.cfg.ChartValues
+	if !c.cfg.RealNodes {
+		args := []string{c.cfg.PodRunner, "run-pods", "--kubeconfig=" + c.Kubeconfig, "--dir=" + c.path("pods"),
+			"--namespaces=" + ChartNamespace + "," + nfdNamespace}
+		for image, binary := range c.chartImages() {
+			args = append(args, "--image="+image+"="+binary)
+		}
+		if err := c.start(componentPods, nil, args...); err != nil {
+			return err
+		}
+		values = append(c.chartValues(), values...)
 	}
 	helm := []string{"install", ChartRelease, c.cfg.Chart, "--namespace", ChartNamespace, "--create-namespace",
 		"--wait", "--timeout", "5m"}
-	for _, v := range append(c.chartValues(), c.cfg.ChartValues...) {
+	for _, v := range values {
 		helm = append(helm, "--set", v)
 	}
 	cmd := exec.CommandContext(ctx, c.bin("helm"), helm...)
@@ -78,6 +82,9 @@ func (c *Cluster) installChart(ctx context.Context) error {
 		return c.workerLeads(ctx)
 	}); err != nil {
 		return err
+	}
+	if c.cfg.RealNodes {
+		return nil // the chart's own agent DaemonSets run on the nodes
 	}
 	return c.StartAgents(ctx)
 }
@@ -99,18 +106,26 @@ func (c *Cluster) workerLeads(ctx context.Context) error {
 }
 
 // chartConfig checks Config for the chart mode and sets what it implies: the chart brings Kueue and
-// nfd-master and the operator, and its Pods need the Pod network.
+// nfd-master and the operator, and its Pods need the Pod network (real nodes bring theirs).
 func chartConfig(cfg *Config) error {
 	if cfg.Chart == "" {
 		return nil
 	}
-	if cfg.PodRunner == "" || cfg.Operator == "" {
-		return errors.New("installing the chart needs Config.PodRunner (the localcluster command, for run-pods) and Config.Operator")
+	if cfg.PodRunner == "" {
+		return errors.New("installing the chart needs Config.PodRunner (the localcluster command, for run-pods or run-node)")
+	}
+	if !cfg.RealNodes && cfg.Operator == "" {
+		return errors.New("installing the chart without real nodes needs Config.Operator, the binary the PodRunner runs for its image")
+	}
+	if cfg.RealNodes && len(cfg.Images) == 0 {
+		return errors.New("installing the chart on real nodes needs Config.Images, the operator's image archive (make package)")
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Chart, "charts", "kueue")); err != nil {
 		return errors.Errorf("%s has no charts/kueue: run `make chart` first", cfg.Chart)
 	}
-	cfg.NoKueue, cfg.NoKueueCRDs, cfg.NoNFD, cfg.NoWorker, cfg.PodNetwork = true, true, true, true, true
+	cfg.NoKueue, cfg.NoKueueCRDs, cfg.NoNFD, cfg.NoWorker = true, true, true, true
+	// Real nodes have a Pod network of their own.
+	cfg.PodNetwork = !cfg.RealNodes
 	cfg.PolicyPaths = nil // the chart installs them
 	return nil
 }

@@ -101,6 +101,9 @@ type Config struct {
 	// namespace of their own, Pods in real containers) instead of KWOK's; it needs root, `make host-packages`
 	// and PodRunner (the localcluster command, whose run-node supervises a node).
 	RealNodes bool
+	// Images are image archives every real node imports besides bin/images (the operator's, from make
+	// package): a real node pulls nothing.
+	Images []string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }

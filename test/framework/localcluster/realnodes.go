@@ -12,7 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/realnode"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // nodeComponent is the component name of a real node's supervisor.
@@ -99,6 +101,7 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot list the node images")
 	}
+	images = append(images, c.cfg.Images...)
 	nodes := c.cfg.Inventory.Nodes
 	for i, n := range nodes {
 		cfg := realnode.Config{
@@ -107,7 +110,7 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 			Kubeconfig:      c.path("pki", "kubelet-"+n.Name+".kubeconfig"),
 			ProxyKubeconfig: c.path("pki", "kube-proxy.kubeconfig"),
 			ClientCA:        c.path("pki", "ca.crt"),
-			Images:          images, Labels: n.Labels,
+			Images:          images, Labels: n.Labels, PCIDevices: pciDevices(n),
 		}
 		if err := realnode.AddNode(ctx, n.Name, i+1, len(nodes)); err != nil {
 			return err
@@ -154,4 +157,24 @@ func stopRealNodes(dir string) error {
 		}
 	}
 	return last
+}
+
+// pciDevices are a node's cards as its PCI bus would show them: its vendor's ID, a 3D controller's class for
+// a GPU and a processing accelerator's for the others.
+func pciDevices(n simulated.Node) []realnode.PCIDevice {
+	var out []realnode.PCIDevice
+	for _, a := range n.Accelerators {
+		v, ok := vendors.Lookup(a.Vendor)
+		if !ok {
+			continue
+		}
+		class := "120000"
+		if v.Class == "GPU" {
+			class = "030200"
+		}
+		for range a.Count {
+			out = append(out, realnode.PCIDevice{Class: class, Vendor: v.PCIVendorID, Device: "0001"})
+		}
+	}
+	return out
 }

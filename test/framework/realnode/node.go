@@ -37,6 +37,8 @@ type Config struct {
 	Images []string `json:"images"`
 	// Labels are the administrator's labels, which the kubelet registers the Node with.
 	Labels map[string]string `json:"labels,omitempty"`
+	// PCIDevices are the node's simulated cards, which it shows at /sys/bus/pci/devices.
+	PCIDevices []PCIDevice `json:"pciDevices,omitempty"`
 }
 
 // PauseImage is the sandbox image of every node: the name the kubelet of this version expects, built here.
@@ -215,6 +217,9 @@ func mountNode(cfg Config) error {
 		if err := syscall.Mount("cgroup", h.Dir, h.Type, 0, h.Options); err != nil {
 			return errors.Wrapf(err, "cannot mount the cgroup hierarchy %s (%s)", h.Dir, h.Options)
 		}
+	}
+	if err := mountHardware(cfg); err != nil {
+		return err
 	}
 	// Mounts the kubelet makes below here (volumes) reach the containers that ask for them.
 	if err := syscall.Mount("", "/", "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {

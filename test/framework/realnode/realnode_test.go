@@ -24,8 +24,8 @@ const busybox = "docker.io/library/busybox:1.35.0"
 
 // TestRealNodes starts a control plane with two real nodes and checks what a kubelet of the machine would do:
 // both register Ready with the kubelet and runtime built here; a Pod runs in a real container (its own
-// cgroup below the kubelet's kubepods, its address from its node's Pod range), answers kubectl logs and exec
-// through the kubelet, reaches the API server through the kubernetes Service (kube-proxy) and a Pod of the
+// cgroup below the kubelet's kubepods, its address from its node's Pod range), sees its node's simulated cards
+// and none of this machine's devices through a hostPath of /sys, answers kubectl logs and exec through the kubelet, reaches the API server through the kubernetes Service (kube-proxy) and a Pod of the
 // other node; and stopping the cluster leaves no process, cgroup or network namespace behind.
 func TestRealNodes(t *testing.T) {
 	bin, skip, err := testenv.BinDir("kubelet", "kube-proxy", "images/pause.tar", "images/busybox.tar")
@@ -45,7 +45,8 @@ func TestRealNodes(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	inv := &simulated.Inventory{Nodes: []simulated.Node{
-		{Name: "node-a", OS: "linux", Arch: "amd64", Labels: map[string]string{"example.com/rack": "a"}},
+		{Name: "node-a", OS: "linux", Arch: "amd64", Labels: map[string]string{"example.com/rack": "a"},
+			Accelerators: []simulated.Accelerators{{Vendor: "nvidia", Product: "Tesla T4", Count: 2}}},
 		{Name: "node-b", OS: "linux", Arch: "amd64"},
 	}}
 	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, NoKueue: true, NoNFD: true,
@@ -84,6 +85,8 @@ func TestRealNodes(t *testing.T) {
 	// The server on node-b is busybox's httpd on port 8080; the client on node-a calls it and the API server.
 	server := pod("server", "node-b", "mkdir -p /www && echo served-by-node-b > /www/index.html && httpd -f -p 8080 -h /www")
 	client := pod("client", "node-a", "echo client-started; cat /proc/self/cgroup; sleep 3600")
+	client.Spec.Volumes = []corev1.Volume{{Name: "sys", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys"}}}}
+	client.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "sys", MountPath: "/host-sys", ReadOnly: true}}
 	for _, p := range []*corev1.Pod{server, client} {
 		if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -125,6 +128,10 @@ func TestRealNodes(t *testing.T) {
 	}
 	if out := inPod("the container's user", "id", "-u"); strings.TrimSpace(out) != "0" {
 		t.Errorf("kubectl exec client -- id -u: %q, want 0", out)
+	}
+	if out := inPod("the node's PCI bus", "sh", "-c", "cat /host-sys/bus/pci/devices/*/vendor"); strings.Fields(out) == nil ||
+		strings.Join(strings.Fields(out), ",") != "0x10de,0x10de" {
+		t.Errorf("node-a's PCI bus through a hostPath of /sys shows vendors %q, want its two NVIDIA cards and nothing else", out)
 	}
 	// busybox's nc, not its wget: a static glibc resolves nothing, not even an address, without its NSS modules.
 	if out := inPod("a Pod of the other node", "sh", "-c", "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 "+serverIP+" 8080"); !strings.Contains(out, "served-by-node-b") {
