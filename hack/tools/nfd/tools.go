@@ -5,7 +5,7 @@
 package tools
 
 import (
-	_ "sigs.k8s.io/node-feature-discovery/cmd/nfd-master"
 	_ "sigs.k8s.io/node-feature-discovery/cmd/nfd-gc"
+	_ "sigs.k8s.io/node-feature-discovery/cmd/nfd-master"
 	_ "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker"
 )
