@@ -100,13 +100,16 @@ endef
 
 KUEUE_LDFLAGS := -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)
 NFD_LDFLAGS := -X sigs.k8s.io/node-feature-discovery/pkg/version.version=$(NFD_VERSION)
+# nfd-worker runs in a container that sees the host's /sys, /proc, /etc ... at /host-sys, /host-proc, ...: NFD's
+# own image build sets that prefix.
+NFD_WORKER_LDFLAGS := $(NFD_LDFLAGS) -X sigs.k8s.io/node-feature-discovery/pkg/utils/hostpath.pathPrefix=/host-
 CROSSPLANE_LDFLAGS := -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)
 
 $(eval $(call tool,etcd,$(ETCD_VERSION),etcd,go.etcd.io/etcd/server/v3))
 $(eval $(call tool,kwok,$(KWOK_VERSION),kwok,sigs.k8s.io/kwok/cmd/kwok))
 $(eval $(call tool,kueue,$(KUEUE_VERSION),kueue,sigs.k8s.io/kueue/cmd/kueue,KUEUE_LDFLAGS))
 $(eval $(call tool,nfd-master,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-master,NFD_LDFLAGS))
-$(eval $(call tool,nfd-worker,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-worker,NFD_LDFLAGS))
+$(eval $(call tool,nfd-worker,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-worker,NFD_WORKER_LDFLAGS))
 $(eval $(call tool,nfd-gc,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-gc,NFD_LDFLAGS))
 $(eval $(call tool,controller-gen,$(CONTROLLER_GEN_VERSION),controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen))
 $(eval $(call tool,crossplane,$(CROSSPLANE_VERSION),crossplane,github.com/crossplane/crossplane/v2/cmd/crossplane,CROSSPLANE_LDFLAGS))
@@ -266,6 +269,10 @@ bench-cluster: $(DEMO_TOOLS) ## Measure the operator on a local cluster of NODES
 DEMO_DIR ?= $(ROOT)/.demo
 INVENTORY ?= examples/clusters/walkthrough.yaml
 INVENTORIES ?= examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
+# REAL_NODES=1 runs the demo's nodes as real nodes (a kubelet with containerd each; root and make
+# host-packages): the chart's Pods run in real containers. The device agents there read the nodes' simulated
+# PCI bus but not yet the vendors' tools, so the walkthrough's pools need the default (KWOK) nodes for now.
+REAL_NODES ?=
 
 .PHONY: demo
 demo: ## Start a bare local cluster with the walkthrough's nodes (or INVENTORY=FILE) and helm install the chart on it, in the background.
@@ -273,8 +280,10 @@ demo: ## Start a bare local cluster with the walkthrough's nodes (or INVENTORY=F
 	@$(MAKE) --no-print-directory $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS)
 	$(call say,demo step 2 of 3: building gpustack-operator and localcluster)
 	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/localcluster
+	$(if $(REAL_NODES),$(call say,demo step 2b: the operator's image (make package)) && $(MAKE) --no-print-directory package)
 	$(call say,demo step 3 of 3: starting the local cluster and installing the chart (helm install))
-	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator --chart $(CHART)
+	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator --chart $(CHART) \
+		$(if $(REAL_NODES),--real-nodes --images $(OUTPUT)/package/images/gpustack-operator.tar)
 
 .PHONY: demo-multi
 demo-multi: ## Start one member cluster per inventory (INVENTORIES=a.yaml,b.yaml) and a manager running the worker-gateway.

@@ -4,10 +4,14 @@
 //	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml
 //	localcluster up-multi --bin bin --dir .demo --inventories examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
 //	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml --chart package/helm/gpustack-operator
+//	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml --chart package/helm/gpustack-operator \
+//		--real-nodes --images _output/package/images/gpustack-operator.tar
 //	localcluster down --dir .demo
 //
 // With --chart the cluster is bare (no Kueue, no nfd-master, no operator) and helm installs the chart; the
-// cluster then runs its Pods with localcluster run-pods, a component like the others.
+// cluster then runs its Pods with localcluster run-pods, a component like the others. With --real-nodes too,
+// every node is a real kubelet with containerd (localcluster run-node supervises each) and the chart's Pods run
+// in real containers from the images built here.
 package main
 
 import (
@@ -70,6 +74,8 @@ func up(args []string) error {
 	operator := fs.String("operator", "", "the gpustack-operator binary to run as the worker and the simulated device agents")
 	policies := fs.String("policies", "policies/cel", "comma-separated directories of admission policies to install with the operator; empty installs none")
 	chart := fs.String("chart", "", "install this chart directory with helm instead of starting Kueue, nfd-master and the operator (make chart fills its charts/)")
+	realNodes := fs.Bool("real-nodes", false, "run the inventory's nodes as real nodes (kubelet, containerd, runc; needs root and make host-packages) instead of KWOK's")
+	images := fs.String("images", "", "comma-separated image archives every real node imports besides bin/images (the operator's, from make package)")
 	_ = fs.Parse(args)
 
 	nodes, err := simulated.Load(*inv)
@@ -83,7 +89,17 @@ func up(args []string) error {
 	defer stop()
 	cfg := localcluster.Config{
 		BinDir: *bin, Dir: *dir, Inventory: nodes, CRDPaths: strings.Split(*crds, ","),
-		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, Progress: os.Stderr,
+		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, Progress: os.Stderr, RealNodes: *realNodes,
+	}
+	if *images != "" {
+		cfg.Images = strings.Split(*images, ",")
+	}
+	if *realNodes {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cfg.PodRunner = self
 	}
 	if *operator != "" && *policies != "" {
 		cfg.PolicyPaths = strings.Split(*policies, ",")

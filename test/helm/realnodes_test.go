@@ -2,15 +2,18 @@ package helm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -65,15 +68,34 @@ func TestChartOnRealNodes(t *testing.T) {
 		}
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning && p.Status.ContainerStatuses[0].ContainerID != "" {
-				running[p.Labels["app.kubernetes.io/name"]+"/"+p.Labels["app.kubernetes.io/component"]+p.Labels["role"]]++
+				running[p.Labels["app.kubernetes.io/name"]+" "+p.Labels["app.kubernetes.io/component"]+p.Labels["role"]]++
 			}
 		}
 	}
-	t.Logf("running: %v", running)
-	if running["gpustack-operator/worker"] != 2 {
-		t.Errorf("the chart's two worker replicas run in containers: %v", running)
+	want := map[string]int{"gpustack-operator worker": 2, "kueue ": 1, "nfd master": 1, "nfd gc": 1, "nfd worker": len(inv.Nodes)}
+	if diff := cmp.Diff(want, running); diff != "" {
+		t.Errorf("the chart's Pods running in containers, by name and component\n-want, +got:\n%s", diff)
 	}
-	if running["kueue/controller"] < 1 || running["node-feature-discovery/master"] < 1 || running["node-feature-discovery/worker"] != len(inv.Nodes) {
-		t.Errorf("Kueue, nfd-master and an nfd-worker per node run in containers: %v", running)
-	}
+
+	// nfd-worker read each node's PCI bus: the cards' vendor is the label the NVIDIA agent DaemonSet selects.
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes.Items {
+			got := n.Labels["feature.node.kubernetes.io/pci-10de.present"] == "true"
+			if wantLabel := n.Name != "node-cpu"; got != wantLabel {
+				return false, fmt.Sprintf("node %s: NFD's pci-10de.present label is %v, want %v", n.Name, got, wantLabel)
+			}
+		}
+		ds, err := cs.AppsV1().DaemonSets(deviceagent.Namespace).Get(ctx, deviceagent.DaemonSetName("nvidia"), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if ds.Status.DesiredNumberScheduled != 3 {
+			return false, fmt.Sprintf("the NVIDIA agents are scheduled on %d nodes, want the three with cards", ds.Status.DesiredNumberScheduled)
+		}
+		return true, ""
+	})
 }
