@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
-	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
 
 // pki is the local cluster's certificate authority and the key pairs signed by it.
