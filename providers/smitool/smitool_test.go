@@ -186,15 +186,17 @@ func TestExecRunner(t *testing.T) {
 		}
 		return p
 	}
+	// Only the hung tool meets the timeout: on a loaded machine a short one could cut off the others first.
 	cases := map[string]struct {
-		reason string
-		cmd    Command
-		want   string
-		err    string
+		reason  string
+		cmd     Command
+		timeout time.Duration
+		want    string
+		err     string
 	}{
 		"Prints": {reason: "Stdout comes back.", cmd: Command{Name: script("ok", "echo card0")}, want: "card0\n"},
 		"Hangs": {reason: "A hung tool, and the child it started, are killed at the timeout.",
-			cmd: Command{Name: script("hang", "sleep 30 & sleep 30")}, err: "no answer within"},
+			cmd: Command{Name: script("hang", "sleep 30 & sleep 30")}, timeout: 500 * time.Millisecond, err: "no answer within"},
 		"Fails": {reason: "A failing tool's first stderr line is in the error.",
 			cmd: Command{Name: script("fail", "echo 'driver not loaded' >&2; exit 3")}, err: "driver not loaded"},
 		"Missing": {reason: "A missing tool says so.", cmd: Command{Name: "no-such-smi-tool"}, err: "not installed"},
@@ -203,7 +205,11 @@ func TestExecRunner(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ExecRunner{Timeout: 500 * time.Millisecond}.Run(context.Background(), tc.cmd)
+			timeout := tc.timeout
+			if timeout == 0 {
+				timeout = time.Minute
+			}
+			got, err := ExecRunner{Timeout: timeout}.Run(context.Background(), tc.cmd)
 			if tc.err == "" && (err != nil || string(got) != tc.want) {
 				t.Errorf("%s\nRun(...) = %q, %v; want %q", tc.reason, got, err, tc.want)
 			}

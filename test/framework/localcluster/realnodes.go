@@ -112,6 +112,9 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 			ClientCA:        c.path("pki", "ca.crt"),
 			Images:          images, Labels: n.Labels, PCIDevices: pciDevices(n),
 		}
+		if err := realnode.ClearLeftovers(n.Name); err != nil {
+			return err
+		}
 		if err := realnode.AddNode(ctx, n.Name, i+1, len(nodes)); err != nil {
 			return err
 		}

@@ -192,3 +192,25 @@ func cgroupProcs(dirs []string) []int {
 	slices.Sort(out)
 	return out
 }
+
+// ClearLeftovers stops whatever a node of this name left running when the run that started it died without
+// stopping it (a test killed at its timeout): every process in its cgroups, which are then removed. It is a
+// no-op when there are none.
+func ClearLeftovers(name string) error {
+	hs, err := hierarchies("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	own, err := ownCgroups(hs)
+	if err != nil {
+		return err
+	}
+	var dirs []string
+	for _, h := range hs {
+		dir := filepath.Join(h.Dir, own[h.Dir], Namespace(name))
+		if _, err := os.Stat(dir); err == nil {
+			dirs = append(dirs, dir)
+		}
+	}
+	return errors.Wrapf(killCgroups(dirs, 30*time.Second), "cannot stop what an earlier node %s left running", name)
+}
