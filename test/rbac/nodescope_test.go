@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 
 	"context"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,11 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 		onA = agentClient(ctx, &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodeA.Name, UID: nodeA.UID})
 		podOnA = agentClient(ctx, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID})
 		unbound = agentClient(ctx, nil)
+		// The API server enforces a new ValidatingAdmissionPolicy once its informers hold it and its binding: until
+		// then a spec run first (the order is random) would see its write let through. A dry run writes nothing.
+		Eventually(func(ctx context.Context) error {
+			return onA.Create(ctx, &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}, client.DryRunAll)
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(MatchError(ContainSubstring("may write only that node's devices")))
 	})
 	devices := func(node string) *workerv1.Devices {
 		return &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: node}}
