@@ -87,13 +87,13 @@ func Run(ctx context.Context, configPath string) error {
 		return err
 	}
 	if os.Getenv(stageEnv) == "" {
-		return enterNode(cfg, configPath)
+		return enterNode(cfg)
 	}
 	return runNode(ctx, cfg)
 }
 
-// enterNode is the first stage: cgroups, then exec into the namespaces.
-func enterNode(cfg Config, configPath string) error {
+// enterNode is the first stage: cgroups, then the same command again inside the namespaces.
+func enterNode(cfg Config) error {
 	hs, err := hierarchies("/proc/self/mountinfo")
 	if err != nil {
 		return err
@@ -119,7 +119,6 @@ func enterNode(cfg Config, configPath string) error {
 	}
 	argv := append([]string{"nsenter", "--net=/run/netns/" + Namespace(cfg.Name), "--",
 		unshare, "--cgroup", "--mount", "--propagation", "slave", "--", self}, os.Args[1:]...)
-	_ = configPath
 	return errors.Wrap(syscall.Exec(nsenter, argv, append(os.Environ(), stageEnv+"=node")), "cannot enter the node's namespaces")
 }
 
@@ -194,21 +193,14 @@ func mountNode(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	mounts := []struct {
-		source, target, fstype string
-		flags                  uintptr
-		data                   string
-	}{
-		{"sysfs", "/sys", "sysfs", 0, ""},
-		{"tmpfs", cgroupRoot, "tmpfs", 0, "mode=755"},
-	}
 	if err := syscall.Unmount("/sys", syscall.MNT_DETACH); err != nil {
 		return errors.Wrap(err, "cannot unmount the machine's /sys")
 	}
-	for _, m := range mounts {
-		if err := syscall.Mount(m.source, m.target, m.fstype, m.flags, m.data); err != nil {
-			return errors.Wrapf(err, "cannot mount %s", m.target)
-		}
+	if err := syscall.Mount("sysfs", "/sys", "sysfs", 0, ""); err != nil {
+		return errors.Wrap(err, "cannot mount the node's /sys")
+	}
+	if err := syscall.Mount("tmpfs", cgroupRoot, "tmpfs", 0, "mode=755"); err != nil {
+		return errors.Wrapf(err, "cannot mount %s", cgroupRoot)
 	}
 	for _, h := range hs {
 		if err := os.MkdirAll(h.Dir, 0o755); err != nil {
