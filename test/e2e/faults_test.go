@@ -150,6 +150,11 @@ func observeChurn(ctx context.Context) (churnResult, string) {
 			continue
 		}
 		for _, c := range pools.PodClaims(p) {
+			// A Ready survivor whose card is not recorded yet is charged nowhere: counting then would take a
+			// state that is still settling for the end state (an undisturbed run once read 25 slices for 26).
+			if len(c.Cards) == 0 {
+				return got, fmt.Sprintf("Pod %s runs with no card recorded yet", p.Name)
+			}
 			for _, card := range c.Cards {
 				switch c.Demand.Family {
 				case pools.FamilyExclusive:
