@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -59,7 +60,49 @@ func (d Deployment) Objects() []client.Object {
 	for _, v := range vendors.All() {
 		out = append(out, d.daemonSet(v))
 	}
-	return out
+	return append(out, d.cpuInfoDaemonSet())
+}
+
+// CPUInfoDaemonSetName is the DaemonSet that reports every node's CPU.
+const CPUInfoDaemonSetName = "gpustack-operator-cpu-info"
+
+// cpuInfoDaemonSet reports the CPU of every Linux node, CPU-only nodes included. It reads the host's
+// /proc/cpuinfo through a read-only file mount (where an LXCFS-style container /proc would show another) and
+// needs no privilege: it runs as the image's unprivileged user with every capability dropped.
+func (d Deployment) cpuInfoDaemonSet() *appsv1.DaemonSet {
+	labels := map[string]string{"app.kubernetes.io/name": "gpustack-cpu-info", "app.kubernetes.io/part-of": "gpustack-operator"}
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: CPUInfoDaemonSetName, Labels: labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: rbac.ServiceAccountName("device-manager"),
+					NodeSelector:       map[string]string{corev1.LabelOSStable: "linux"},
+					Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					PriorityClassName:  "system-node-critical",
+					Containers: []corev1.Container{{
+						Name: "cpu-info", Image: d.Image,
+						Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
+						Args: []string{"cpu-info", "--cpuinfo=/host/proc/cpuinfo"},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "cpuinfo", MountPath: "/host/proc/cpuinfo", ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{Name: "cpuinfo", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+						Path: "/proc/cpuinfo", Type: ptr.To(corev1.HostPathFile)}}}},
+				},
+			},
+		},
+	}
 }
 
 // MetricsPort is the port the agents serve their Prometheus metrics on.

@@ -33,6 +33,16 @@ func TestDeployment(t *testing.T) {
 				selectors[o.Name] = k
 			}
 			c := o.Spec.Template.Spec.Containers[0]
+			if o.Name == deviceagent.CPUInfoDaemonSetName {
+				if sc := c.SecurityContext; sc == nil || sc.Privileged != nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+					sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+					t.Errorf("%s runs unprivileged, as a user other than root, with no capability: %+v", o.Name, sc)
+				}
+				if len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" {
+					t.Errorf("%s carries the node name alone: %+v", o.Name, c.Env)
+				}
+				continue
+			}
 			var env []string
 			for _, e := range c.Env {
 				env = append(env, e.Name)
@@ -54,8 +64,9 @@ func TestDeployment(t *testing.T) {
 		"hygon": "1d94", "iluvatar": "1e3e", "metax": "9999", "mthreads": "1ed5", "thead": "1ded"} {
 		want[deviceagent.DaemonSetName(mfr)] = "feature.node.kubernetes.io/pci-" + id + ".present"
 	}
+	want[deviceagent.CPUInfoDaemonSetName] = "kubernetes.io/os"
 	if diff := cmp.Diff(want, selectors); diff != "" {
-		t.Errorf("One DaemonSet per manufacturer on the nodes with its PCI vendor: -want, +got:\n%s", diff)
+		t.Errorf("One DaemonSet per manufacturer on the nodes with its PCI vendor, and the CPU reporter on every Linux node: -want, +got:\n%s", diff)
 	}
 }
 

@@ -43,27 +43,35 @@ func (p *Publisher) Publish(ctx context.Context, node string, devices []provider
 }
 
 func (p *Publisher) publishNodeFeature(ctx context.Context, node string, labels map[string]string) error {
+	return applyNodeFeature(ctx, p.Client, NodeFeatureName(node), node, "gpustack-operator-device-manager",
+		nfdv1alpha1.NodeFeatureSpec{Labels: labels})
+}
+
+// applyNodeFeature writes a NodeFeature of node in the operator's namespace, labelled for NFD with the node it
+// describes; nothing when its spec is already spec.
+func applyNodeFeature(ctx context.Context, c client.Client, name, node, partOf string, spec nfdv1alpha1.NodeFeatureSpec) error {
 	nf := &nfdv1alpha1.NodeFeature{}
-	key := client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: NodeFeatureName(node)}
-	err := p.Client.Get(ctx, key, nf)
+	key := client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: name}
+	err := c.Get(ctx, key, nf)
 	if apierrors.IsNotFound(err) {
 		nf = &nfdv1alpha1.NodeFeature{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
 				nfdv1alpha1.NodeFeatureObjNodeNameLabel: node,
-				"app.kubernetes.io/part-of":             "gpustack-operator-device-manager",
+				"app.kubernetes.io/part-of":             partOf,
 			}},
-			Spec: nfdv1alpha1.NodeFeatureSpec{Labels: labels},
+			Spec: spec,
 		}
-		return errors.Wrap(p.Client.Create(ctx, nf), "cannot create device-manager NodeFeature")
+		return errors.Wrapf(c.Create(ctx, nf), "cannot create NodeFeature %s", name)
 	}
 	if err != nil {
-		return errors.Wrap(err, "cannot get device-manager NodeFeature")
+		return errors.Wrapf(err, "cannot get NodeFeature %s", name)
 	}
-	if apiequality.Semantic.DeepEqual(nf.Spec.Labels, labels) || len(nf.Spec.Labels) == 0 && len(labels) == 0 {
+	// Semantic equality counts an empty map as a missing one, as the API server stores them.
+	if apiequality.Semantic.DeepEqual(nf.Spec, spec) {
 		return nil
 	}
-	nf.Spec.Labels = labels
-	return errors.Wrap(p.Client.Update(ctx, nf), "cannot update device-manager NodeFeature")
+	nf.Spec = spec
+	return errors.Wrapf(c.Update(ctx, nf), "cannot update NodeFeature %s", name)
 }
 
 func (p *Publisher) publishDevices(ctx context.Context, node string, devices []providers.Device) error {

@@ -2,6 +2,7 @@
 //
 //	gpustack-operator worker          the control plane: profiler, composer and settings
 //	gpustack-operator device-manager  the per-node device agent
+//	gpustack-operator cpu-info        reports the node's CPU from /proc/cpuinfo (a DaemonSet on every node)
 //	gpustack-operator plan            a dry run of the chain for an inventory file
 //	gpustack-operator function NAME   serves a composition function over gRPC for Crossplane
 //	gpustack-operator cleanup         removes what the operator created at run time (helm uninstall's hook)
@@ -19,6 +20,7 @@ var commands = map[string]func(args []string) error{
 	"plan":           runPlan,
 	"worker":         runWorker,
 	"device-manager": runDeviceManager,
+	"cpu-info":       runCPUInfo,
 	"function":       runFunction,
 	"cleanup":        runCleanup,
 	"worker-gateway": runWorkerGateway,

@@ -26,6 +26,7 @@ import (
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
+	"github.com/gpustack/gpustack-operator/internal/controller/cpuinfo"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
@@ -133,6 +134,9 @@ func runWorker(args []string) error {
 	if err := (&nodefit.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node fit labels")
 	}
+	if err := (&cpuinfo.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the cpu-info rule")
+	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	comp := &composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}
 	if *kueueConfig != "" {
@@ -217,7 +221,7 @@ func bootstrap(ctx context.Context, c client.Client) error {
 // The agents' namespace, service account and roles ship with the chart, so the worker needs no right to
 // grant roles: it applies the DaemonSets alone, in the agents' namespace, and patches them by name.
 // +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=create
-// +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=get;patch,resourceNames=gpustack-operator-device-manager-amd;gpustack-operator-device-manager-ascend;gpustack-operator-device-manager-cambricon;gpustack-operator-device-manager-hygon;gpustack-operator-device-manager-iluvatar;gpustack-operator-device-manager-metax;gpustack-operator-device-manager-mthreads;gpustack-operator-device-manager-nvidia;gpustack-operator-device-manager-thead
+// +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=get;patch,resourceNames=gpustack-operator-device-manager-amd;gpustack-operator-device-manager-ascend;gpustack-operator-device-manager-cambricon;gpustack-operator-device-manager-hygon;gpustack-operator-device-manager-iluvatar;gpustack-operator-device-manager-metax;gpustack-operator-device-manager-mthreads;gpustack-operator-device-manager-nvidia;gpustack-operator-device-manager-thead;gpustack-operator-cpu-info
 
 // deployAgents server-side applies the device agents' DaemonSets; applying what is already there writes
 // nothing.

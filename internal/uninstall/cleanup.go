@@ -32,6 +32,7 @@ import (
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
+	"github.com/gpustack/gpustack-operator/internal/controller/cpuinfo"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
 
@@ -67,6 +68,7 @@ type Options struct {
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=localqueues;clusterqueues;resourceflavors;admissionchecks,verbs=list;delete;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=*,verbs=list;patch
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeatures,verbs=list;delete
+// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeaturerules,verbs=delete,resourceNames=gpustack-cpu-info
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;delete,resourceNames=devices.worker.gpustack.ai;instancepersistentvolumes.worker.gpustack.ai;instances.worker.gpustack.ai;instancetypeflavors.worker.gpustack.ai;instancetypes.worker.gpustack.ai;settings.worker.gpustack.ai
 
@@ -195,8 +197,10 @@ func (r *remover) kueueGone(ctx context.Context) {
 	}
 }
 
-// nodeFeatures deletes the worker's and the device agents' NodeFeatures, in every namespace.
+// nodeFeatures deletes the worker's, the device agents' and the CPU reporters' NodeFeatures, in every
+// namespace, and the worker's NodeFeatureRule.
 func (r *remover) nodeFeatures(ctx context.Context) {
+	r.delete(ctx, &nfdv1alpha1.NodeFeatureRule{ObjectMeta: metav1.ObjectMeta{Name: cpuinfo.RuleName}})
 	list := &nfdv1alpha1.NodeFeatureList{}
 	if err := r.c.List(ctx, list); err != nil {
 		r.fail(err)

@@ -140,10 +140,10 @@ func checkPCILabels(t *testing.T, objs map[string]*unstructured.Unstructured) {
 	}
 	for _, o := range (deviceagent.Deployment{Image: "agent"}).Objects() {
 		ds, ok := o.(*appsv1.DaemonSet)
-		if !ok {
+		mfr := ds.Labels["gpustack.ai/manufacturer"]
+		if !ok || mfr == "" {
 			continue
 		}
-		mfr := ds.Labels["gpustack.ai/manufacturer"]
 		v, _ := vendors.Lookup(mfr)
 		// NFD's label of a device: pci-<its deviceLabelFields' values joined by _>.present.
 		want := "feature.node.kubernetes.io/pci-" + strings.Join(labelFieldValues(pci.DeviceLabelFields, v.PCIVendorID), "_") + ".present"

@@ -78,18 +78,24 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 			d.Labels = map[string]string{"updated": "yes"}
 			Expect(c.Update(ctx, d)).To(Succeed(), name)
 			Expect(c.Delete(ctx, d)).To(Succeed(), name)
-			nf := feature(deviceagent.NodeFeatureName("node-a"), "node-a")
-			Expect(c.Create(ctx, nf)).To(Succeed(), name)
-			cleanup(nf)
-			nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
-			Expect(c.Update(ctx, nf)).To(Succeed(), name)
-			Expect(suite.Client.Delete(ctx, nf)).To(Succeed())
+			for _, nfName := range []string{deviceagent.NodeFeatureName("node-a"), deviceagent.CPUNodeFeatureName("node-a")} {
+				nf := feature(nfName, "node-a")
+				Expect(c.Create(ctx, nf)).To(Succeed(), name)
+				cleanup(nf)
+				nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
+				Expect(c.Update(ctx, nf)).To(Succeed(), name)
+				Expect(suite.Client.Delete(ctx, nf)).To(Succeed())
+			}
 		}
 	})
 	It("refuses the agent of a node another node's inventory", func(ctx context.Context) {
 		for name, c := range map[string]client.Client{"a token bound to node-a": onA, "the token of a Pod on node-a": podOnA} {
 			Expect(c.Create(ctx, devices("node-b"))).To(MatchError(ContainSubstring("the device agent of node node-a may write only that node's devices")), name)
 			Expect(c.Create(ctx, feature(deviceagent.NodeFeatureName("node-b"), "node-b"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")), name)
+			Expect(c.Create(ctx, feature(deviceagent.CPUNodeFeatureName("node-b"), "node-b"))).To(MatchError(ContainSubstring(
+				"(node-a-gpustack-device-manager or node-a-gpustack-cpu-info, labelled")), name)
+			Expect(c.Create(ctx, feature("node-a-gpustack-worker", "node-a"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")),
+				"%s: the worker's NodeFeature of its own node", name)
 			Expect(c.Create(ctx, feature(deviceagent.NodeFeatureName("node-a"), "node-b"))).To(MatchError(ContainSubstring("labelled nfd.node.kubernetes.io/node-name=node-a")),
 				"%s: its own NodeFeature applied to another node", name)
 		}

@@ -164,6 +164,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 		mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: deviceagent.Namespace,
 			name: deviceagent.DaemonSetName(v.Key)}))
 	}
+	mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: deviceagent.Namespace,
+		name: deviceagent.CPUInfoDaemonSetName}))
 
 	It("refuses each component what it must not do", func(ctx context.Context) {
 		for _, r := range mustDeny {
