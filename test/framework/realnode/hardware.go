@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"golang.org/x/sys/unix"
+
+	"github.com/gpustack/gpustack-operator/providers/cpuinfo"
 )
 
 // PCIDevice is one card of a simulated node as the PCI bus shows it.
@@ -18,41 +22,116 @@ type PCIDevice struct {
 	Device string `json:"device"`
 }
 
-// pciFixture writes the node's PCI devices as sysfs shows them (one directory a device, named by its address,
-// with the files NFD's pci source and the agent's bus scan read) under Dir/hardware/pci, and returns it.
-func pciFixture(cfg Config) (string, error) {
-	dir := filepath.Join(cfg.Dir, "hardware", "pci")
-	if err := os.RemoveAll(dir); err != nil {
-		return "", errors.Wrap(err, "cannot clear the PCI fixture")
-	}
-	for i, d := range cfg.PCIDevices {
-		dev := filepath.Join(dir, fmt.Sprintf("0000:%02x:00.0", 0x10+i))
-		if err := os.MkdirAll(dev, 0o755); err != nil {
-			return "", errors.Wrap(err, "cannot write the PCI fixture")
-		}
-		files := map[string]string{
-			"class": "0x" + d.Class, "vendor": "0x" + d.Vendor, "device": "0x" + d.Device,
-			"subsystem_vendor": "0x" + d.Vendor, "subsystem_device": "0x0000", "numa_node": "-1",
-		}
-		for name, v := range files {
-			if err := os.WriteFile(filepath.Join(dev, name), []byte(v+"\n"), 0o444); err != nil { //nolint:gosec // sysfs files are world-readable
-				return "", errors.Wrap(err, "cannot write the PCI fixture")
-			}
-		}
-	}
-	return dir, nil
+// CPU is a simulated node's processor as its kernel would show it.
+type CPU struct {
+	// Vendor is the vendor by cpuid's name (Intel, AMD).
+	Vendor string `json:"vendor"`
+	// Name is the brand string.
+	Name string `json:"name"`
+	// Family and Model are the decimal cpuid family and model.
+	Family string `json:"family"`
+	Model  string `json:"model"`
+	// Cores is the number of processors the node shows, each a core of its own.
+	Cores int `json:"cores"`
 }
 
-// mountHardware puts the node's simulated hardware where the real hardware would be seen: its PCI devices over
-// the machine's at /sys/bus/pci/devices (in the node's own sysfs), so nfd-worker and the device agent, reading
-// the node's /sys through their hostPath volumes, see the inventory's cards and nothing of this machine's.
+// hardwareFile is a fixture file and the path the node sees it at.
+type hardwareFile struct{ fixture, target string }
+
+// mountHardware puts the node's simulated hardware where the real hardware would be seen, in the node's own
+// mount namespace: its PCI devices over /sys/bus/pci/devices (nfd-worker and the device agents read them
+// through their /sys mounts), and, when the node has a CPU and memory of its own, its processors over
+// /proc/cpuinfo and /sys/devices/system/node and its memory over /proc/meminfo, which the kubelet's cAdvisor
+// reports as the Node's capacity and the cpu-info reporter reads.
 func mountHardware(cfg Config) error {
-	pci, err := pciFixture(cfg)
-	if err != nil {
-		return err
+	dir := filepath.Join(cfg.Dir, "hardware")
+	if err := os.RemoveAll(dir); err != nil {
+		return errors.Wrap(err, "cannot clear the hardware fixture")
 	}
-	if err := os.MkdirAll(pci, 0o755); err != nil {
-		return errors.Wrap(err, "cannot write the PCI fixture")
+	files := map[string]string{}
+	for i, d := range cfg.PCIDevices {
+		dev := fmt.Sprintf("pci/0000:%02x:00.0/", 0x10+i)
+		for name, v := range map[string]string{
+			"class": "0x" + d.Class, "vendor": "0x" + d.Vendor, "device": "0x" + d.Device,
+			"subsystem_vendor": "0x" + d.Vendor, "subsystem_device": "0x0000", "numa_node": "-1",
+		} {
+			files[dev+name] = v + "\n"
+		}
 	}
-	return errors.Wrap(syscall.Mount(pci, "/sys/bus/pci/devices", "", syscall.MS_BIND, ""), "cannot mount the node's PCI devices")
+	mounts := []hardwareFile{{"pci", "/sys/bus/pci/devices"}}
+	if cfg.CPU.Cores > 0 {
+		real, err := machineCPUs()
+		if err != nil {
+			return err
+		}
+		files["cpuinfo"] = cpuinfoFixture(cfg.CPU)
+		// cAdvisor counts the threads of every NUMA node, and the kubelet writes the CPU ids it saw into its
+		// cgroups' cpusets, which the kernel refuses for a CPU it lacks: so the node's processors are the
+		// machine's, repeated over as many NUMA nodes as it takes to count Cores of them.
+		for i := range cfg.CPU.Cores {
+			cpu := fmt.Sprintf("numa/node%d/cpu%d/", i/len(real), real[i%len(real)])
+			files[cpu+"online"] = "1\n"
+			files[cpu+"topology/core_id"] = fmt.Sprintf("%d\n", i)
+			files[cpu+"topology/physical_package_id"] = "0\n"
+		}
+		mounts = append(mounts, hardwareFile{"cpuinfo", "/proc/cpuinfo"}, hardwareFile{"numa", "/sys/devices/system/node"})
+	}
+	if cfg.MemoryKiB > 0 {
+		files["meminfo"] = fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\n"+
+			"Buffers:               0 kB\nCached:                0 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\n",
+			cfg.MemoryKiB, cfg.MemoryKiB, cfg.MemoryKiB)
+		mounts = append(mounts, hardwareFile{"meminfo", "/proc/meminfo"})
+	}
+	for _, d := range []string{"pci", "numa"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return errors.Wrap(err, "cannot write the hardware fixture")
+		}
+	}
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return errors.Wrap(err, "cannot write the hardware fixture")
+		}
+		if err := os.WriteFile(path, []byte(data), 0o444); err != nil { //nolint:gosec // sysfs and procfs files are world-readable
+			return errors.Wrap(err, "cannot write the hardware fixture")
+		}
+	}
+	for _, m := range mounts {
+		if err := syscall.Mount(filepath.Join(dir, m.fixture), m.target, "", syscall.MS_BIND, ""); err != nil {
+			return errors.Wrapf(err, "cannot mount the node's %s", m.target)
+		}
+	}
+	return nil
+}
+
+// cpuinfoFixture is /proc/cpuinfo of a processor of cores cores, one thread each, as an x86 kernel lists it.
+func cpuinfoFixture(cpu CPU) string {
+	vendor := cpu.Vendor
+	for raw, name := range cpuinfo.VendorNames {
+		if name == cpu.Vendor {
+			vendor = raw
+		}
+	}
+	var b strings.Builder
+	for i := range cpu.Cores {
+		fmt.Fprintf(&b, "processor\t: %d\nvendor_id\t: %s\ncpu family\t: %s\nmodel\t\t: %s\nmodel name\t: %s\nstepping\t: 0\n"+
+			"cpu MHz\t\t: 2500.000\nphysical id\t: 0\nsiblings\t: %d\ncore id\t\t: %d\ncpu cores\t: %d\nclflush size\t: 64\n\n",
+			i, vendor, cpu.Family, cpu.Model, cpu.Name, cpu.Cores, i, cpu.Cores)
+	}
+	return b.String()
+}
+
+// machineCPUs are the ids of the CPUs this process may run on.
+func machineCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, errors.Wrap(err, "cannot read the machine's CPUs")
+	}
+	var ids []int
+	for i := range 1024 {
+		if set.IsSet(i) {
+			ids = append(ids, i)
+		}
+	}
+	return ids, nil
 }

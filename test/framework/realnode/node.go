@@ -39,6 +39,10 @@ type Config struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// PCIDevices are the node's simulated cards, which it shows at /sys/bus/pci/devices.
 	PCIDevices []PCIDevice `json:"pciDevices,omitempty"`
+	// CPU is the node's processor; the machine's when it has no cores.
+	CPU CPU `json:"cpu"`
+	// MemoryKiB is the node's memory; the machine's when 0.
+	MemoryKiB int64 `json:"memoryKiB,omitempty"`
 }
 
 // PauseImage is the sandbox image of every node: the name the kubelet of this version expects, built here.
@@ -154,7 +158,10 @@ func runNode(ctx context.Context, cfg Config) error {
 			return errors.Wrapf(err, "cannot start %s", name)
 		}
 		children = append(children, cmd)
-		go func() { exited <- errors.Errorf("%s exited: %v (its log: %s)", name, cmd.Wait(), log.Name()) }()
+		go func() {
+			err := cmd.Wait()
+			exited <- errors.Errorf("%s exited: %v; its log (%s) ends with:\n%s", name, err, log.Name(), lastLines(log.Name(), 8))
+		}()
 		return nil
 	}
 	if err := startChild("containerd", "containerd", "--config", filepath.Join(cfg.Dir, "containerd.toml")); err != nil {
@@ -285,4 +292,14 @@ func StopNode(ctx context.Context, cfg Config) error {
 	}
 	RemoveNode(ctx, cfg.Name, cfg.Index)
 	return nil
+}
+
+// lastLines returns the last n lines of a file, for an error that says why a child exited.
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path) //nolint:gosec // the node's own log
+	if err != nil {
+		return "(no log)"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

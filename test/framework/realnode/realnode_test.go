@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -46,6 +47,8 @@ func TestRealNodes(t *testing.T) {
 	dir := t.TempDir()
 	inv := &simulated.Inventory{Nodes: []simulated.Node{
 		{Name: "node-a", OS: "linux", Arch: "amd64", Labels: map[string]string{"example.com/rack": "a"},
+			CPU:          simulated.CPU{Vendor: "Intel", Model: "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz", Family: "6", ID: "85", Cores: 48},
+			Memory:       resource.MustParse("192Gi"),
 			Accelerators: []simulated.Accelerators{{Vendor: "nvidia", Product: "Tesla T4", Count: 2}}},
 		{Name: "node-b", OS: "linux", Arch: "amd64"},
 	}}
@@ -78,15 +81,24 @@ func TestRealNodes(t *testing.T) {
 			t.Errorf("node %s has address %q, want %s", n.Name, got, realnode.NodeIP(i+1))
 		}
 	}
-	if got := mustGetNode(ctx, t, c, "node-a").Labels["example.com/rack"]; got != "a" {
+	nodeA := mustGetNode(ctx, t, c, "node-a")
+	if got := nodeA.Labels["example.com/rack"]; got != "a" {
 		t.Errorf("node-a's administrator label example.com/rack is %q, want a (the kubelet's --node-labels)", got)
+	}
+	// The kubelet's cAdvisor reads the node's processors and memory from its hardware fixture.
+	if cpu, mem := nodeA.Status.Capacity.Cpu().String(), nodeA.Status.Capacity.Memory().String(); cpu != "48" || mem != "192Gi" {
+		t.Errorf("node-a's capacity is %s CPUs and %s of memory, want its inventory's 48 and 192Gi", cpu, mem)
 	}
 
 	// The server on node-b is busybox's httpd on port 8080; the client on node-a calls it and the API server.
 	server := pod("server", "node-b", "mkdir -p /www && echo served-by-node-b > /www/index.html && httpd -f -p 8080 -h /www")
 	client := pod("client", "node-a", "echo client-started; cat /proc/self/cgroup; sleep 3600")
-	client.Spec.Volumes = []corev1.Volume{{Name: "sys", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys"}}}}
-	client.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "sys", MountPath: "/host-sys", ReadOnly: true}}
+	client.Spec.Volumes = []corev1.Volume{
+		{Name: "sys", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys"}}},
+		{Name: "cpuinfo", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc/cpuinfo"}}},
+	}
+	client.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "sys", MountPath: "/host-sys", ReadOnly: true},
+		{Name: "cpuinfo", MountPath: "/host-cpuinfo", ReadOnly: true}}
 	for _, p := range []*corev1.Pod{server, client} {
 		if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -132,6 +144,9 @@ func TestRealNodes(t *testing.T) {
 	if out := inPod("the node's PCI bus", "sh", "-c", "cat /host-sys/bus/pci/devices/*/vendor"); strings.Fields(out) == nil ||
 		strings.Join(strings.Fields(out), ",") != "0x10de,0x10de" {
 		t.Errorf("node-a's PCI bus through a hostPath of /sys shows vendors %q, want its two NVIDIA cards and nothing else", out)
+	}
+	if out := inPod("the node's processors", "sh", "-c", "grep -c '^model name.*8259CL' /host-cpuinfo"); strings.TrimSpace(out) != "48" {
+		t.Errorf("node-a's /proc/cpuinfo through a hostPath lists %q processors of its model, want 48", out)
 	}
 	// busybox's nc, not its wget: a static glibc resolves nothing, not even an address, without its NSS modules.
 	if out := inPod("a Pod of the other node", "sh", "-c", "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 "+serverIP+" 8080"); !strings.Contains(out, "served-by-node-b") {
