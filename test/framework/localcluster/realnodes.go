@@ -111,8 +111,8 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 			ProxyKubeconfig: c.path("pki", "kube-proxy.kubeconfig"),
 			ClientCA:        c.path("pki", "ca.crt"),
 			Images:          images, Labels: n.Labels, PCIDevices: pciDevices(n),
-			CPU:             realnode.CPU{Vendor: n.CPU.Vendor, Name: n.CPU.Model, Family: n.CPU.Family, Model: n.CPU.ID, Cores: int(n.CPU.Cores)},
-			MemoryKiB:       n.Memory.Value() >> 10,
+			CPU:       realnode.CPU{Vendor: n.CPU.Vendor, Name: n.CPU.Model, Family: n.CPU.Family, Model: n.CPU.ID, Cores: int(n.CPU.Cores)},
+			MemoryKiB: n.Memory.Value() >> 10,
 		}
 		if err := realnode.ClearLeftovers(n.Name); err != nil {
 			return err
