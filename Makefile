@@ -79,7 +79,7 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 # The demo needs the control plane, KWOK, the real nodes' kubelet, kube-proxy and images, Kueue and nfd-master;
 # the tests need the rest as well.
 DEMO_TOOLS := $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
-	$(STAMP)/node-$(K8S_VERSION) $(STAMP)/node-images \
+	$(STAMP)/node-$(K8S_VERSION) $(STAMP)/node-images $(BIN)/libnvidia-ml.so.1 \
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/assets
 TEST_TOOLS := $(DEMO_TOOLS) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) $(STAMP)/crossplane-$(CROSSPLANE_VERSION) \
 	$(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) $(STAMP)/crank-$(CRANK_VERSION) \
@@ -145,6 +145,11 @@ $(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimag
 	go run ./hack/nodeimages --out $(BIN)/images --bin $(BIN) --busybox /bin/busybox \
 		--kueue-version $(KUEUE_VERSION) --nfd-version $(NFD_VERSION)
 	@mkdir -p $(STAMP) && touch $@
+
+# The simulated NVIDIA driver of the real nodes: a stand-in NVML library that answers from a fixture beside it.
+$(BIN)/libnvidia-ml.so.1: hack/nvml-standin/libnvidia-ml.c
+	@mkdir -p $(BIN)
+	gcc -shared -fPIC -O2 -Wall -Werror -Wno-format-truncation -o $@ $<
 
 .PHONY: host-packages
 host-packages: ## Install the Debian packages real nodes run on (containerd, runc, CNI plugins, iptables, busybox); needs root.

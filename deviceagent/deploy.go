@@ -147,11 +147,14 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 							{Name: "sys", MountPath: "/sys", ReadOnly: true},
 							{Name: "dev", MountPath: "/dev"},
 							{Name: "data", MountPath: "/var/lib/gpustack"},
+							// The node's root, where the vendors' drivers and tools are installed (NVML's library under
+							// nvidia.DriverRoots); driver containers that start later show up in it.
+							{Name: "host", MountPath: "/host", ReadOnly: true, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
 						},
 					}},
 					Volumes: []corev1.Volume{
 						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"), hostPath("sys", "/sys"),
-						hostPath("dev", "/dev"), hostPath("data", "/var/lib/gpustack"),
+						hostPath("dev", "/dev"), hostPath("data", "/var/lib/gpustack"), hostPath("host", "/"),
 					},
 				},
 			},

@@ -35,7 +35,8 @@ type Options struct {
 	ClassPrefixes []string
 	// Runner runs the vendors' tools; an smitool.ExecRunner when nil.
 	Runner smitool.Runner
-	// NVML is the NVIDIA management library; nvml.New() when nil.
+	// NVML is the NVIDIA management library; when nil, the driver's under nvidia.DriverRoots, else the one
+	// the loader finds.
 	NVML nvml.Interface
 }
 
@@ -51,7 +52,11 @@ func New(opts Options) *Provider {
 		opts.Runner = smitool.ExecRunner{}
 	}
 	if opts.NVML == nil {
-		opts.NVML = nvml.New()
+		var lib []nvml.LibraryOption
+		if path := nvidia.FindLibrary(nvidia.DriverRoots); path != "" {
+			lib = append(lib, nvml.WithLibraryPath(path))
+		}
+		opts.NVML = nvml.New(lib...)
 	}
 	if len(opts.ClassPrefixes) == 0 {
 		opts.ClassPrefixes = pcisysfs.DefaultClassPrefixes

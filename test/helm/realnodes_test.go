@@ -11,9 +11,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -89,13 +95,83 @@ func TestChartOnRealNodes(t *testing.T) {
 				return false, fmt.Sprintf("node %s: NFD's pci-10de.present label is %v, want %v", n.Name, got, wantLabel)
 			}
 		}
+		for _, n := range nodes.Items {
+			if problem := cpuIdentity(n, inventoryNode(inv, n.Name)); problem != "" {
+				return false, problem
+			}
+		}
 		ds, err := cs.AppsV1().DaemonSets(deviceagent.Namespace).Get(ctx, deviceagent.DaemonSetName("nvidia"), metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		if ds.Status.DesiredNumberScheduled != 3 {
-			return false, fmt.Sprintf("the NVIDIA agents are scheduled on %d nodes, want the three with cards", ds.Status.DesiredNumberScheduled)
+		if ds.Status.DesiredNumberScheduled != 3 || ds.Status.NumberReady != 3 {
+			return false, fmt.Sprintf("the NVIDIA agents are scheduled on %d nodes and ready on %d, want the three with cards",
+				ds.Status.DesiredNumberScheduled, ds.Status.NumberReady)
 		}
 		return true, ""
 	})
+
+	// Each agent read its node's cards through NVML (the stand-in library of the node's simulated driver) and
+	// published them: the node's Devices object holds the inventory's cards.
+	kc, err := client.New(c.RESTConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		for _, n := range inv.Nodes {
+			want, _ := simulated.New(n).Detect(ctx)
+			d := &workerv1.Devices{}
+			err := kc.Get(ctx, client.ObjectKey{Name: n.Name}, d)
+			if len(want) == 0 {
+				if err == nil || !apierrors.IsNotFound(err) {
+					return false, fmt.Sprintf("node %s has no card, yet a Devices object (%v)", n.Name, err)
+				}
+				continue
+			}
+			if err != nil {
+				return false, fmt.Sprintf("node %s's Devices: %v", n.Name, err)
+			}
+			if diff := cmp.Diff(providers.DevicesSpec(want), d.Spec); diff != "" {
+				return false, fmt.Sprintf("node %s's Devices, as its agent detected them: -inventory, +published:\n%s", n.Name, diff)
+			}
+		}
+		return true, ""
+	})
+}
+
+// cpuIdentity says what of a node's CPU identity differs from its inventory entry, as the cpu-info reporter
+// read it from the node's /proc/cpuinfo and NFD wrote it: the brand string annotation, the vendor label, the
+// capacity the kubelet counted, the gKey the worker's profile derives from them, and acceleratable=false on
+// the node without cards.
+func cpuIdentity(n corev1.Node, want simulated.Node) string {
+	gKey := pools.GeneralPrefix + pools.GeneralKey(want.CPU.Vendor, want.CPU.Model, want.CPU.Family, want.CPU.ID)
+	got := map[string]string{
+		"annotation " + pools.AnnotationCPUName: n.Annotations[pools.AnnotationCPUName],
+		"label " + pools.LabelCPUVendor:         n.Labels[pools.LabelCPUVendor],
+		"capacity cpu":                          n.Status.Capacity.Cpu().String(),
+		"label " + gKey:                         n.Labels[gKey],
+	}
+	wantFields := map[string]string{
+		"annotation " + pools.AnnotationCPUName: want.CPU.Model,
+		"label " + pools.LabelCPUVendor:         want.CPU.Vendor,
+		"capacity cpu":                          fmt.Sprint(want.CPU.Cores),
+		"label " + gKey:                         "true",
+	}
+	if len(want.Accelerators) == 0 {
+		got["label "+pools.LabelAcceleratable] = n.Labels[pools.LabelAcceleratable]
+		wantFields["label "+pools.LabelAcceleratable] = "false"
+	}
+	if diff := cmp.Diff(wantFields, got); diff != "" {
+		return fmt.Sprintf("node %s's CPU identity: -want, +got:\n%s", n.Name, diff)
+	}
+	return ""
+}
+
+func inventoryNode(inv *simulated.Inventory, name string) simulated.Node {
+	for _, n := range inv.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return simulated.Node{}
 }

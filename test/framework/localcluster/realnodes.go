@@ -2,10 +2,12 @@ package localcluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -114,6 +116,9 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 			CPU:       realnode.CPU{Vendor: n.CPU.Vendor, Name: n.CPU.Model, Family: n.CPU.Family, Model: n.CPU.ID, Cores: int(n.CPU.Cores)},
 			MemoryKiB: n.Memory.Value() >> 10,
 		}
+		if fixture := nvmlFixture(n); fixture != "" {
+			cfg.NVIDIADriver = &realnode.NVIDIADriver{Library: c.bin("libnvidia-ml.so.1"), Fixture: fixture}
+		}
 		if err := realnode.ClearLeftovers(n.Name); err != nil {
 			return err
 		}
@@ -182,4 +187,33 @@ func pciDevices(n simulated.Node) []realnode.PCIDevice {
 		}
 	}
 	return out
+}
+
+// architectures are NVML's architecture numbers (NVML_DEVICE_ARCH_*) by the family names the labels use.
+var architectures = map[string]uint32{"Kepler": 2, "Maxwell": 3, "Pascal": 4, "Volta": 5, "Turing": 6, "Ampere": 7,
+	"Ada": 8, "Hopper": 9, "Blackwell": 10}
+
+// nvmlFixture is the stand-in NVML library's fixture for a node's NVIDIA cards, as its simulated backend
+// detects them; "" for a node without any.
+func nvmlFixture(n simulated.Node) string {
+	cards, _ := simulated.New(n).Detect(context.Background())
+	var b strings.Builder
+	for _, d := range cards {
+		if d.Manufacturer != "nvidia" {
+			continue
+		}
+		if b.Len() == 0 {
+			major, minor, _ := strings.Cut(d.RuntimeVersion, ".")
+			cuda, _ := strconv.Atoi(major)
+			sub, _ := strconv.Atoi(minor)
+			fmt.Fprintf(&b, "driver %s\ncuda %d\n", d.DriverVersion, cuda*1000+sub*10)
+		}
+		arch, ok := architectures[d.Family]
+		if !ok {
+			arch = 0xffffffff // NVML_DEVICE_ARCH_UNKNOWN
+		}
+		ccMajor, ccMinor, _ := strings.Cut(d.ComputeCapability, ".")
+		fmt.Fprintf(&b, "card %s|%s|%d|%d|%d|%s|%s\n", d.UUID, d.Product, d.MemoryMiB, d.Cores, arch, ccMajor, ccMinor)
+	}
+	return b.String()
 }

@@ -35,6 +35,18 @@ type CPU struct {
 	Cores int `json:"cores"`
 }
 
+// NVIDIADriver is a simulated node's NVIDIA driver: the stand-in NVML library (hack/nvml-standin) and its
+// fixture, the cards it reports, installed where the GPU Operator's containerized driver would be.
+type NVIDIADriver struct {
+	// Library is the stand-in libnvidia-ml.so.1 built here.
+	Library string `json:"library"`
+	// Fixture is the library's fixture file (its format is in hack/nvml-standin/libnvidia-ml.c).
+	Fixture string `json:"fixture"`
+}
+
+// nvidiaDriverRoot is where the node's NVIDIA driver is installed, one of nvidia.DriverRoots.
+const nvidiaDriverRoot = "/run/nvidia/driver"
+
 // hardwareFile is a fixture file and the path the node sees it at.
 type hardwareFile struct{ fixture, target string }
 
@@ -81,6 +93,18 @@ func mountHardware(cfg Config) error {
 			"Buffers:               0 kB\nCached:                0 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\n",
 			cfg.MemoryKiB, cfg.MemoryKiB, cfg.MemoryKiB)
 		mounts = append(mounts, hardwareFile{"meminfo", "/proc/meminfo"})
+	}
+	if cfg.NVIDIADriver != nil {
+		lib, err := os.ReadFile(cfg.NVIDIADriver.Library)
+		if err != nil {
+			return errors.Wrap(err, "cannot read the stand-in NVML library")
+		}
+		files["nvidia-driver/usr/lib64/libnvidia-ml.so.1"] = string(lib)
+		files["nvidia-driver/usr/lib64/libnvidia-ml.fixture"] = cfg.NVIDIADriver.Fixture
+		if err := os.MkdirAll(nvidiaDriverRoot, 0o755); err != nil {
+			return errors.Wrap(err, "cannot create the NVIDIA driver root")
+		}
+		mounts = append(mounts, hardwareFile{"nvidia-driver", nvidiaDriverRoot})
 	}
 	for _, d := range []string{"pci", "numa"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {

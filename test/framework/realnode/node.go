@@ -43,6 +43,8 @@ type Config struct {
 	CPU CPU `json:"cpu"`
 	// MemoryKiB is the node's memory; the machine's when 0.
 	MemoryKiB int64 `json:"memoryKiB,omitempty"`
+	// NVIDIADriver is the node's NVIDIA driver, when it has NVIDIA cards.
+	NVIDIADriver *NVIDIADriver `json:"nvidiaDriver,omitempty"`
 }
 
 // PauseImage is the sandbox image of every node: the name the kubelet of this version expects, built here.
