@@ -354,6 +354,7 @@ func leftovers(ctx context.Context, t *testing.T, c client.Client) []string {
 	}
 	list(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "AdmissionCheckList"}, named)
 	list(schema.GroupVersionKind{Group: "nfd.k8s-sigs.io", Version: "v1alpha1", Kind: "NodeFeatureList"}, partOf)
+	list(schema.GroupVersionKind{Group: "nfd.k8s-sigs.io", Version: "v1alpha1", Kind: "NodeFeatureRuleList"}, partOf)
 	nodes := &corev1.NodeList{}
 	if err := c.List(ctx, nodes); err != nil {
 		left = append(left, err.Error())
