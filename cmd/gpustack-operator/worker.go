@@ -127,15 +127,8 @@ func runWorker(args []string) error {
 			return err
 		}
 	}
-	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
-	if err := (&profiler.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-profiler")}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the profiler")
-	}
-	if err := (&nodefit.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the node fit labels")
-	}
-	if err := (&cpuinfo.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the cpu-info rule")
+	if err := setupNodeProfile(mgr); err != nil {
+		return err
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	comp := &composer.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-composer")}
@@ -216,6 +209,19 @@ func bootstrap(ctx context.Context, c client.Client) error {
 		return errors.Wrap(err, "cannot create the system namespace")
 	}
 	return errors.Wrap(settings.Ensure(ctx, c), "cannot prepare the settings")
+}
+
+// setupNodeProfile sets up what describes each node to NFD: its worker NodeFeature (the profiler), its fit
+// labels and the cpu-info NodeFeatureRule.
+func setupNodeProfile(mgr ctrl.Manager) error {
+	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
+	if err := (&profiler.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-profiler")}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the profiler")
+	}
+	if err := (&nodefit.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the node fit labels")
+	}
+	return errors.Wrap((&cpuinfo.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr), "cannot set up the cpu-info rule")
 }
 
 // The agents' namespace, service account and roles ship with the chart, so the worker needs no right to
