@@ -35,7 +35,8 @@ func TestNodeFor(t *testing.T) {
 	want := view{
 		Labels: map[string]string{
 			corev1.LabelHostname: "node-t4-b", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
-			"type": "kwok", pools.LabelCPUVendor: "Intel", "feature.node.kubernetes.io/pci-10de.present": "true",
+			"type": "kwok", pools.LabelCPUVendor: "Intel", pools.LabelCPUFamily: "6", pools.LabelCPUModelID: "85",
+			"feature.node.kubernetes.io/pci-10de.present": "true",
 		},
 		CPUName: "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz",
 		Capacity: map[string]string{"cpu": "48", "memory": "192Gi", "ephemeral-storage": "200Gi", "pods": "110",
