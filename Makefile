@@ -21,6 +21,7 @@ ETCD_VERSION := v3.6.16
 KWOK_VERSION := v0.8.0
 KUEUE_VERSION := v0.17.0
 NFD_VERSION := v0.19.0
+LOCAL_PATH_VERSION := v0.0.30
 CONTROLLER_GEN_VERSION := v0.20.1
 CROSSPLANE_VERSION := v2.4.0
 OPA_VERSION := v1.22.3
@@ -103,6 +104,7 @@ NFD_LDFLAGS := -X sigs.k8s.io/node-feature-discovery/pkg/version.version=$(NFD_V
 # nfd-worker runs in a container that sees the host's /sys, /proc, /etc ... at /host-sys, /host-proc, ...: NFD's
 # own image build sets that prefix.
 NFD_WORKER_LDFLAGS := $(NFD_LDFLAGS) -X sigs.k8s.io/node-feature-discovery/pkg/utils/hostpath.pathPrefix=/host-
+LOCAL_PATH_LDFLAGS := -X main.VERSION=$(LOCAL_PATH_VERSION)
 CROSSPLANE_LDFLAGS := -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)
 
 $(eval $(call tool,etcd,$(ETCD_VERSION),etcd,go.etcd.io/etcd/server/v3))
@@ -111,6 +113,7 @@ $(eval $(call tool,kueue,$(KUEUE_VERSION),kueue,sigs.k8s.io/kueue/cmd/kueue,KUEU
 $(eval $(call tool,nfd-master,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-master,NFD_LDFLAGS))
 $(eval $(call tool,nfd-worker,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-worker,NFD_WORKER_LDFLAGS))
 $(eval $(call tool,nfd-gc,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-gc,NFD_LDFLAGS))
+$(eval $(call tool,local-path-provisioner,$(LOCAL_PATH_VERSION),localpath,github.com/rancher/local-path-provisioner,LOCAL_PATH_LDFLAGS))
 $(eval $(call tool,controller-gen,$(CONTROLLER_GEN_VERSION),controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen))
 $(eval $(call tool,crossplane,$(CROSSPLANE_VERSION),crossplane,github.com/crossplane/crossplane/v2/cmd/crossplane,CROSSPLANE_LDFLAGS))
 $(eval $(call tool,crank,$(CRANK_VERSION),crank,github.com/crossplane/crossplane/v2/cmd/crank))
@@ -137,13 +140,13 @@ $(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
 # from the pinned module, compiled static; a busybox user image from Debian's static busybox; Kueue's and NFD's
 # images from the binaries built here, under the names their charts pull.
 NODE_IMAGE_BINS := $(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/nfd-worker-$(NFD_VERSION) \
-	$(STAMP)/nfd-gc-$(NFD_VERSION)
+	$(STAMP)/nfd-gc-$(NFD_VERSION) $(STAMP)/local-path-provisioner-$(LOCAL_PATH_VERSION)
 $(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go $(NODE_IMAGE_BINS) | host-packages
 	$(call say,building the real nodes' images into $(BIN)/images)
 	k8s=$(call moddir,k8s,k8s.io/kubernetes); mkdir -p $(BIN) && \
 	gcc -Os -Wall -Werror -static -DVERSION=v3.10.1 -o $(BIN)/pause $$k8s/build/pause/linux/pause.c
 	go run ./hack/nodeimages --out $(BIN)/images --bin $(BIN) --busybox /bin/busybox \
-		--kueue-version $(KUEUE_VERSION) --nfd-version $(NFD_VERSION)
+		--kueue-version $(KUEUE_VERSION) --nfd-version $(NFD_VERSION) --local-path-version $(LOCAL_PATH_VERSION)
 	@mkdir -p $(STAMP) && touch $@
 
 # The simulated NVIDIA driver of the real nodes: a stand-in NVML library that answers from a fixture beside it.

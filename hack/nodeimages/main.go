@@ -4,9 +4,11 @@
 //   - registry.k8s.io/pause:3.10.1, the Pods' sandbox: Kubernetes' own pause.c (from the pinned module),
 //     compiled static by make;
 //   - docker.io/library/busybox:1.35.0, a small user image: Debian's static busybox with a link per applet;
-//   - registry.k8s.io/kueue/kueue and registry.k8s.io/nfd/node-feature-discovery at the pinned versions, the
-//     images Kueue's and NFD's charts run, from the binaries make tools builds (laid out as their own
-//     Dockerfiles lay them out: /manager; nfd-* in /usr/bin), with the C libraries they load.
+//   - registry.k8s.io/kueue/kueue, registry.k8s.io/nfd/node-feature-discovery and
+//     docker.io/rancher/local-path-provisioner at the pinned versions, the images Kueue's, NFD's and the
+//     local-path provisioner's charts run, from the binaries make tools builds (laid out as their own
+//     Dockerfiles lay them out: /manager; nfd-* and local-path-provisioner in /usr/bin), with the C libraries
+//     they load.
 //
 // `make node-images` runs it into bin/images.
 package main
@@ -25,9 +27,6 @@ import (
 	"github.com/gpustack/gpustack-operator/hack/ociimage"
 	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
-
-// BusyboxImage is the user image of the tests.
-const BusyboxImage = "docker.io/library/busybox:1.35.0"
 
 func main() {
 	if err := run(); err != nil {
@@ -48,6 +47,7 @@ func run() error {
 	busybox := flag.String("busybox", "/bin/busybox", "a static busybox")
 	kueueVersion := flag.String("kueue-version", "v0.17.0", "the version of the Kueue binary in --bin")
 	nfdVersion := flag.String("nfd-version", "v0.19.0", "the version of the NFD binaries in --bin")
+	localPathVersion := flag.String("local-path-version", "v0.0.30", "the version of the local-path-provisioner binary in --bin")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return errors.Wrap(err, "cannot create the output directory")
@@ -69,14 +69,21 @@ func run() error {
 		}
 		nfd = append(nfd, files...)
 	}
+	localPath, err := withLibraries(ociimage.File{Path: "/usr/bin/local-path-provisioner", Source: filepath.Join(*bin, "local-path-provisioner"), Mode: 0o755})
+	if err != nil {
+		return err
+	}
 	images := []image{
 		{realnode.PauseImage, "pause.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/pause"}, User: "65535:65535",
 			Files: []ociimage.File{{Path: "/pause", Source: filepath.Join(*bin, "pause"), Mode: 0o755}}}},
-		{BusyboxImage, "busybox.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/sh"}, User: "0:0", Files: busyboxFiles}},
+		{realnode.BusyboxImage, "busybox.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/sh"}, User: "0:0", Files: busyboxFiles}},
 		{"registry.k8s.io/kueue/kueue:" + *kueueVersion, "kueue.tar",
 			ociimage.Spec{Platform: platform, Entrypoint: []string{"/manager"}, Files: kueue}},
 		{"registry.k8s.io/nfd/node-feature-discovery:" + *nfdVersion, "nfd.tar",
 			ociimage.Spec{Platform: platform, Entrypoint: []string{"/usr/bin/nfd-worker"}, User: "65534:65534", Files: dedupe(nfd)}},
+		// Its chart runs the command by name: the image's PATH finds it in /usr/bin, as in its Alpine image.
+		{"docker.io/rancher/local-path-provisioner:" + *localPathVersion, "local-path-provisioner.tar",
+			ociimage.Spec{Platform: platform, Entrypoint: []string{"/usr/bin/local-path-provisioner"}, User: "0:0", Files: localPath}},
 	}
 	for _, img := range images {
 		built, err := ociimage.Build(img.spec)

@@ -47,6 +47,10 @@ func (c *Cluster) chartValues() []string {
 	}
 }
 
+// realNodeChartValues are the values the chart is installed with on real nodes, where its defaults run: only
+// storage is turned on, as the default class, since this cluster has none of its own.
+var realNodeChartValues = []string{"storage.enabled=true", "storage.storageClass.default=true"}
+
 // installChart installs Config.Chart with helm, as a user does, once the nodes are up: the PodRunner
 // (Config.PodRunner run-pods, a component like the others) runs its Pods, and the simulated device agents
 // stand in for the DaemonSets' Pods once the worker is up.
@@ -65,6 +69,8 @@ func (c *Cluster) installChart(ctx context.Context) error {
 			return err
 		}
 		values = append(c.chartValues(), values...)
+	} else {
+		values = append(realNodeChartValues, values...)
 	}
 	helm := []string{"install", ChartRelease, c.cfg.Chart, "--namespace", ChartNamespace, "--create-namespace",
 		"--wait", "--timeout", "5m"}

@@ -50,6 +50,10 @@ type Config struct {
 // PauseImage is the sandbox image of every node: the name the kubelet of this version expects, built here.
 const PauseImage = "registry.k8s.io/pause:3.10.1"
 
+// BusyboxImage is the small user image every node holds, built here (hack/nodeimages): tests' Pods and the
+// storage provisioner's helper Pods run it.
+const BusyboxImage = "docker.io/library/busybox:1.35.0"
+
 // stageEnv tells Run that it runs inside the node's namespaces.
 const stageEnv = "GPUSTACK_REALNODE_STAGE"
 

@@ -20,8 +20,7 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-// busybox is the user image bin/images holds (hack/nodeimages).
-const busybox = "docker.io/library/busybox:1.35.0"
+const busybox = realnode.BusyboxImage
 
 // TestRealNodes starts a control plane with two real nodes and checks what a kubelet of the machine would do:
 // both register Ready with the kubelet and runtime built here; a Pod runs in a real container (its own
