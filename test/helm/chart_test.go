@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -260,6 +261,23 @@ func TestTemplateOptions(t *testing.T) {
 		if diff := cmp.Diff(generatedRules(t, "cleanup", kind, ns), got.Rules); diff != "" {
 			t.Errorf("cleanup %s rules differ from package/rbac/cleanup: -want, +got:\n%s", kind, diff)
 		}
+	}
+
+	if objs := render(t); objs["StorageClass/local-path"] != nil {
+		t.Error("the local-path provisioner is rendered by default; a cluster with storage keeps its own")
+	}
+	objs = render(t, "storage.enabled=true", "storage.storageClass.default=true", "storage.helperImage=example.com/sh:1")
+	class := convert[storagev1.StorageClass](t, objs["StorageClass/local-path"])
+	if class.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || class.Provisioner != "rancher.io/local-path" ||
+		class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
+		t.Errorf("the local-path StorageClass is not the default, WaitForFirstConsumer class of its provisioner: %+v", class)
+	}
+	provisioner := convert[appsv1.Deployment](t, objs["Deployment/gpustack-storage/gpustack-local-path-provisioner"]).Spec.Template.Spec
+	if c := provisioner.Containers[0]; !contains(c.Command, "--helper-image=example.com/sh:1") || !contains(c.Command, "--provisioner-name="+class.Provisioner) {
+		t.Errorf("the provisioner does not run the class's provisioner name and the helper image: %v", c.Command)
+	}
+	if ns := objs["Namespace/gpustack-storage"]; ns == nil || ns.GetLabels()["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Error("the provisioner's namespace does not admit its helper Pods, which mount the node's volume directory")
 	}
 
 	objs = render(t, "worker.metrics.serviceMonitor.enabled=true")
