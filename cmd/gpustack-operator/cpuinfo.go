@@ -6,12 +6,9 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 )
 
@@ -27,13 +24,9 @@ func runCPUInfo(args []string) error {
 	if *node == "" {
 		return errors.New("--node or NODE_NAME is required")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	_, c, err := newClient(*kubeconfig)
 	if err != nil {
-		return errors.Wrap(err, "cannot load the kubeconfig")
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return errors.Wrap(err, "cannot create a client")
+		return err
 	}
 	return deviceagent.ReportCPU(ctrl.SetupSignalHandler(), c, *node, *file, *interval, ctrl.Log.WithName("cpu-info"))
 }

@@ -16,14 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
 	"github.com/gpustack/gpustack-operator/providers"
@@ -56,13 +54,9 @@ func runDeviceManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	cfg, c, err := newClient(*kubeconfig)
 	if err != nil {
-		return errors.Wrap(err, "cannot load the kubeconfig")
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return errors.Wrap(err, "cannot create a client")
+		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if *inventoryFile == "" {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -44,13 +43,9 @@ func runWorkerGateway(args []string) error {
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("worker-gateway")
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	_, c, err := newClient(*kubeconfig)
 	if err != nil {
-		return errors.Wrap(err, "cannot load the kubeconfig")
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return errors.Wrap(err, "cannot create a client")
+		return err
 	}
 	gw := &gateway.Gateway{Client: c, Namespace: *namespace, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger}
 	ctx := ctrl.SetupSignalHandler()
