@@ -70,6 +70,8 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 		output:rbac:artifacts:config=package/rbac/worker
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./deviceagent/... \
 		output:rbac:artifacts:config=package/rbac/device-manager
+	$(BIN)/controller-gen rbac:roleName=gpustack-operator-cpu-info paths=./cpureporter/... \
+		output:rbac:artifacts:config=package/rbac/cpu-info
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-cleanup paths=./internal/uninstall/... \
 		output:rbac:artifacts:config=package/rbac/cleanup
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker-gateway paths=./internal/gateway/... \

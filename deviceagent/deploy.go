@@ -68,7 +68,8 @@ const CPUInfoDaemonSetName = "gpustack-operator-cpu-info"
 
 // cpuInfoDaemonSet reports the CPU of every Linux node, CPU-only nodes included. It reads the host's
 // /proc/cpuinfo through a read-only file mount (where an LXCFS-style container /proc would show another) and
-// needs no privilege: it runs as the image's unprivileged user with every capability dropped.
+// needs no privilege: it runs as the image's unprivileged user with every capability dropped, under an account
+// that may write only its node's cpu-info NodeFeature.
 func (d Deployment) cpuInfoDaemonSet() *appsv1.DaemonSet {
 	labels := map[string]string{"app.kubernetes.io/name": "gpustack-cpu-info", "app.kubernetes.io/part-of": "gpustack-operator"}
 	return &appsv1.DaemonSet{
@@ -80,7 +81,7 @@ func (d Deployment) cpuInfoDaemonSet() *appsv1.DaemonSet {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					ServiceAccountName: rbac.ServiceAccountName("device-manager"),
+					ServiceAccountName: rbac.ServiceAccountName("cpu-info"),
 					NodeSelector:       map[string]string{corev1.LabelOSStable: "linux"},
 					Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					PriorityClassName:  "system-node-critical",

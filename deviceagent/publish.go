@@ -14,6 +14,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent/nodefeature"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 )
@@ -43,35 +44,8 @@ func (p *Publisher) Publish(ctx context.Context, node string, devices []provider
 }
 
 func (p *Publisher) publishNodeFeature(ctx context.Context, node string, labels map[string]string) error {
-	return applyNodeFeature(ctx, p.Client, NodeFeatureName(node), node, "gpustack-operator-device-manager",
+	return nodefeature.Apply(ctx, p.Client, NodeFeatureName(node), node, "gpustack-operator-device-manager",
 		nfdv1alpha1.NodeFeatureSpec{Labels: labels})
-}
-
-// applyNodeFeature writes a NodeFeature of node in the operator's namespace, labelled for NFD with the node it
-// describes; nothing when its spec is already spec.
-func applyNodeFeature(ctx context.Context, c client.Client, name, node, partOf string, spec nfdv1alpha1.NodeFeatureSpec) error {
-	nf := &nfdv1alpha1.NodeFeature{}
-	key := client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: name}
-	err := c.Get(ctx, key, nf)
-	if apierrors.IsNotFound(err) {
-		nf = &nfdv1alpha1.NodeFeature{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
-				nfdv1alpha1.NodeFeatureObjNodeNameLabel: node,
-				"app.kubernetes.io/part-of":             partOf,
-			}},
-			Spec: spec,
-		}
-		return errors.Wrapf(c.Create(ctx, nf), "cannot create NodeFeature %s", name)
-	}
-	if err != nil {
-		return errors.Wrapf(err, "cannot get NodeFeature %s", name)
-	}
-	// Semantic equality counts an empty map as a missing one, as the API server stores them.
-	if apiequality.Semantic.DeepEqual(nf.Spec, spec) {
-		return nil
-	}
-	nf.Spec = spec
-	return errors.Wrapf(c.Update(ctx, nf), "cannot update NodeFeature %s", name)
 }
 
 func (p *Publisher) publishDevices(ctx context.Context, node string, devices []providers.Device) error {

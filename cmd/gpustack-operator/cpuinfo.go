@@ -9,7 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/cpureporter"
 )
 
 // runCPUInfo reports this node's CPU, read from its /proc/cpuinfo, as the node's cpu-info NodeFeature.
@@ -28,5 +28,5 @@ func runCPUInfo(args []string) error {
 	if err != nil {
 		return err
 	}
-	return deviceagent.ReportCPU(ctrl.SetupSignalHandler(), c, *node, *file, *interval, ctrl.Log.WithName("cpu-info"))
+	return cpureporter.Run(ctrl.SetupSignalHandler(), c, *node, *file, *interval, ctrl.Log.WithName("cpu-info"))
 }

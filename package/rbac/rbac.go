@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed worker/role.yaml device-manager/role.yaml cleanup/role.yaml worker-gateway/role.yaml device-manager-node-scope.yaml worker-gateway-member.yaml
+//go:embed worker/role.yaml device-manager/role.yaml cpu-info/role.yaml cleanup/role.yaml worker-gateway/role.yaml device-manager-node-scope.yaml worker-gateway-member.yaml
 var files embed.FS
 
 // NodeScope returns the ValidatingAdmissionPolicy and its binding that keep each device agent to its own

@@ -39,7 +39,8 @@ var Layers = []Layer{
 		MayImport:         []string{"apis", "core"},
 		TestsMayImport:    []string{"framework"},
 		ForbiddenExternal: []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go"}},
-	{Name: "deviceagent", Prefixes: []string{"deviceagent"},
+	// The node agents: the device agent and the CPU reporter.
+	{Name: "deviceagent", Prefixes: []string{"deviceagent", "cpureporter"},
 		MayImport: []string{"apis", "core", "providers", "data"}, TestsMayImport: []string{"framework", "simulator"}},
 	{Name: "internal", Prefixes: []string{"internal"},
 		MayImport:      []string{"apis", "core", "providers", "data", "deviceagent", "functions"},

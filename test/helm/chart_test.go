@@ -171,6 +171,7 @@ func TestTemplateWorker(t *testing.T) {
 		{"Role/gpustack-device-manager/gpustack-operator-worker", "worker", "Role", deviceagent.Namespace},
 		{"ClusterRole/gpustack-operator-device-manager", "device-manager", "ClusterRole", ""},
 		{"Role/gpustack-operator-device-manager", "device-manager", "Role", namespace},
+		{"Role/gpustack-operator-cpu-info", "cpu-info", "Role", namespace},
 	} {
 		got := convert[rbacv1.ClusterRole](t, objs[r.key])
 		if diff := cmp.Diff(generatedRules(t, r.component, r.kind, r.namespace), got.Rules); diff != "" {
@@ -183,8 +184,10 @@ func TestTemplateWorker(t *testing.T) {
 			t.Errorf("the agents' namespace carries %s=%s: labels %v", k, v, ns.Labels)
 		}
 	}
-	if objs["ServiceAccount/"+deviceagent.Namespace+"/gpustack-operator-device-manager"] == nil {
-		t.Error("no service account for the device agents")
+	for _, account := range []string{"gpustack-operator-device-manager", "gpustack-operator-cpu-info"} {
+		if objs["ServiceAccount/"+deviceagent.Namespace+"/"+account] == nil {
+			t.Errorf("no service account %s in the agents' namespace", account)
+		}
 	}
 	for name := range render(t, "worker.deviceManager.enabled=false") {
 		if strings.Contains(name, "device-manager") {

@@ -18,23 +18,28 @@ import (
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/cpureporter"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
-// The device agents' node scope, enforced by the real API server: an agent's token bound to node A (through a
-// DaemonSet Pod on A, or to A itself) writes node A's Devices and NodeFeature and nothing of node B's; a token
-// bound to no node writes nothing.
+// The node scope of the device agents and the CPU reporters, enforced by the real API server: an agent's token
+// bound to node A (through a DaemonSet Pod on A, or to A itself) writes node A's Devices and NodeFeature and
+// nothing of node B's; a reporter's writes only node A's cpu-info NodeFeature; a token bound to no node writes
+// nothing.
 var _ = Describe("the device agents' node scope", Ordered, func() {
 	var (
-		onA, podOnA, unbound client.Client
-		nodeA, nodeB         *corev1.Node
+		onA, podOnA, unbound, reporterOnA client.Client
+		nodeA, nodeB                      *corev1.Node
 	)
 	BeforeAll(func(ctx context.Context) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}
 		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 		objs, err := rbac.For("device-manager", deviceagent.Namespace)
 		Expect(err).NotTo(HaveOccurred())
+		reporter, err := rbac.For("cpu-info", deviceagent.Namespace)
+		Expect(err).NotTo(HaveOccurred())
+		objs = append(objs, reporter...)
 		scope, err := rbac.NodeScope()
 		Expect(err).NotTo(HaveOccurred())
 		for _, o := range append(objs, scope...) {
@@ -52,9 +57,11 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 				_ = suite.Client.Delete(ctx, o)
 			}
 		})
-		onA = agentClient(ctx, &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodeA.Name, UID: nodeA.UID})
-		podOnA = agentClient(ctx, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID})
-		unbound = agentClient(ctx, nil)
+		boundToA := &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodeA.Name, UID: nodeA.UID}
+		onA = accountClient(ctx, "device-manager", boundToA)
+		podOnA = accountClient(ctx, "device-manager", &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID})
+		unbound = accountClient(ctx, "device-manager", nil)
+		reporterOnA = accountClient(ctx, "cpu-info", boundToA)
 		// The API server enforces a new ValidatingAdmissionPolicy once its informers hold it and its binding: until
 		// then a spec run first (the order is random) would see its write let through. A dry run writes nothing.
 		Eventually(func(ctx context.Context) error {
@@ -78,22 +85,32 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 			d.Labels = map[string]string{"updated": "yes"}
 			Expect(c.Update(ctx, d)).To(Succeed(), name)
 			Expect(c.Delete(ctx, d)).To(Succeed(), name)
-			for _, nfName := range []string{deviceagent.NodeFeatureName("node-a"), deviceagent.CPUNodeFeatureName("node-a")} {
-				nf := feature(nfName, "node-a")
-				Expect(c.Create(ctx, nf)).To(Succeed(), name)
-				cleanup(nf)
-				nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
-				Expect(c.Update(ctx, nf)).To(Succeed(), name)
-				Expect(suite.Client.Delete(ctx, nf)).To(Succeed())
-			}
+			nf := feature(deviceagent.NodeFeatureName("node-a"), "node-a")
+			Expect(c.Create(ctx, nf)).To(Succeed(), name)
+			cleanup(nf)
+			nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
+			Expect(c.Update(ctx, nf)).To(Succeed(), name)
+			Expect(suite.Client.Delete(ctx, nf)).To(Succeed())
 		}
+	})
+	It("lets the CPU reporter of a node write that node's cpu-info NodeFeature, and nothing else", func(ctx context.Context) {
+		nf := feature(cpureporter.NodeFeatureName("node-a"), "node-a")
+		Expect(reporterOnA.Create(ctx, nf)).To(Succeed())
+		cleanup(nf)
+		nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
+		Expect(reporterOnA.Update(ctx, nf)).To(Succeed())
+		Expect(reporterOnA.Create(ctx, feature(deviceagent.NodeFeatureName("node-a"), "node-a"))).To(MatchError(ContainSubstring(
+			"may write only that node's nodefeatures (node-a-gpustack-cpu-info, labelled")), "the device agent's NodeFeature")
+		Expect(reporterOnA.Create(ctx, feature(cpureporter.NodeFeatureName("node-b"), "node-b"))).To(MatchError(ContainSubstring(
+			"may write only that node's nodefeatures")), "another node's")
+		Expect(reporterOnA.Create(ctx, devices("node-a"))).To(MatchError(ContainSubstring("forbidden")), "a Devices object: RBAC grants none")
 	})
 	It("refuses the agent of a node another node's inventory", func(ctx context.Context) {
 		for name, c := range map[string]client.Client{"a token bound to node-a": onA, "the token of a Pod on node-a": podOnA} {
 			Expect(c.Create(ctx, devices("node-b"))).To(MatchError(ContainSubstring("the device agent of node node-a may write only that node's devices")), name)
 			Expect(c.Create(ctx, feature(deviceagent.NodeFeatureName("node-b"), "node-b"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")), name)
-			Expect(c.Create(ctx, feature(deviceagent.CPUNodeFeatureName("node-b"), "node-b"))).To(MatchError(ContainSubstring(
-				"(node-a-gpustack-device-manager or node-a-gpustack-cpu-info, labelled")), name)
+			Expect(c.Create(ctx, feature(cpureporter.NodeFeatureName("node-a"), "node-a"))).To(MatchError(ContainSubstring(
+				"(node-a-gpustack-device-manager, labelled")), "%s: the CPU reporter's NodeFeature", name)
 			Expect(c.Create(ctx, feature("node-a-gpustack-worker", "node-a"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")),
 				"%s: the worker's NodeFeature of its own node", name)
 			Expect(c.Create(ctx, feature(deviceagent.NodeFeatureName("node-a"), "node-b"))).To(MatchError(ContainSubstring("labelled nfd.node.kubernetes.io/node-name=node-a")),
@@ -109,13 +126,13 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 	})
 })
 
-// agentClient returns a client that sends a token of the device agents' service account, bound to ref (none
-// when nil).
-func agentClient(ctx context.Context, ref *authenticationv1.BoundObjectReference) client.Client {
+// accountClient returns a client that sends a token of a component's service account in the agents'
+// namespace, bound to ref (none when nil).
+func accountClient(ctx context.Context, component string, ref *authenticationv1.BoundObjectReference) client.Client {
 	GinkgoHelper()
 	cs, err := kubernetes.NewForConfig(suite.Config)
 	Expect(err).NotTo(HaveOccurred())
-	token, err := cs.CoreV1().ServiceAccounts(deviceagent.Namespace).CreateToken(ctx, rbac.ServiceAccountName("device-manager"),
+	token, err := cs.CoreV1().ServiceAccounts(deviceagent.Namespace).CreateToken(ctx, rbac.ServiceAccountName(component),
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), BoundObjectRef: ref}},
 		metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())

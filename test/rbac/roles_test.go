@@ -88,7 +88,7 @@ var _ = Describe("the generated roles", Ordered, func() {
 		ctx := context.Background()
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}
 		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
-		for component, namespace := range map[string]string{"worker": system, "device-manager": deviceagent.Namespace, "cleanup": system} {
+		for component, namespace := range map[string]string{"worker": system, "device-manager": deviceagent.Namespace, "cpu-info": deviceagent.Namespace, "cleanup": system} {
 			objs, err := rbac.For(component, namespace)
 			Expect(err).NotTo(HaveOccurred())
 			for _, o := range objs {
@@ -104,8 +104,14 @@ var _ = Describe("the generated roles", Ordered, func() {
 	}
 	worker := func(a access) row { return row{"worker", system, a} }
 	agent := func(a access) row { return row{"device-manager", deviceagent.Namespace, a} }
+	reporter := func(a access) row { return row{"cpu-info", deviceagent.Namespace, a} }
 	cleanup := func(a access) row { return row{"cleanup", system, a} }
 	mustDeny := []row{
+		reporter(access{verb: "create", group: workerv1.GroupVersion.Group, resource: "devices"}),
+		reporter(access{verb: "list", resource: "pods"}),
+		reporter(access{verb: "list", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system}),
+		reporter(access{verb: "delete", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system, name: "node-a-gpustack-cpu-info"}),
+		reporter(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: "node-feature-discovery"}),
 		worker(access{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin"}),
 		worker(access{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "gpustack-operator-worker"}),
 		worker(access{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"}),
@@ -155,6 +161,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 		agent(access{verb: "create", group: workerv1.GroupVersion.Group, resource: "devices"}),
 		agent(access{verb: "update", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system, name: "node-a-gpustack-device"}),
 		agent(access{verb: "list", resource: "pods"}),
+		reporter(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system}),
+		reporter(access{verb: "update", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system, name: "node-a-gpustack-cpu-info"}),
 		cleanup(access{verb: "delete", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}),
 		cleanup(access{verb: "delete", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: webhooks.MutatingName}),
 		cleanup(access{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}),

@@ -63,6 +63,7 @@ func TestRBACUpToDate(t *testing.T) {
 	for component, paths := range map[string][]string{
 		"worker":         {"paths=./internal/controller/...", "paths=./internal/webhooks/...", "paths=./internal/kueueconfig/...", "paths=./cmd/gpustack-operator/..."},
 		"device-manager": {"paths=./deviceagent/..."},
+		"cpu-info":       {"paths=./cpureporter/..."},
 		"cleanup":        {"paths=./internal/uninstall/..."},
 	} {
 		out := t.TempDir()

@@ -16,7 +16,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/cpureporter"
 )
 
 // Reconciler keeps the NodeFeatureRule gpustack-cpu-info in step with the nodes' cpu-info NodeFeatures.
@@ -32,12 +32,12 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	list := &nfdv1alpha1.NodeFeatureList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(workerv1.SystemNamespace),
-		client.MatchingLabels{"app.kubernetes.io/part-of": deviceagent.CPUPartOf}); err != nil {
+		client.MatchingLabels{"app.kubernetes.io/part-of": cpureporter.PartOf}); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot list the cpu-info NodeFeatures")
 	}
 	var reported []map[string]string
 	for _, nf := range list.Items {
-		if f, ok := nf.Spec.Features.Attributes[deviceagent.CPUFeature]; ok {
+		if f, ok := nf.Spec.Features.Attributes[cpureporter.Feature]; ok {
 			reported = append(reported, f.Elements)
 		}
 	}
@@ -68,7 +68,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: RuleName}}}
 	})
 	cpuInfo := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()["app.kubernetes.io/part-of"] == deviceagent.CPUPartOf
+		return o.GetLabels()["app.kubernetes.io/part-of"] == cpureporter.PartOf
 	})
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == RuleName })
 	return ctrl.NewControllerManagedBy(mgr).Named("cpuinfo").

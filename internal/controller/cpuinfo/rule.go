@@ -9,7 +9,7 @@ import (
 
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/cpureporter"
 )
 
 // RuleName is the NodeFeatureRule the worker keeps.
@@ -37,7 +37,7 @@ func Rules(reported []map[string]string) nfdv1alpha1.NodeFeatureRuleSpec {
 				Name:        "cpu-" + k + "=" + v,
 				Annotations: map[string]string{AnnotationPrefix + k: v},
 				MatchFeatures: nfdv1alpha1.FeatureMatcher{{
-					Feature: deviceagent.CPUFeature,
+					Feature: cpureporter.Feature,
 					MatchExpressions: &nfdv1alpha1.MatchExpressionSet{
 						k: &nfdv1alpha1.MatchExpression{Op: nfdv1alpha1.MatchIn, Value: nfdv1alpha1.MatchValue{v}},
 					},

@@ -1,4 +1,8 @@
-package deviceagent
+// Package cpureporter is the per-node CPU reporter: it reads the node's /proc/cpuinfo and publishes the node's
+// cpu-info NodeFeature, from which NFD labels the Node's CPU identity and, through the worker's
+// NodeFeatureRule gpustack-cpu-info, annotates its CPU facts. It runs on every Linux node under an account of
+// its own that may write only that NodeFeature.
+package cpureporter
 
 import (
 	"context"
@@ -11,27 +15,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
+	"github.com/gpustack/gpustack-operator/deviceagent/nodefeature"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/cpuinfo"
 )
 
-// CPUNodeFeatureName is the name of a node's cpu-info NodeFeature. It sorts before the device agent's
+// NodeFeatureName is the name of a node's cpu-info NodeFeature. It sorts before the device agent's
 // (<node>-gpustack-device-manager), so NFD merges the agent's acceleratable=true over its false.
-func CPUNodeFeatureName(node string) string { return node + "-gpustack-cpu-info" }
+func NodeFeatureName(node string) string { return node + "-gpustack-cpu-info" }
 
-// CPUFeature is the NFD feature the cpu-info NodeFeature carries the node's CPU facts in (name, family,
+// Feature is the NFD feature the cpu-info NodeFeature carries the node's CPU facts in (name, family,
 // logical-cores, ...), which the worker's NodeFeatureRule gpustack-cpu-info turns into the Node's
 // feature.gpustack.ai/cpu-* annotations.
-const CPUFeature = "gpustack.cpu"
+const Feature = "gpustack.cpu"
 
-// CPUPartOf is the app.kubernetes.io/part-of label of the cpu-info NodeFeatures.
-const CPUPartOf = "gpustack-operator-cpu-info"
+// PartOf is the app.kubernetes.io/part-of label of the cpu-info NodeFeatures.
+const PartOf = "gpustack-operator-cpu-info"
 
-// CPUNodeFeature is the spec of a node's cpu-info NodeFeature: the CPU's facts as the attributes of
+// Spec is the spec of a node's cpu-info NodeFeature: the CPU's facts as the attributes of
 // CPUFeature, and as labels the identity NFD's cpu-model labels carry, read from the same /proc/cpuinfo (on
 // real hardware the values NFD reads from cpuid, and one source for the labels and annotations), and
 // acceleratable=false, which the device agent's NodeFeature overrides on a node with accelerators.
-func CPUNodeFeature(cpu cpuinfo.CPU) nfdv1alpha1.NodeFeatureSpec {
+func Spec(cpu cpuinfo.CPU) nfdv1alpha1.NodeFeatureSpec {
 	labels := map[string]string{pools.LabelAcceleratable: "false"}
 	for k, v := range map[string]string{pools.LabelCPUVendor: cpu.Vendor, pools.LabelCPUFamily: cpu.Family, pools.LabelCPUModelID: cpu.Model} {
 		if v != "" && len(validation.IsValidLabelValue(v)) == 0 {
@@ -39,18 +44,18 @@ func CPUNodeFeature(cpu cpuinfo.CPU) nfdv1alpha1.NodeFeatureSpec {
 		}
 	}
 	features := nfdv1alpha1.NewFeatures()
-	features.Attributes[CPUFeature] = nfdv1alpha1.NewAttributeFeatures(cpu.Attributes())
+	features.Attributes[Feature] = nfdv1alpha1.NewAttributeFeatures(cpu.Attributes())
 	return nfdv1alpha1.NodeFeatureSpec{Features: *features, Labels: labels}
 }
 
-// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;create;update
 
-// ReportCPU publishes node's CPU as read from the cpuinfo file, then again every interval until ctx ends (a
+// Run publishes node's CPU as read from the cpuinfo file, then again every interval until ctx ends (a
 // node's processor changes only across a reboot, which restarts the reporter; the interval mends a
 // NodeFeature someone deleted). A failed round is logged and retried at the next.
-func ReportCPU(ctx context.Context, c client.Client, node, file string, interval time.Duration, log logr.Logger) error {
+func Run(ctx context.Context, c client.Client, node, file string, interval time.Duration, log logr.Logger) error {
 	for {
-		if err := reportCPU(ctx, c, node, file); err != nil {
+		if err := report(ctx, c, node, file); err != nil {
 			log.Error(err, "cannot report the node's CPU", "node", node)
 		}
 		select {
@@ -61,7 +66,7 @@ func ReportCPU(ctx context.Context, c client.Client, node, file string, interval
 	}
 }
 
-func reportCPU(ctx context.Context, c client.Client, node, file string) error {
+func report(ctx context.Context, c client.Client, node, file string) error {
 	data, err := os.ReadFile(file) //nolint:gosec // the node's cpuinfo, as the DaemonSet mounts it
 	if err != nil {
 		return errors.Wrap(err, "cannot read cpuinfo")
@@ -70,5 +75,5 @@ func reportCPU(ctx context.Context, c client.Client, node, file string) error {
 	if err != nil {
 		return errors.Wrapf(err, "cannot parse %s", file)
 	}
-	return applyNodeFeature(ctx, c, CPUNodeFeatureName(node), node, CPUPartOf, CPUNodeFeature(cpu))
+	return nodefeature.Apply(ctx, c, NodeFeatureName(node), node, PartOf, Spec(cpu))
 }
