@@ -156,6 +156,13 @@ $(BIN)/libnvidia-ml.so.1: hack/nvml-standin/libnvidia-ml.c
 	@mkdir -p $(BIN)
 	gcc -shared -fPIC -O2 -Wall -Werror -Wno-format-truncation -o $@ $<
 
+.PHONY: gpu-check-bundle
+gpu-check-bundle: ## The operator binary, stripped and compressed into bin/gpu-check, for hack/gpu-check.sh on a machine without Go modules.
+	@mkdir -p $(BIN)/gpu-check
+	go build -trimpath -ldflags "-s -w" -o $(BIN)/gpu-check/gpustack-operator ./cmd/gpustack-operator
+	gzip -9f $(BIN)/gpu-check/gpustack-operator
+	@ls -l $(BIN)/gpu-check
+
 .PHONY: host-packages
 host-packages: ## Install the Debian packages real nodes run on (containerd, runc, CNI plugins, iptables, busybox); needs root.
 	hack/host-packages.sh
@@ -245,7 +252,7 @@ test-unit: ## Unit tests with the race detector; no control plane.
 	env -u GPUSTACK_BIN go test -race -count=1 ./...
 
 .PHONY: test-integration
-test-integration: $(TEST_TOOLS) ## Tests on envtest's API server, and the policies through OPA, gator and a real API server.
+test-integration: $(TEST_TOOLS) build ## Tests on envtest's API server, and the policies through OPA, gator and a real API server.
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e

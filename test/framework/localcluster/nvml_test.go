@@ -3,12 +3,16 @@ package localcluster
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/nvidia"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -56,5 +60,62 @@ func TestNVMLStandIn(t *testing.T) {
 	}
 	if len(got) != 4 {
 		t.Errorf("%d cards detected, want node-t4-b's four", len(got))
+	}
+}
+
+// TestGPUCheckScript runs hack/gpu-check.sh, the check prepared for a lent GPU machine, as far as this machine
+// can: in a mount namespace of its own whose PCI bus shows node-t4-a's card and whose loader finds the stand-in
+// NVML, it prints what the agent would publish, which must be node-t4-a's card. On a GPU machine the same
+// script reads the real bus and driver.
+func TestGPUCheckScript(t *testing.T) {
+	bin, skip, err := testenv.BinDir("libnvidia-ml.so.1", "gpustack-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip != "" {
+		t.Skip(skip)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the script's bus fixture needs a mount namespace: run as root")
+	}
+	inv, err := simulated.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := inv.Nodes[2] // node-t4-a: one T4
+	dir := t.TempDir()
+	lib, err := os.ReadFile(filepath.Join(bin, "libnvidia-ml.so.1")) //nolint:gosec // built here
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"driver/libnvidia-ml.so.1": string(lib), "driver/libnvidia-ml.fixture": nvmlFixture(node),
+		"pci/0000:10:00.0/class": "0x030200\n", "pci/0000:10:00.0/vendor": "0x10de\n", "pci/0000:10:00.0/device": "0x1eb8\n"}
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil { //nolint:gosec // a test's fixture
+			t.Fatal(err)
+		}
+	}
+	script := "mount --bind " + filepath.Join(dir, "pci") + " /sys/bus/pci/devices && exec " + testenv.Path("hack", "gpu-check.sh") + " --node node-t4-a"
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "GPU_CHECK_BINARY="+filepath.Join(bin, "gpustack-operator"), "LD_LIBRARY_PATH="+filepath.Join(dir, "driver"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/gpu-check.sh: %v\n%s", err, out)
+	}
+	var printed struct {
+		Devices struct {
+			Spec workerv1.DevicesSpec `json:"spec"`
+		} `json:"devices"`
+	}
+	if err := yaml.Unmarshal(out, &printed); err != nil {
+		t.Fatalf("cannot read what the script printed: %v\n%s", err, out)
+	}
+	want, _ := simulated.New(node).Detect(context.Background())
+	if diff := cmp.Diff(providers.DevicesSpec(want), printed.Devices.Spec); diff != "" {
+		t.Errorf("hack/gpu-check.sh prints node-t4-a's card, read through NVML: -want, +got:\n%s", diff)
 	}
 }
