@@ -118,6 +118,8 @@ func TestChartOnRealNodes(t *testing.T) {
 
 	// Each agent read its node's cards through NVML (the stand-in library of the node's simulated driver) and
 	// published them: the node's Devices object holds the inventory's cards.
+	// The pools read as the walkthrough's Step 1, from what NFD, the kubelets and the agents found.
+	step1(t, c.Kubeconfig)
 	volumeBindsByItself(ctx, t, cs, "node-t4-b")
 
 	kc, err := client.New(c.RESTConfig, client.Options{Scheme: scheme.New()})
