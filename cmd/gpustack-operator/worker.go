@@ -123,8 +123,10 @@ func runWorker(args []string) error {
 		}
 	}
 	if *agentImage != "" {
+		// A node agent the worker may not deploy (a role older than this binary, during an upgrade) is reported
+		// and leaves the others, and the worker, running.
 		if err := deployAgents(ctx, direct, deviceagent.DeploymentFromEnv(*agentImage)); err != nil {
-			return err
+			ctrl.Log.WithName("node-agents").Error(err, "cannot deploy every node agent; the others are deployed")
 		}
 	}
 	if err := setupNodeProfile(mgr); err != nil {
@@ -229,20 +231,22 @@ func setupNodeProfile(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=create
 // +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=get;patch,resourceNames=gpustack-operator-device-manager-amd;gpustack-operator-device-manager-ascend;gpustack-operator-device-manager-cambricon;gpustack-operator-device-manager-hygon;gpustack-operator-device-manager-iluvatar;gpustack-operator-device-manager-metax;gpustack-operator-device-manager-mthreads;gpustack-operator-device-manager-nvidia;gpustack-operator-device-manager-thead;gpustack-operator-cpu-info
 
-// deployAgents server-side applies the device agents' DaemonSets; applying what is already there writes
-// nothing.
+// deployAgents server-side applies the node agents' DaemonSets, each whatever became of the others; applying
+// what is already there writes nothing.
 func deployAgents(ctx context.Context, c client.Client, d deviceagent.Deployment) error {
+	var errs []error
 	for _, o := range d.Objects() {
 		u, err := scheme.ForApply(o)
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		//nolint:staticcheck // client.Apply with an unstructured object is the documented way to server-side apply it.
 		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("gpustack-operator"), client.ForceOwnership); err != nil {
-			return errors.Wrapf(err, "cannot apply %s %s", u.GetKind(), u.GetName())
+			errs = append(errs, errors.Wrapf(err, "cannot apply %s %s", u.GetKind(), u.GetName()))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // watchKueueConfig checks the running Kueue's configuration (the ConfigMap namespace/name) every minute and
