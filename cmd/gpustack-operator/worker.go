@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -129,7 +131,7 @@ func runWorker(args []string) error {
 			ctrl.Log.WithName("node-agents").Error(err, "cannot deploy every node agent; the others are deployed")
 		}
 	}
-	if err := setupNodeProfile(mgr); err != nil {
+	if err := setupNodeProfile(ctx, mgr, direct); err != nil {
 		return err
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
@@ -214,14 +216,26 @@ func bootstrap(ctx context.Context, c client.Client) error {
 }
 
 // setupNodeProfile sets up what describes each node to NFD: its worker NodeFeature (the profiler), its fit
-// labels and the cpu-info NodeFeatureRule.
-func setupNodeProfile(mgr ctrl.Manager) error {
+// labels and the cpu-info NodeFeatureRule. The rule's controller is left out, and says so, where the worker's
+// role does not let it read NodeFeatureRules (a role older than this binary, during an upgrade): its cache
+// would never sync and would stop the worker.
+func setupNodeProfile(ctx context.Context, mgr ctrl.Manager, direct client.Client) error {
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&profiler.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-profiler")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the profiler")
 	}
 	if err := (&nodefit.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node fit labels")
+	}
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Group: nfdv1alpha1.SchemeGroupVersion.Group, Resource: "nodefeaturerules"}}}
+	if err := direct.Create(ctx, review); err != nil {
+		return errors.Wrap(err, "cannot review the worker's access to NodeFeatureRules")
+	}
+	if !review.Status.Allowed {
+		ctrl.Log.WithName("cpuinfo").Error(errors.New("the worker may not list NodeFeatureRules"),
+			"the cpu-info rule is not kept: Nodes get no feature.gpustack.ai/cpu-* annotations until the worker's role allows it")
+		return nil
 	}
 	return errors.Wrap((&cpuinfo.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr), "cannot set up the cpu-info rule")
 }
