@@ -32,8 +32,8 @@ const Feature = "gpustack.cpu"
 // PartOf is the app.kubernetes.io/part-of label of the cpu-info NodeFeatures.
 const PartOf = "gpustack-operator-cpu-info"
 
-// Spec is the spec of a node's cpu-info NodeFeature: the CPU's facts as the attributes of
-// CPUFeature, and as labels the identity NFD's cpu-model labels carry, read from the same /proc/cpuinfo (on
+// Spec is the spec of a node's cpu-info NodeFeature: the CPU's facts as the attributes of Feature, and as
+// labels the identity NFD's cpu-model labels carry, read from the same /proc/cpuinfo (on
 // real hardware the values NFD reads from cpuid, and one source for the labels and annotations), and
 // acceleratable=false, which the device agent's NodeFeature overrides on a node with accelerators.
 func Spec(cpu cpuinfo.CPU) nfdv1alpha1.NodeFeatureSpec {

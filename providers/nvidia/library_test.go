@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -35,6 +36,26 @@ func TestFindLibrary(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, FindLibrary(tc.roots)); diff != "" {
 				t.Errorf("%s\nFindLibrary(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestArchitecture(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		family string
+		want   nvml.DeviceArchitecture
+	}{
+		"Turing":  {"A family name reads back as the architecture NVML reports for it.", "Turing", nvml.DEVICE_ARCH_TURING},
+		"Ada":     {"The labels' own spelling, Ada-Lovelace, not NVML's constant's name.", "Ada-Lovelace", nvml.DEVICE_ARCH_ADA},
+		"Unknown": {"A name no architecture has is NVML's unknown one.", "Ada", nvml.DEVICE_ARCH_UNKNOWN},
+		"Empty":   {"No family is the unknown architecture, not the first one family names nothing for.", "", nvml.DEVICE_ARCH_UNKNOWN},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Architecture(tc.family)); diff != "" {
+				t.Errorf("%s\nArchitecture(%q): -want, +got:\n%s", tc.reason, tc.family, diff)
 			}
 		})
 	}

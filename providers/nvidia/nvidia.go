@@ -157,6 +157,17 @@ func family(a nvml.DeviceArchitecture) string {
 	return ""
 }
 
+// Architecture is the NVML architecture whose family name the labels give (Ampere), DEVICE_ARCH_UNKNOWN for
+// any other name: family read backwards, for what writes a card as NVML reports it (a simulated driver).
+func Architecture(name string) nvml.DeviceArchitecture {
+	for a := nvml.DeviceArchitecture(nvml.DEVICE_ARCH_KEPLER); a <= nvml.DEVICE_ARCH_BLACKWELL; a++ {
+		if name != "" && family(a) == name {
+			return a
+		}
+	}
+	return nvml.DEVICE_ARCH_UNKNOWN
+}
+
 // The helpers below call NVML and turn a panic into an error return: a mock or a broken driver that does
 // not implement a call must not bring the agent down.
 

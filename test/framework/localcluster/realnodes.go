@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpustack/gpustack-operator/providers/nvidia"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -189,10 +190,6 @@ func pciDevices(n simulated.Node) []realnode.PCIDevice {
 	return out
 }
 
-// architectures are NVML's architecture numbers (NVML_DEVICE_ARCH_*) by the family names the labels use.
-var architectures = map[string]uint32{"Kepler": 2, "Maxwell": 3, "Pascal": 4, "Volta": 5, "Turing": 6, "Ampere": 7,
-	"Ada": 8, "Hopper": 9, "Blackwell": 10}
-
 // nvmlFixture is the stand-in NVML library's fixture for a node's NVIDIA cards, as its simulated backend
 // detects them; "" for a node without any.
 func nvmlFixture(n simulated.Node) string {
@@ -208,10 +205,7 @@ func nvmlFixture(n simulated.Node) string {
 			sub, _ := strconv.Atoi(minor)
 			fmt.Fprintf(&b, "driver %s\ncuda %d\n", d.DriverVersion, cuda*1000+sub*10)
 		}
-		arch, ok := architectures[d.Family]
-		if !ok {
-			arch = 0xffffffff // NVML_DEVICE_ARCH_UNKNOWN
-		}
+		arch := nvidia.Architecture(d.Family)
 		ccMajor, ccMinor, _ := strings.Cut(d.ComputeCapability, ".")
 		fmt.Fprintf(&b, "card %s|%s|%d|%d|%d|%s|%s\n", d.UUID, d.Product, d.MemoryMiB, d.Cores, arch, ccMajor, ccMinor)
 	}
