@@ -140,16 +140,28 @@ $(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
 
 # The images every real node holds before anything is pulled (there is no registry): Kubernetes' own pause.c
 # from the pinned module, compiled static; a busybox user image from Debian's static busybox; Kueue's and NFD's
-# images from the binaries built here, under the names their charts pull.
+# images from the binaries built here, under the names their charts pull; the walkthrough's user image, the SSH
+# sidecar and the stand-in enforcers (hack/nodeimages says what each holds).
 NODE_IMAGE_BINS := $(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/nfd-worker-$(NFD_VERSION) \
 	$(STAMP)/nfd-gc-$(NFD_VERSION) $(STAMP)/local-path-provisioner-$(LOCAL_PATH_VERSION)
-$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go $(NODE_IMAGE_BINS) | host-packages
+$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go $(NODE_IMAGE_BINS) \
+		$(BIN)/libvgpu.so $(BIN)/gpustack-ssh-server | host-packages
 	$(call say,building the real nodes' images into $(BIN)/images)
 	k8s=$(call moddir,k8s,k8s.io/kubernetes); mkdir -p $(BIN) && \
 	gcc -Os -Wall -Werror -static -DVERSION=v3.10.1 -o $(BIN)/pause $$k8s/build/pause/linux/pause.c
 	go run ./hack/nodeimages --out $(BIN)/images --bin $(BIN) --busybox /bin/busybox \
 		--kueue-version $(KUEUE_VERSION) --nfd-version $(NFD_VERSION) --local-path-version $(LOCAL_PATH_VERSION)
 	@mkdir -p $(STAMP) && touch $@
+
+# The SSH sidecar's program, static: its image has no Go runtime's libraries to offer.
+$(BIN)/gpustack-ssh-server: $(shell find cmd/gpustack-ssh-server sshsidecar -name '*.go' ! -name '*_test.go')
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./cmd/gpustack-ssh-server
+
+# The stand-in soft-slicing enforcer (HAMi-core's libvgpu.so) of the real nodes' enforcer image.
+$(BIN)/libvgpu.so: hack/enforcer-standin/libvgpu.c
+	@mkdir -p $(BIN)
+	gcc -shared -fPIC -O2 -Wall -Werror -o $@ $<
 
 # The simulated NVIDIA driver of the real nodes: a stand-in NVML library that answers from a fixture beside it.
 $(BIN)/libnvidia-ml.so.1: hack/nvml-standin/libnvidia-ml.c

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
@@ -31,7 +32,19 @@ type Deployment struct {
 	Image string
 	// Env is copied onto every agent; DeploymentFromEnv fills it with the worker's GPUSTACK_* variables.
 	Env []corev1.EnvVar
+	// EnforcerImage, when set, holds the soft-slicing enforcers (HAMi-core's libvgpu.so and its kin) under
+	// EnforcerImageDir, laid out as the node's enforcer directory is (cuda-12/libvgpu.so, cuda-12/ld.so.preload),
+	// with a POSIX sh and cp: each agent copies it to that directory before it starts, so Allocate finds there
+	// the libraries it mounts into a slice's containers.
+	EnforcerImage string
 }
+
+// EnforcerImageDir is where an enforcer image holds its libraries.
+const EnforcerImageDir = "/gpustack/lib"
+
+// enforcerScript copies an enforcer image's libraries into the node's enforcer directory ($0), over what an
+// older image left there.
+const enforcerScript = `mkdir -p "$0" && cp -R ` + EnforcerImageDir + `/. "$0"/`
 
 // DeploymentFromEnv returns a deployment of image that carries the process's non-empty GPUSTACK_* variables, sorted.
 func DeploymentFromEnv(image string) Deployment {
@@ -153,6 +166,7 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 							{Name: "host", MountPath: "/host", ReadOnly: true, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
 						},
 					}},
+					InitContainers: d.enforcerInstall(),
 					Volumes: []corev1.Volume{
 						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"), hostPath("sys", "/sys"),
 						hostPath("dev", "/dev"), hostPath("data", "/var/lib/gpustack"), hostPath("host", "/"),
@@ -161,6 +175,21 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 			},
 		},
 	}
+}
+
+// enforcerInstall is the agent's init container that copies the enforcer image to the node, none without one.
+// It writes only the enforcer directory, through the agent's data volume, and needs no privilege.
+func (d Deployment) enforcerInstall() []corev1.Container {
+	if d.EnforcerImage == "" {
+		return nil
+	}
+	return []corev1.Container{{
+		Name: "install-enforcers", Image: d.EnforcerImage,
+		Command: []string{"/bin/sh", "-c", enforcerScript, deviceplugin.DefaultRuntime().LibDir},
+		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/gpustack"}},
+	}}
 }
 
 // httpGet probes path on the agent's metrics port.

@@ -70,8 +70,53 @@ func TestDeployment(t *testing.T) {
 	}
 }
 
+// TestEnforcerInstall checks that the agents copy an enforcer image the administrator names to the node's
+// enforcer directory before they start, and run nothing more without one.
+func TestEnforcerInstall(t *testing.T) {
+	t.Setenv("GPUSTACK_DATA_DIR", "")
+	cases := map[string]struct {
+		reason string
+		image  string
+		want   []string
+	}{
+		"NoImage": {reason: "Without an enforcer image the agent starts alone."},
+		"Image": {
+			reason: "The image's libraries are copied, as root without any capability, through the agent's data volume into the directory Allocate mounts them from.",
+			image:  "registry.example/hami-core:v2",
+			want: []string{"install-enforcers", "registry.example/hami-core:v2", "/bin/sh", "-c",
+				`mkdir -p "$0" && cp -R /gpustack/lib/. "$0"/`, "/var/lib/gpustack/operator/lib", "data:/var/lib/gpustack", "drop:ALL"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := deviceagent.Deployment{Image: "gpustack/gpustack-operator:test", EnforcerImage: tc.image}
+			for _, o := range d.Objects() {
+				ds := o.(*appsv1.DaemonSet)
+				if ds.Name == deviceagent.CPUInfoDaemonSetName {
+					continue
+				}
+				var got []string
+				for _, c := range ds.Spec.Template.Spec.InitContainers {
+					got = append(append(append(got, c.Name, c.Image), c.Command...), c.Args...)
+					for _, m := range c.VolumeMounts {
+						got = append(got, m.Name+":"+m.MountPath)
+					}
+					for _, drop := range c.SecurityContext.Capabilities.Drop {
+						got = append(got, "drop:"+string(drop))
+					}
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("%s\n%s init containers: -want, +got:\n%s", tc.reason, ds.Name, diff)
+				}
+			}
+		})
+	}
+}
+
 var _ = It("applies the agents' DaemonSets to a real API server twice: the server accepts every object, and the second apply changes nothing", func() {
-	objs := deviceagent.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects()
+	d := deviceagent.DeploymentFromEnv("gpustack/gpustack-operator:test")
+	d.EnforcerImage = "registry.example/hami-core:v2"
+	objs := d.Objects()
 	ctx := context.Background()
 	// The chart creates the agents' namespace.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # host-packages.sh installs, with apt-get, the Debian packages a real node of the local cluster runs on:
 # containerd (its CRI plugin is the node's runtime), runc, the CNI plugins (bridge, host-local, loopback,
-# portmap), iptables (kube-proxy and the CNI plugins' rules) and a static busybox (the tests' user image). The
+# portmap), iptables (kube-proxy and the CNI plugins' rules), a static busybox (the tests' user image) and the
+# OpenSSH server (the Instances' SSH sidecar image; the client reaches it in the tests). The
 # versions are the ones tested; a package already at its version is left alone, so a warm machine pays nothing.
 # `make host-packages` runs it; `make demo` and `make test` call that first.
 set -euo pipefail
@@ -12,6 +13,9 @@ packages=(
 	containernetworking-plugins=1.1.1+ds1-3+b5
 	iptables=1.8.9-2
 	busybox-static=1:1.35.0-4+deb12u1+b1
+	openssh-server=1:9.2p1-2+deb12u10
+	openssh-sftp-server=1:9.2p1-2+deb12u10
+	openssh-client=1:9.2p1-2+deb12u10
 )
 
 missing=()

@@ -90,11 +90,12 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 		Name: SSHContainer, Image: o.BuiltIn.Image(o.SSHImage), ImagePullPolicy: o.BuiltIn.pullPolicy(), Stdin: true, TTY: true,
 		Env:       []corev1.EnvVar{{Name: "VOLUME_MOUNT_PATH", Value: mount}},
 		Resources: res.SSH,
-		// An SSH session enters main's namespaces (nsenter through the shared process namespace): SYS_PTRACE to
-		// reach main's /proc/<pid>/ns, SYS_ADMIN to setns into its mount namespace, so every mount is seen.
-		SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
-			Add: []corev1.Capability{"SYS_ADMIN", "SYS_PTRACE"}}},
-		VolumeMounts: []corev1.VolumeMount{{Name: "workspace", MountPath: mount}},
+		// An SSH session enters main's root through the shared process namespace (/proc/<pid>/root, chroot), so
+		// every mount of main is seen, with the runtime's default capabilities: the kernel lets a root process
+		// into another's root when its capabilities cover the other's (sshsidecar says how). A privileged main
+		// holds every capability, so only then the sidecar needs SYS_PTRACE to reach it.
+		SecurityContext: sidecarSecurity(inst.Spec.Privileged),
+		VolumeMounts:    []corev1.VolumeMount{{Name: "workspace", MountPath: mount}},
 	}
 	keys, keyMounts := hostKeys(inst)
 	volumes = append(volumes, keys)
@@ -150,6 +151,15 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 		}
 	}
 	return pod, nil
+}
+
+// sidecarSecurity is the SSH sidecar's security context: the runtime's default capabilities, and SYS_PTRACE
+// beside a privileged main.
+func sidecarSecurity(privileged bool) *corev1.SecurityContext {
+	if !privileged {
+		return nil
+	}
+	return &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}}}
 }
 
 // entrance is the type's entrance LocalQueue.

@@ -207,6 +207,36 @@ func TestPod(t *testing.T) {
 	}
 }
 
+func TestSidecarCapabilities(t *testing.T) {
+	cases := map[string]struct {
+		reason     string
+		privileged bool
+		want       *corev1.SecurityContext
+	}{
+		"Default": {
+			reason: "Beside an unprivileged main the sidecar keeps the runtime's default capabilities, which Pod Security baseline admits: a session enters main's root with chroot, no SYS_ADMIN, no SYS_PTRACE.",
+		},
+		"PrivilegedMain": {
+			reason:     "A privileged main holds every capability, so the sidecar needs SYS_PTRACE to reach its root.",
+			privileged: true,
+			want:       &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := instance(workerv1.InstanceResources{})
+			inst.Spec.Privileged = tc.privileged
+			pod, err := Pod(inst, a10gType(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, pod.Spec.Containers[1].SecurityContext); diff != "" {
+				t.Errorf("%s\nPod(...) sidecar security context: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestRuntimeClass(t *testing.T) {
 	cases := map[string]struct {
 		reason  string

@@ -4,6 +4,12 @@
 //   - registry.k8s.io/pause:3.10.1, the Pods' sandbox: Kubernetes' own pause.c (from the pinned module),
 //     compiled static by make;
 //   - docker.io/library/busybox:1.35.0, a small user image: Debian's static busybox with a link per applet;
+//   - docker.io/library/ubuntu:24.04, the walkthrough's user image, stood in for by Debian's bash, dash,
+//     coreutils and grep (dynamically linked, so the enforcer preloaded by ld.so.preload loads into them);
+//   - docker.io/gpustack/ssh-server:v1.3.0, the Instances' SSH sidecar (instance-ssh-server-image): Debian's
+//     OpenSSH server, whose every session gpustack-ssh-server enters into the main container;
+//   - localhost/gpustack/enforcer-standin:dev, the soft-slicing enforcers an administrator names in the chart
+//     (worker.deviceManager.enforcers.image), here the stand-in libvgpu.so of hack/enforcer-standin;
 //   - registry.k8s.io/kueue/kueue, registry.k8s.io/nfd/node-feature-discovery and
 //     docker.io/rancher/local-path-provisioner at the pinned versions, the images Kueue's, NFD's and the
 //     local-path provisioner's charts run, from the binaries make tools builds (laid out as their own
@@ -48,6 +54,7 @@ func run() error {
 	kueueVersion := flag.String("kueue-version", "v0.17.0", "the version of the Kueue binary in --bin")
 	nfdVersion := flag.String("nfd-version", "v0.19.0", "the version of the NFD binaries in --bin")
 	localPathVersion := flag.String("local-path-version", "v0.0.30", "the version of the local-path-provisioner binary in --bin")
+	sshImage := flag.String("ssh-server-image", "docker.io/gpustack/ssh-server:v1.3.0", "the SSH sidecar's image name (the setting instance-ssh-server-image)")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return errors.Wrap(err, "cannot create the output directory")
@@ -73,6 +80,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	user, err := userFiles()
+	if err != nil {
+		return err
+	}
+	sshServer, err := sshServerFiles(filepath.Join(*bin, "gpustack-ssh-server"))
+	if err != nil {
+		return err
+	}
 	images := []image{
 		{realnode.PauseImage, "pause.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/pause"}, User: "65535:65535",
 			Files: []ociimage.File{{Path: "/pause", Source: filepath.Join(*bin, "pause"), Mode: 0o755}}}},
@@ -84,6 +99,11 @@ func run() error {
 		// Its chart runs the command by name: the image's PATH finds it in /usr/bin, as in its Alpine image.
 		{"docker.io/rancher/local-path-provisioner:" + *localPathVersion, "local-path-provisioner.tar",
 			ociimage.Spec{Platform: platform, Entrypoint: []string{"/usr/bin/local-path-provisioner"}, User: "0:0", Files: localPath}},
+		{realnode.UserImage, "user.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/bash"}, User: "0:0", Files: user,
+			Labels: map[string]string{"org.opencontainers.image.description": "a local stand-in for ubuntu:24.04 (there is no registry here): Debian 12's bash, dash, coreutils and grep"}}},
+		{*sshImage, "ssh-server.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{sshServerProgram, "serve"}, User: "0:0", Files: sshServer}},
+		{realnode.EnforcerImage, "enforcer-standin.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/sh"}, User: "0:0",
+			Files: enforcerFiles(filepath.Join(*bin, "libvgpu.so"), busyboxFiles)}},
 	}
 	for _, img := range images {
 		built, err := ociimage.Build(img.spec)
@@ -132,4 +152,81 @@ func busyboxFiles(busybox string) ([]ociimage.File, error) {
 		}
 	}
 	return files, nil
+}
+
+// userFiles are the user image's: bash, dash as sh, and a few coreutils and grep, with the C libraries they
+// load, and root's passwd entry.
+func userFiles() ([]ociimage.File, error) {
+	var files []ociimage.File
+	for _, b := range []string{"/bin/bash", "/bin/dash", "/bin/cat", "/bin/ls", "/bin/sleep", "/bin/grep", "/bin/mkdir",
+		"/usr/bin/env", "/usr/bin/id", "/usr/bin/head", "/usr/bin/true", "/usr/bin/test"} {
+		f, err := withLibraries(ociimage.File{Path: b, Source: b, Mode: 0o755})
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f...)
+	}
+	files = append(files, ociimage.File{Path: "/bin/sh", Link: "dash"}, ociimage.File{Path: "/root/"}, ociimage.File{Path: "/tmp/"},
+		ociimage.File{Path: "/etc/passwd", Content: "root:x:0:0:root:/root:/bin/bash\n", Mode: 0o644},
+		ociimage.File{Path: "/etc/group", Content: "root:x:0:\n", Mode: 0o644})
+	return dedupe(files), nil
+}
+
+// sshServerProgram is the sidecar's program (cmd/gpustack-ssh-server) in its image.
+const sshServerProgram = "/usr/local/bin/gpustack-ssh-server"
+
+// sshdConfig is the sidecar's sshd configuration: keys only, root only (main runs as root), and every session
+// forced through gpustack-ssh-server, which enters it into the main container. Serve adds the workspace path.
+const sshdConfig = `Include /etc/ssh/sshd_config.d/*.conf
+Port 22
+HostKey /etc/ssh/ssh_host_ed25519_key
+AuthorizedKeysFile /etc/ssh/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+# The keys come from a Secret volume, whose files the kubelet owns and links; sshd's ownership checks do not fit it.
+StrictModes no
+UseDNS no
+PrintMotd no
+PrintLastLog no
+X11Forwarding no
+AllowTcpForwarding yes
+PidFile /run/sshd.pid
+ForceCommand ` + sshServerProgram + ` session
+`
+
+// sshServerFiles are the sidecar image's: Debian's sshd with its libraries, dash as the shell sshd runs the
+// forced command with, the sidecar's program, and the configuration sshd needs (its privilege separation user
+// and directory).
+func sshServerFiles(program string) ([]ociimage.File, error) {
+	var files []ociimage.File
+	for _, b := range []string{"/usr/sbin/sshd", "/bin/dash"} {
+		f, err := withLibraries(ociimage.File{Path: b, Source: b, Mode: 0o755})
+		if err != nil {
+			return nil, errors.Wrap(err, "the SSH sidecar needs Debian's openssh-server (make host-packages)")
+		}
+		files = append(files, f...)
+	}
+	files = append(files,
+		ociimage.File{Path: "/bin/sh", Link: "dash"},
+		ociimage.File{Path: sshServerProgram, Source: program, Mode: 0o755},
+		ociimage.File{Path: "/etc/ssh/sshd_config", Content: sshdConfig, Mode: 0o644},
+		ociimage.File{Path: "/etc/passwd", Mode: 0o644, Content: "root:x:0:0:root:/root:/bin/sh\nsshd:x:100:65534::/run/sshd:/usr/sbin/nologin\n"},
+		ociimage.File{Path: "/etc/group", Mode: 0o644, Content: "root:x:0:\nnogroup:x:65534:\n"},
+		ociimage.File{Path: "/run/sshd/"}, ociimage.File{Path: "/root/"})
+	return dedupe(files), nil
+}
+
+// enforcerFiles are the stand-in enforcers' image: libvgpu.so and the ld.so.preload that loads it, in the
+// layout of the node's enforcer directory (one directory per CUDA major), and busybox for the copy.
+func enforcerFiles(libvgpu string, busybox []ociimage.File) []ociimage.File {
+	files := append([]ociimage.File(nil), busybox...)
+	for _, dir := range []string{"cuda-12", "cuda-13"} {
+		files = append(files,
+			ociimage.File{Path: "/gpustack/lib/" + dir + "/libvgpu.so", Source: libvgpu, Mode: 0o755},
+			ociimage.File{Path: "/gpustack/lib/" + dir + "/ld.so.preload", Content: "/usr/local/gpustack/lib/libvgpu.so\n", Mode: 0o644})
+	}
+	return files
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -27,10 +28,12 @@ const NonRoot = "65532:65532"
 
 // File is one file of an image.
 type File struct {
-	// Path is the absolute path in the image.
+	// Path is the absolute path in the image; one ending in a slash is an empty directory.
 	Path string
 	// Source is the file on this machine whose contents it takes.
 	Source string
+	// Content, when Source is empty, is its contents (a configuration file written by the build).
+	Content string
 	// Link, when set, makes the file a symbolic link to Link instead (Source is not read).
 	Link string
 	// Mode is its permission bits.
@@ -114,6 +117,9 @@ func fileLayer(files []File) (v1.Layer, error) {
 		if err := writeDirs(tw, dirs, path.Dir(f.Path)); err != nil {
 			return nil, err
 		}
+		if strings.HasSuffix(f.Path, "/") {
+			continue // the directory itself is path.Dir of its path, written above
+		}
 		if f.Link != "" {
 			hdr := &tar.Header{Name: f.Path[1:], Linkname: f.Link, Mode: 0o777, Typeflag: tar.TypeSymlink, ModTime: epoch, Format: tar.FormatPAX}
 			if err := tw.WriteHeader(hdr); err != nil {
@@ -121,9 +127,12 @@ func fileLayer(files []File) (v1.Layer, error) {
 			}
 			continue
 		}
-		data, err := os.ReadFile(f.Source)
-		if err != nil {
-			return nil, errors.Wrapf(err, "image file %s", f.Path)
+		data := []byte(f.Content)
+		if f.Source != "" {
+			var err error
+			if data, err = os.ReadFile(f.Source); err != nil {
+				return nil, errors.Wrapf(err, "image file %s", f.Path)
+			}
 		}
 		hdr := &tar.Header{Name: f.Path[1:], Mode: f.Mode, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: epoch, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {

@@ -42,6 +42,8 @@ var Layers = []Layer{
 	// The node agents: the device agent and the CPU reporter.
 	{Name: "deviceagent", Prefixes: []string{"deviceagent", "cpureporter"},
 		MayImport: []string{"apis", "core", "providers", "data"}, TestsMayImport: []string{"framework", "simulator"}},
+	// The SSH sidecar's own program, which runs in an Instance's Pod and imports nothing of the operator.
+	{Name: "sshsidecar", Prefixes: []string{"sshsidecar"}},
 	{Name: "internal", Prefixes: []string{"internal"},
 		MayImport:      []string{"apis", "core", "providers", "data", "deviceagent", "functions"},
 		TestsMayImport: []string{"framework", "simulator"}},
@@ -51,7 +53,7 @@ var Layers = []Layer{
 		TestsMayImport: []string{"framework"}},
 	{Name: "cmd", Prefixes: []string{"cmd"},
 		MayImport: []string{"apis", "core", "providers", "data", "deviceagent", "functions", "internal", "plan",
-			"simulator"}},
+			"simulator", "sshsidecar"}},
 	// The test framework, the test suites and the build helpers drive everything, so they may import it all;
 	// nothing in production imports them.
 	{Name: "framework", Prefixes: []string{"test/framework"}, MayImport: []string{"*"}},

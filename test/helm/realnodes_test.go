@@ -12,9 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
@@ -24,15 +22,15 @@ import (
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
-	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // TestChartOnRealNodes installs the chart with helm, and its defaults, on the walkthrough's four nodes run as
 // real nodes (a kubelet v1.35.4 with containerd each), which hold the chart's images as make package and make
 // tools build them and pull nothing: the worker's two replicas, Kueue, nfd-master and an nfd-worker on every
-// node run in real containers, and a worker leads. With the test values of real nodes (storage on, the default
-// class), a claim binds by itself on the node of the Pod that mounts it.
+// node run in real containers, and a worker leads. The pools read as Step 1 from what NFD, the kubelets and
+// the agents found; Step 3's slice and Step 6's pinned Instance run in real containers (with the test values of
+// real nodes: storage on as the default class, the stand-in enforcers copied by the agents).
 func TestChartOnRealNodes(t *testing.T) {
 	if cluster == nil {
 		t.Skip(noServer)
@@ -120,7 +118,6 @@ func TestChartOnRealNodes(t *testing.T) {
 	// published them: the node's Devices object holds the inventory's cards.
 	// The pools read as the walkthrough's Step 1, from what NFD, the kubelets and the agents found.
 	step1(t, c.Kubeconfig)
-	volumeBindsByItself(ctx, t, cs, "node-t4-b")
 
 	kc, err := client.New(c.RESTConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -146,6 +143,11 @@ func TestChartOnRealNodes(t *testing.T) {
 		}
 		return true, ""
 	})
+
+	// Instances run in real containers: Step 3's slice, reached with kubectl exec and ssh, and Step 6's pin.
+	a10g, _ := simulated.New(inventoryNode(inv, "node-a10g")).Detect(ctx)
+	slicedInstance(ctx, t, c.Kubeconfig, cs, kc, a10g[0])
+	pinnedInstance(ctx, t, c.Kubeconfig, cs, kc)
 }
 
 // cpuIdentity says what of a node's CPU identity differs from its inventory entry, as the cpu-info reporter
@@ -183,49 +185,4 @@ func inventoryNode(inv *simulated.Inventory, name string) simulated.Node {
 		}
 	}
 	return simulated.Node{}
-}
-
-// volumeBindsByItself claims a volume of no class (the chart's local-path class is the default here) and mounts
-// it in a Pod on node, which writes to it: the provisioner makes the volume on that node, nobody writes a
-// PersistentVolume by hand.
-func volumeBindsByItself(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string) {
-	t.Helper()
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "datasets", Namespace: "default"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-	if _, err := cs.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: "default"}, Spec: corev1.PodSpec{
-		NodeSelector:  map[string]string{corev1.LabelHostname: node},
-		RestartPolicy: corev1.RestartPolicyNever,
-		Containers: []corev1.Container{{Name: "writer", Image: realnode.BusyboxImage, Command: []string{"sh", "-c", "echo written > /data/file && cat /data/file"},
-			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "datasets"}}}},
-	}}
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
-		p, err := cs.CoreV1().Pods("default").Get(ctx, "writer", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		claim, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "datasets", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		if p.Status.Phase != corev1.PodSucceeded || claim.Status.Phase != corev1.ClaimBound {
-			return false, fmt.Sprintf("the writer is %s, its claim %s", p.Status.Phase, claim.Status.Phase)
-		}
-		pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		if a := pv.Spec.NodeAffinity; a == nil || a.Required == nil || !strings.Contains(a.Required.String(), node) {
-			return false, fmt.Sprintf("volume %s is not on %s: %v", pv.Name, node, a)
-		}
-		return true, ""
-	})
 }

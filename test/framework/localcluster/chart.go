@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,11 +49,12 @@ func (c *Cluster) chartValues() []string {
 }
 
 // realNodeChartValues are the values the chart is installed with on real nodes, where its defaults run but
-// for two: storage is turned on, as the default class, since this cluster has none of its own; and Kueue asks
+// for three: storage is turned on, as the default class, since this cluster has none of its own; Kueue asks
 // no CPU, since here it runs on the walkthrough's own nodes, whose pools would lose its half core (a cluster
-// runs its system elsewhere).
+// runs its system elsewhere); and the agents copy the stand-in enforcers every node holds.
 var realNodeChartValues = []string{"storage.enabled=true", "storage.storageClass.default=true",
-	"kueue.controllerManager.manager.resources.requests.cpu=0"}
+	"kueue.controllerManager.manager.resources.requests.cpu=0",
+	"worker.deviceManager.enforcers.image=" + realnode.EnforcerImage}
 
 // installChart installs Config.Chart with helm, as a user does, once the nodes are up: the PodRunner
 // (Config.PodRunner run-pods, a component like the others) runs its Pods, and the simulated device agents

@@ -54,6 +54,14 @@ const PauseImage = "registry.k8s.io/pause:3.10.1"
 // storage provisioner's helper Pods run it.
 const BusyboxImage = "docker.io/library/busybox:1.35.0"
 
+// UserImage is the walkthrough's user image, which every node holds: a stand-in built here (hack/nodeimages),
+// as there is no registry to pull ubuntu:24.04 from.
+const UserImage = "docker.io/library/ubuntu:24.04"
+
+// EnforcerImage is the stand-in soft-slicing enforcers' image every node holds (hack/enforcer-standin), which
+// the local cluster names in the chart's worker.deviceManager.enforcers.image.
+const EnforcerImage = "localhost/gpustack/enforcer-standin:dev"
+
 // stageEnv tells Run that it runs inside the node's namespaces.
 const stageEnv = "GPUSTACK_REALNODE_STAGE"
 
