@@ -59,8 +59,10 @@ func slicedInstance(ctx context.Context, t *testing.T, kubeconfig string, cs kub
 	budget := strconv.FormatInt(card.MemoryMiB*20/100, 10) + "m"
 	want := []string{"NVIDIA_VISIBLE_DEVICES=" + card.UUID, "CUDA_DEVICE_MEMORY_LIMIT_0=" + budget, "CUDA_DEVICE_SM_LIMIT=100",
 		"[gpustack enforcer stand-in] devices " + card.UUID + " memory " + budget + " cores 100%"}
-	// The stand-in enforcer speaks at HAMi-core's debug level; a dynamically linked env loads it.
-	out, err := testenv.Kubectl(kubeconfig, "exec", "sliced-demo", "-c", instancepod.MainContainer, "--", "env", "LIBCUDA_LOG_LEVEL=4", "env")
+	// The stand-in enforcer speaks at HAMi-core's debug level (on standard error, here one stream with the
+	// variables); a dynamically linked env loads it.
+	session := "env LIBCUDA_LOG_LEVEL=4 true 2>&1; env"
+	out, err := testenv.Kubectl(kubeconfig, "exec", "sliced-demo", "-c", instancepod.MainContainer, "--", "sh", "-c", session)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func slicedInstance(ctx context.Context, t *testing.T, kubeconfig string, cs kub
 		hostKeys.Data[instancepod.HostPublicKeyFile])), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	session := "env LIBCUDA_LOG_LEVEL=4 env; grep -E '^Cap(Eff|Bnd)' /proc/self/status; echo cwd=$(pwd)"
+	session += "; grep -E '^Cap(Eff|Bnd)' /proc/self/status; echo cwd=$(pwd)"
 	var got string
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
 		cmd := exec.CommandContext(ctx, "ssh", "-i", filepath.Join(dir, "id_ed25519"), "-o", "UserKnownHostsFile="+knownHosts,

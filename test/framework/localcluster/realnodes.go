@@ -115,7 +115,7 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 			ClientCA:        c.path("pki", "ca.crt"),
 			Images:          images, Labels: n.Labels, PCIDevices: pciDevices(n),
 			CPU:       realnode.CPU{Vendor: n.CPU.Vendor, Name: n.CPU.Model, Family: n.CPU.Family, Model: n.CPU.ID, Cores: int(n.CPU.Cores)},
-			MemoryKiB: n.Memory.Value() >> 10,
+			MemoryKiB: n.Memory.Value() >> 10, DiskBytes: n.Storage.Value(),
 		}
 		if fixture := nvmlFixture(n); fixture != "" {
 			cfg.NVIDIADriver = &realnode.NVIDIADriver{Library: c.bin("libnvidia-ml.so.1"), Fixture: fixture}

@@ -53,15 +53,14 @@ const cniConfig = `{
 
 // kubeletConfig is the kubelet's configuration: client CA (%s), resolv.conf (%s) and cluster DNS (%s). Each
 // setting off the defaults is what this machine needs: cgroup v1 (failCgroupV1), no systemd (cgroupfs), swap,
-// an image filesystem whose capacity reads 0 (localStorageCapacityIsolation, eviction), and images that cannot
-// be pulled again once collected (imageGCHighThresholdPercent).
+// a sparse disk that a full machine could starve before its own fill level says so (eviction), and images that
+// cannot be pulled again once collected (imageGCHighThresholdPercent).
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: /
 failSwapOn: false
-localStorageCapacityIsolation: false
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 authentication:
   anonymous:

@@ -45,6 +45,9 @@ type Config struct {
 	MemoryKiB int64 `json:"memoryKiB,omitempty"`
 	// NVIDIADriver is the node's NVIDIA driver, when it has NVIDIA cards.
 	NVIDIADriver *NVIDIADriver `json:"nvidiaDriver,omitempty"`
+	// DiskBytes is the size of the node's disk, which holds its state paths; without one they are directories
+	// of the machine's, and the kubelet reports no ephemeral storage.
+	DiskBytes int64 `json:"diskBytes,omitempty"`
 }
 
 // PauseImage is the sandbox image of every node: the name the kubelet of this version expects, built here.
@@ -237,6 +240,9 @@ func mountNode(cfg Config) error {
 	// Mounts the kubelet makes below here (volumes) reach the containers that ask for them.
 	if err := syscall.Mount("", "/", "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
 		return errors.Wrap(err, "cannot make the node's mounts shared")
+	}
+	if err := mountDisk(cfg); err != nil {
+		return err
 	}
 	for _, p := range statePaths {
 		src := filepath.Join(cfg.Dir, "root", p)
