@@ -298,10 +298,11 @@ bench-cluster: $(DEMO_TOOLS) ## Measure the operator on a local cluster of NODES
 DEMO_DIR ?= $(ROOT)/.demo
 INVENTORY ?= examples/clusters/walkthrough.yaml
 INVENTORIES ?= examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
-# REAL_NODES=1 runs the demo's nodes as real nodes (a kubelet with containerd each; root and make
-# host-packages): the chart's Pods run in real containers. The device agents there read the nodes' simulated
-# PCI bus but not yet the vendors' tools, so the walkthrough's pools need the default (KWOK) nodes for now.
-REAL_NODES ?=
+# The demo's nodes are real nodes (a kubelet with containerd each; root, and make host-packages, which the
+# node images' build calls): the chart's Pods and the Instances run in real containers. Their simulated
+# hardware is the NVIDIA driver and PCI bus; an inventory with other vendors' cards needs REAL_NODES= (empty),
+# which runs KWOK nodes with the Pods as processes, until the other vendors' tools are simulated on real nodes.
+REAL_NODES ?= 1
 
 .PHONY: demo
 demo: ## Start a bare local cluster with the walkthrough's nodes (or INVENTORY=FILE) and helm install the chart on it, in the background.
