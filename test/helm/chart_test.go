@@ -283,6 +283,16 @@ func TestTemplateOptions(t *testing.T) {
 		t.Error("the provisioner's namespace does not admit its helper Pods, which mount the node's volume directory")
 	}
 
+	workerArgs := func(objs map[string]*unstructured.Unstructured) []string {
+		return convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"]).Spec.Template.Spec.Containers[0].Args
+	}
+	if args := workerArgs(render(t)); strings.Contains(strings.Join(args, " "), "--enforcer-image") {
+		t.Errorf("the worker copies enforcers by default, from no image the administrator named: %v", args)
+	}
+	if args := workerArgs(render(t, "worker.deviceManager.enforcers.image=example.com/hami:2")); !contains(args, "--enforcer-image=example.com/hami:2") {
+		t.Errorf("the worker does not hand the agents the enforcer image the values name: %v", args)
+	}
+
 	objs = render(t, "worker.metrics.serviceMonitor.enabled=true")
 	for _, name := range []string{"ServiceMonitor/gpustack-operator-worker", "PodMonitor/gpustack-operator-device-manager"} {
 		if objs[name] == nil {

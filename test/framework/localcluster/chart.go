@@ -2,7 +2,6 @@ package localcluster
 
 import (
 	"context"
-	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
 
 // Where the chart installs: its release, and the namespaces whose Pods the PodRunner runs.
