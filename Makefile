@@ -61,6 +61,12 @@ package: $(STAMP)/crank-$(CRANK_VERSION) chart ## Build the images, the Crosspla
 	go run ./hack/package --out $(OUTPUT)/package --crank $(BIN)/crank --version $(VERSION) \
 		--function-binary $(OUTPUT)/bin/gpustack-function --operator-binary $(OUTPUT)/bin/gpustack-operator
 
+.PHONY: operator-image
+operator-image: ## Build the operator's image alone into _output/package/images (the demo's real nodes run it).
+	go build -trimpath -ldflags=-s -o $(OUTPUT)/bin/gpustack-operator ./cmd/gpustack-operator
+	go run ./hack/package --out $(OUTPUT)/package --version $(VERSION) --operator-image-only \
+		--operator-binary $(OUTPUT)/bin/gpustack-operator
+
 .PHONY: generate
 generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepcopy code and CRDs from apis/.
 	go run ./hack/chartvalues
@@ -310,7 +316,7 @@ demo: ## Start a bare local cluster with the walkthrough's nodes (or INVENTORY=F
 	@$(MAKE) --no-print-directory $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS)
 	$(call say,demo step 2 of 3: building gpustack-operator and localcluster)
 	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/localcluster
-	$(if $(REAL_NODES),$(call say,demo step 2b: the operator's image (make package)) && $(MAKE) --no-print-directory package)
+	$(if $(REAL_NODES),$(call say,demo step 2b: the operator's image) && $(MAKE) --no-print-directory operator-image)
 	$(call say,demo step 3 of 3: starting the local cluster and installing the chart (helm install))
 	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator --chart $(CHART) \
 		$(if $(REAL_NODES),--real-nodes --images $(OUTPUT)/package/images/gpustack-operator.tar)

@@ -39,8 +39,9 @@ func run() error {
 	registry := flag.String("registry", "docker.io/gpustack", "the registry and organisation of the images")
 	functionBin := flag.String("function-binary", "", "the static gpustack-function binary")
 	operatorBin := flag.String("operator-binary", "", "the gpustack-operator binary")
+	operatorOnly := flag.Bool("operator-image-only", false, "build the operator's image alone (what the demo's real nodes run), no function and no Crossplane package")
 	flag.Parse()
-	if *functionBin == "" || *operatorBin == "" {
+	if *operatorBin == "" || *functionBin == "" && !*operatorOnly {
 		return errors.New("--function-binary and --operator-binary are required")
 	}
 	if err := os.MkdirAll(filepath.Join(*out, "images"), 0o755); err != nil {
@@ -51,24 +52,34 @@ func run() error {
 		return map[string]string{"org.opencontainers.image.title": title, "org.opencontainers.image.version": *version,
 			"org.opencontainers.image.source": "https://github.com/gpustack/gpustack-operator", "org.opencontainers.image.licenses": "Apache-2.0"}
 	}
+	if !*operatorOnly {
+		if err := buildPackages(*out, *crank, *version, *registry, *functionBin, platform, labels); err != nil {
+			return err
+		}
+	}
+	return buildOperatorImage(*out, *version, *registry, *operatorBin, platform, labels)
+}
+
+// buildPackages builds each function's runtime image and Crossplane package, and the Configuration package.
+func buildPackages(out, crank, version, registry, functionBin string, platform v1.Platform, labels func(string) map[string]string) error {
 
 	for _, fn := range sortedFunctions() {
 		name := "gpustack-function-" + fn
 		img, err := ociimage.Build(ociimage.Spec{Platform: platform, Labels: labels(name),
-			Files:      []ociimage.File{{Path: "/usr/local/bin/gpustack-function", Source: *functionBin, Mode: 0o755}},
+			Files:      []ociimage.File{{Path: "/usr/local/bin/gpustack-function", Source: functionBin, Mode: 0o755}},
 			Entrypoint: []string{"/usr/local/bin/gpustack-function", fn}})
 		if err != nil {
 			return errors.Wrapf(err, "cannot build the runtime image of %s", name)
 		}
-		tar := filepath.Join(*out, "images", name+".tar")
-		if err := ociimage.WriteTarball(img, *registry+"/"+name+":"+*version, tar); err != nil {
+		tar := filepath.Join(out, "images", name+".tar")
+		if err := ociimage.WriteTarball(img, registry+"/"+name+":"+version, tar); err != nil {
 			return err
 		}
-		stage, err := stageDir(*out, name, filepath.Join("package", "functions", fn, "crossplane.yaml"))
+		stage, err := stageDir(out, name, filepath.Join("package", "functions", fn, "crossplane.yaml"))
 		if err != nil {
 			return err
 		}
-		if err := xpkgBuild(*crank, stage, filepath.Join(*out, name+"-"+*version+".xpkg"), "--embed-runtime-image-tarball", tar); err != nil {
+		if err := xpkgBuild(crank, stage, filepath.Join(out, name+"-"+version+".xpkg"), "--embed-runtime-image-tarball", tar); err != nil {
 			return err
 		}
 	}
@@ -77,25 +88,26 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	stage, err := stageDir(*out, "gpustack-operator-configuration", append([]string{filepath.Join("package", "crossplane.yaml")}, compositions...)...)
+	stage, err := stageDir(out, "gpustack-operator-configuration", append([]string{filepath.Join("package", "crossplane.yaml")}, compositions...)...)
 	if err != nil {
 		return err
 	}
-	if err := xpkgBuild(*crank, stage, filepath.Join(*out, "gpustack-operator-configuration-"+*version+".xpkg")); err != nil {
-		return err
-	}
+	return xpkgBuild(crank, stage, filepath.Join(out, "gpustack-operator-configuration-"+version+".xpkg"))
+}
 
-	libs, err := ociimage.SharedLibraries(*operatorBin, ociimage.DefaultLibraryDirs)
+// buildOperatorImage builds the operator's image: its binary and the C libraries it loads.
+func buildOperatorImage(out, version, registry, operatorBin string, platform v1.Platform, labels func(string) map[string]string) error {
+	libs, err := ociimage.SharedLibraries(operatorBin, ociimage.DefaultLibraryDirs)
 	if err != nil {
 		return errors.Wrap(err, "cannot collect the operator's libraries")
 	}
 	img, err := ociimage.Build(ociimage.Spec{Platform: platform, Labels: labels("gpustack-operator"),
-		Files:      append([]ociimage.File{{Path: "/usr/local/bin/gpustack-operator", Source: *operatorBin, Mode: 0o755}}, libs...),
+		Files:      append([]ociimage.File{{Path: "/usr/local/bin/gpustack-operator", Source: operatorBin, Mode: 0o755}}, libs...),
 		Entrypoint: []string{"/usr/local/bin/gpustack-operator"}})
 	if err != nil {
 		return errors.Wrap(err, "cannot build the operator image")
 	}
-	return ociimage.WriteTarball(img, *registry+"/gpustack-operator:"+*version, filepath.Join(*out, "images", "gpustack-operator.tar"))
+	return ociimage.WriteTarball(img, registry+"/gpustack-operator:"+version, filepath.Join(out, "images", "gpustack-operator.tar"))
 }
 
 // sortedFunctions returns the composition functions' names in order, so builds are reproducible.

@@ -9,7 +9,8 @@ import (
 )
 
 // TestDemoBuildsOnlyWhatItUses dry-runs `make demo` on an empty bin/: a newcomer's first demo builds the
-// control plane, KWOK, Kueue and nfd-master, and none of the tools only the tests use.
+// control plane, KWOK, Kueue, nfd-master and the real nodes' kubelet and images, and none of the tools only the
+// tests use.
 func TestDemoBuildsOnlyWhatItUses(t *testing.T) {
 	cmd := exec.Command("make", "-n", "demo", "BIN="+t.TempDir())
 	cmd.Dir = testenv.Path()
