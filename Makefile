@@ -274,8 +274,8 @@ test-integration: $(TEST_TOOLS) build ## Tests on envtest's API server, and the 
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(DEMO_TOOLS) build ## The walkthrough, step by step, on a local cluster; then partitions, the nine vendors through the device plugins, and the worker-gateway across three clusters.
-	$(TEST_ENV) go test -p 1 -count=1 -timeout 30m ./test/e2e/...
+test-e2e: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) build operator-image ## The walkthrough, step by step, on real nodes with the chart; the chain, faults, HA, partitions, the nine vendors through the device plugins and the worker-gateway on local clusters.
+	$(TEST_ENV) GPUSTACK_OPERATOR_IMAGE=$(OUTPUT)/package/images/gpustack-operator.tar go test -p 1 -count=1 -timeout 40m ./test/e2e/...
 
 .PHONY: test-packages
 test-packages: $(TEST_TOOLS) $(CHART_DEPS) build package ## The Helm chart and the Crossplane packages installed on local clusters; the Crossplane render.

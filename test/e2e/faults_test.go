@@ -24,6 +24,7 @@ import (
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
 
@@ -402,7 +403,7 @@ var _ = It("keeps the ledgers when the device agent is killed and restarted", fu
 	}
 	before := ledgers()
 	agentCards := func() float64 {
-		return scrape(cluster.AgentMetricsURL(), "gpustack_device_cards", map[string]string{"node": "node-t4-b", "manufacturer": "nvidia", "health": "healthy"})
+		return e2esuite.Scrape(cluster.AgentMetricsURL(), "gpustack_device_cards", map[string]string{"node": "node-t4-b", "manufacturer": "nvidia", "health": "healthy"})
 	}
 	Expect(agentCards()).To(Equal(4.0), "node-t4-b's healthy cards on the agent's metrics endpoint")
 	Expect(cluster.Kill(localcluster.ComponentAgents)).To(Succeed())

@@ -160,12 +160,6 @@ var _ = It("checks that nfd-master turns a NodeFeature's labels into Node labels
 	}
 })
 
-// kubectlTable runs kubectl against the cluster and splits its table into cells.
-func kubectlTable(args ...string) [][]string {
-	GinkgoHelper()
-	return suite.KubectlTable(args...)
-}
-
 // kubectl runs kubectl against the cluster and fails the test when it fails.
 func kubectl(args ...string) string {
 	GinkgoHelper()
@@ -181,20 +175,13 @@ func eventually(timeout time.Duration, cond func() (bool, string)) {
 // waitTable waits until kubectl prints the table.
 func waitTable(want [][]string, args ...string) {
 	GinkgoHelper()
-	// Generous: on a loaded 2-core machine a recompute can queue behind the other components.
-	eventually(2*time.Minute, func() (bool, string) {
-		diff := cmp.Diff(want, kubectlTable(args...))
-		return diff == "", fmt.Sprintf("kubectl %s: -want, +got:\n%s", strings.Join(args, " "), diff)
-	})
+	suite.WaitTable(want, args...)
 }
 
-// column returns a one-column table.
-func column(header string, rows ...string) [][]string {
-	out := [][]string{{header}}
-	for _, r := range rows {
-		out = append(out, []string{r})
-	}
-	return out
+// waitPhase waits until the Instance's phase and message start with want.
+func waitPhase(name, want string) {
+	GinkgoHelper()
+	suite.WaitPhase(name, want)
 }
 
 // Checks that the worker, with only its generated role, deployed the device agents:

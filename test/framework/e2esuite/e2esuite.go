@@ -5,14 +5,19 @@ package e2esuite
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/google/go-cmp/cmp"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
@@ -61,6 +66,45 @@ func Start(file string, configure ...func(*localcluster.Config)) *Suite {
 	}
 	s.Cluster, err = localcluster.Start(ctx, cfg)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "cannot start the local cluster")
+	s.Client, err = client.New(s.Cluster.RESTConfig, client.Options{Scheme: scheme.New()})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return s
+}
+
+// OperatorImageEnv names the operator's image archive (make operator-image or make package writes it), which
+// the real nodes of StartOnRealNodes hold; _output/package/images/gpustack-operator.tar when unset.
+const OperatorImageEnv = "GPUSTACK_OPERATOR_IMAGE"
+
+// StartOnRealNodes starts the nodes of the inventory file examples/clusters/<file> as real nodes (a kubelet
+// with containerd each) and installs the product as a user does, with helm install of the chart and the test
+// values of real nodes; the operator's image comes from OperatorImageEnv. It skips the suite when the
+// binaries are not built, and fails it when the image is missing.
+func StartOnRealNodes(file string) *Suite {
+	ginkgo.GinkgoHelper()
+	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+		"kubelet", "kube-proxy", "helm", "localcluster")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	if skip != "" {
+		ginkgo.Skip(skip)
+	}
+	image := os.Getenv(OperatorImageEnv)
+	if image == "" {
+		image = testenv.Path("_output", "package", "images", "gpustack-operator.tar")
+	}
+	_, err = os.Stat(image)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the operator's image archive (make operator-image writes it)")
+	s := &Suite{}
+	s.Inventory, err = simulated.Load(testenv.Path("examples", "clusters", file))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	s.Dir, err = os.MkdirTemp("", "gpustack-e2e-")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	// A cold machine's nodes take minutes to import their images before helm install --wait sees the Pods run.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s.Cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: s.Dir, Inventory: s.Inventory,
+		Progress: ginkgo.GinkgoWriter, Chart: testenv.Path("package", "helm", "gpustack-operator"),
+		PodRunner: filepath.Join(bin, "localcluster"), RealNodes: true, Images: []string{image}})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "cannot start the real nodes and install the chart")
 	s.Client, err = client.New(s.Cluster.RESTConfig, client.Options{Scheme: scheme.New()})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return s
@@ -116,4 +160,65 @@ func WaitFor(timeout time.Duration, cond func() (bool, string)) {
 		ok, msg := cond()
 		g.Expect(ok).To(gomega.BeTrue(), msg)
 	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(gomega.Succeed())
+}
+
+// WaitTable waits until kubectl prints the table.
+func (s *Suite) WaitTable(want [][]string, args ...string) {
+	ginkgo.GinkgoHelper()
+	// Generous: on a loaded 2-core machine a recompute can queue behind the other components.
+	WaitFor(2*time.Minute, func() (bool, string) {
+		diff := cmp.Diff(want, s.KubectlTable(args...))
+		return diff == "", fmt.Sprintf("kubectl %s: -want, +got:\n%s", strings.Join(args, " "), diff)
+	})
+}
+
+// Column returns a one-column table.
+func Column(header string, rows ...string) [][]string {
+	out := [][]string{{header}}
+	for _, r := range rows {
+		out = append(out, []string{r})
+	}
+	return out
+}
+
+// InstancePhase reads an Instance's phase and message in the default namespace.
+func (s *Suite) InstancePhase(name string) string {
+	ginkgo.GinkgoHelper()
+	return s.Kubectl("get", "instance", name, "-n", "default", "-o", "jsonpath={.status.phase}: {.status.phaseMessage}")
+}
+
+// WaitPhase waits until the Instance's phase and message start with want.
+func (s *Suite) WaitPhase(name, want string) {
+	ginkgo.GinkgoHelper()
+	WaitFor(2*time.Minute, func() (bool, string) {
+		got := s.InstancePhase(name)
+		return strings.HasPrefix(got, want), fmt.Sprintf("%s: %q, want %q...", name, got, want)
+	})
+}
+
+// Scrape reads the gauge of the series with these labels from a Prometheus endpoint.
+func Scrape(url, name string, want map[string]string) float64 {
+	ginkgo.GinkgoHelper()
+	resp, err := http.Get(url) //nolint:gosec // the local cluster's own endpoint
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(families).To(gomega.HaveKey(name))
+	for _, m := range families[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			match = match && labels[k] == v
+		}
+		if match {
+			return m.GetGauge().GetValue()
+		}
+	}
+	ginkgo.Fail(fmt.Sprintf("no %s%v at %s", name, want, url))
+	return 0
 }

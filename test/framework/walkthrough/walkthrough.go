@@ -12,6 +12,14 @@ var Step1Types = [][]string{
 	{"gpustack--nvidia-tesla-t4-linux-amd64", "gpustack-fnv64-6b371caa2da0b799", "8/32Gi/100Gi", "4/5 4/50 100/500 0/0", "0/0", "Active"},
 }
 
+// Step1Flavors are `kubectl get resourceflavor` in Step 1: one per (gKey, [aKey,] os, arch, count).
+var Step1Flavors = []string{
+	"gpustack--amd-epyc-7r13-linux-amd64-16c", "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
+	"gpustack--amd-epyc-7r32-linux-amd64-4c", "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",
+	"gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-4d",
+	"gpustack--intel-xeon-platinum-8259cl-linux-amd64-48c", "gpustack--intel-xeon-platinum-8259cl-linux-amd64-4c",
+}
+
 // ParseTable splits kubectl's table output on runs of two or more spaces, keeping empty cells by their
 // column positions.
 func ParseTable(out string) [][]string {

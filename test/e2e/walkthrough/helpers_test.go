@@ -1,0 +1,127 @@
+package walkthrough_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
+)
+
+// The seed's Step 1 tables, SH once-max as card counts (the newer reading; see the README).
+var (
+	step1Types   = walkthrough.Step1Types
+	step1Flavors = walkthrough.Step1Flavors
+)
+
+// kubectl runs kubectl against the cluster and fails the spec when it fails.
+func kubectl(args ...string) string {
+	GinkgoHelper()
+	return suite.Kubectl(args...)
+}
+
+// kubectlTable runs kubectl against the cluster and splits its table into cells.
+func kubectlTable(args ...string) [][]string {
+	GinkgoHelper()
+	return suite.KubectlTable(args...)
+}
+
+// eventually polls cond until it holds, failing the spec with cond's last message after timeout.
+func eventually(timeout time.Duration, cond func() (bool, string)) {
+	GinkgoHelper()
+	e2esuite.WaitFor(timeout, cond)
+}
+
+// waitTable waits until kubectl prints the table.
+func waitTable(want [][]string, args ...string) {
+	GinkgoHelper()
+	suite.WaitTable(want, args...)
+}
+
+// column returns a one-column table.
+func column(header string, rows ...string) [][]string { return e2esuite.Column(header, rows...) }
+
+// waitPhase waits until the Instance's phase and message start with want.
+func waitPhase(name, want string) {
+	GinkgoHelper()
+	suite.WaitPhase(name, want)
+}
+
+// leaderMetricsURL is the metrics endpoint of the worker replica that holds the worker's Lease (its identity
+// is its Pod's name, then an underscore), which keeps the pools' gauges.
+func leaderMetricsURL() (string, error) {
+	holder, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "gpustack-system", "get", "lease", "gpustack-operator-worker",
+		"-o", "jsonpath={.spec.holderIdentity}")
+	if err != nil {
+		return "", errors.Wrap(err, "cannot read the worker's Lease")
+	}
+	if holder == "" {
+		return "", errors.New("the worker's Lease has no holder")
+	}
+	pod, _, _ := strings.Cut(holder, "_")
+	ip, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "gpustack-system", "get", "pod", pod, "-o", "jsonpath={.status.podIP}")
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot read the leader %s", pod)
+	}
+	if ip == "" {
+		return "", errors.Errorf("the leader %s has no address", pod)
+	}
+	return "http://" + ip + ":8080/metrics", nil
+}
+
+// poolMetric reads one view's gauge of an InstanceType from the leading worker's metrics.
+func poolMetric(name, instanceType, view string) float64 {
+	GinkgoHelper()
+	url, err := leaderMetricsURL()
+	Expect(err).NotTo(HaveOccurred())
+	return e2esuite.Scrape(url, name, map[string]string{"instancetype": instanceType, "view": view})
+}
+
+// createAuthoredType creates Step 4's administrator-authored A10G type, deleted when the test ends.
+func createAuthoredType() {
+	GinkgoHelper()
+	it := builders.MakeInstanceType("a10g-12c128g").Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi").Obj()
+	Expect(k.Create(context.Background(), it)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), it) })
+}
+
+// sshKey writes a new Ed25519 key pair to dir/id_ed25519 and returns its authorized_keys line.
+func sshKey(dir string) string {
+	GinkgoHelper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	Expect(err).NotTo(HaveOccurred())
+	block, err := ssh.MarshalPrivateKey(priv, "e2e")
+	Expect(err).NotTo(HaveOccurred())
+	sshPub, err := ssh.NewPublicKey(pub)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(filepath.Join(dir, "id_ed25519"), pem.EncodeToMemory(block), 0o600)).To(Succeed())
+	return string(ssh.MarshalAuthorizedKey(sshPub))
+}
+
+// missingLines returns the lines of want that out does not hold.
+func missingLines(out string, want []string) []string {
+	have := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		have[strings.TrimRight(l, "\r")] = true
+	}
+	var missing []string
+	for _, w := range want {
+		if !have[w] {
+			missing = append(missing, w)
+		}
+	}
+	return missing
+}

@@ -1,0 +1,108 @@
+package walkthrough_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/pools"
+	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+)
+
+// The nodes are real and the chart's Pods run in containers on them: the worker's two replicas, Kueue,
+// nfd-master, nfd-gc, the storage provisioner and an nfd-worker on every node. What the pools are made of is
+// what the real components found in each node's simulated hardware: NFD's PCI label from the node's PCI bus,
+// the CPU identity the cpu-info reporter read from its /proc/cpuinfo, the capacity the kubelet counted, and the
+// cards each NVIDIA agent read through NVML from the node's stand-in driver.
+var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and the agents read", func() {
+	ctx := context.Background()
+	cs, err := cluster.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(nodes.Items).To(HaveLen(len(inv.Nodes)))
+	for _, n := range nodes.Items {
+		Expect(n.Status.NodeInfo.KubeletVersion).To(Equal("v1.35.4"), "node %s's kubelet", n.Name)
+		Expect(n.Status.NodeInfo.ContainerRuntimeVersion).To(HavePrefix("containerd://"), "node %s's runtime", n.Name)
+		Expect(n.Labels["feature.node.kubernetes.io/pci-10de.present"] == "true").To(Equal(n.Name != "node-cpu"),
+			"node %s: NFD's pci-10de.present label, from its PCI bus", n.Name)
+		Expect(cpuIdentity(n, inventoryNode(n.Name))).To(BeEmpty())
+	}
+	running := map[string]int{}
+	for _, ns := range []string{localcluster.ChartNamespace, "node-feature-discovery", "gpustack-storage"} {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.Status.ContainerStatuses[0].ContainerID != "" {
+				running[p.Labels["app.kubernetes.io/name"]+" "+p.Labels["app.kubernetes.io/component"]+p.Labels["role"]]++
+			}
+		}
+	}
+	Expect(cmp.Diff(map[string]int{"gpustack-operator worker": 2, "kueue ": 1, "nfd master": 1, "nfd gc": 1, "nfd worker": len(inv.Nodes),
+		"gpustack-local-path-provisioner ": 1}, running)).To(BeEmpty(), "the chart's Pods running in containers, by name and component: -want, +got")
+	ds, err := cs.AppsV1().DaemonSets(deviceagent.Namespace).Get(ctx, deviceagent.DaemonSetName("nvidia"), metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect([]int32{ds.Status.DesiredNumberScheduled, ds.Status.NumberReady}).To(Equal([]int32{3, 3}),
+		"the NVIDIA agents run and are ready on the three nodes with cards")
+	eventually(time.Minute, func() (bool, string) {
+		for _, n := range inv.Nodes {
+			want, _ := simulated.New(n).Detect(ctx)
+			d := &workerv1.Devices{}
+			err := k.Get(ctx, client.ObjectKey{Name: n.Name}, d)
+			if len(want) == 0 {
+				if err == nil || !apierrors.IsNotFound(err) {
+					return false, fmt.Sprintf("node %s has no card, yet a Devices object (%v)", n.Name, err)
+				}
+				continue
+			}
+			if err != nil {
+				return false, fmt.Sprintf("node %s's Devices: %v", n.Name, err)
+			}
+			if diff := cmp.Diff(providers.DevicesSpec(want), d.Spec); diff != "" {
+				return false, fmt.Sprintf("node %s's Devices, as its agent detected them: -inventory, +published:\n%s", n.Name, diff)
+			}
+		}
+		return true, ""
+	})
+})
+
+// cpuIdentity says what of a node's CPU identity differs from its inventory entry, as the cpu-info reporter
+// read it from the node's /proc/cpuinfo and NFD wrote it: the brand string annotation, the vendor label, the
+// capacity the kubelet counted, the gKey the worker's profile derives from them, and acceleratable=false on
+// the node without cards.
+func cpuIdentity(n corev1.Node, want simulated.Node) string {
+	gKey := pools.GeneralPrefix + pools.GeneralKey(want.CPU.Vendor, want.CPU.Model, want.CPU.Family, want.CPU.ID)
+	got := map[string]string{
+		"annotation " + pools.AnnotationCPUName: n.Annotations[pools.AnnotationCPUName],
+		"label " + pools.LabelCPUVendor:         n.Labels[pools.LabelCPUVendor],
+		"capacity cpu":                          n.Status.Capacity.Cpu().String(),
+		"label " + gKey:                         n.Labels[gKey],
+	}
+	wantFields := map[string]string{
+		"annotation " + pools.AnnotationCPUName: want.CPU.Model,
+		"label " + pools.LabelCPUVendor:         want.CPU.Vendor,
+		"capacity cpu":                          fmt.Sprint(want.CPU.Cores),
+		"label " + gKey:                         "true",
+	}
+	if len(want.Accelerators) == 0 {
+		got["label "+pools.LabelAcceleratable] = n.Labels[pools.LabelAcceleratable]
+		wantFields["label "+pools.LabelAcceleratable] = "false"
+	}
+	if diff := cmp.Diff(wantFields, got); diff != "" {
+		return fmt.Sprintf("node %s's CPU identity: -want, +got:\n%s", n.Name, strings.TrimSpace(diff))
+	}
+	return ""
+}
