@@ -391,7 +391,8 @@ var _ = BeforeEach(func() { sshDir = GinkgoT().TempDir() })
 // agent's Allocate made visible and the slice's budget, and every dynamically linked process preloads the
 // enforcer the agent copied to the node (the stand-in says at HAMi-core's debug level the budget it was given);
 // ssh from this machine through the Instance's Service, trusting only the host key the worker keeps for it,
-// reaches a shell in main that sees the same, in the workspace, without any capability.
+// reaches a shell in main that sees the same, in the workspace, without any capability. The Pod is one that Pod
+// Security's baseline level admits.
 func sliceInsideAndOverSSH() {
 	GinkgoHelper()
 	ctx := context.Background()
@@ -406,13 +407,21 @@ func sliceInsideAndOverSSH() {
 	out := kubectl("exec", "sliced-demo", "-n", "default", "-c", instancepod.MainContainer, "--", "sh", "-c", session)
 	Expect(missingLines(out, want)).To(BeEmpty(), "kubectl exec sliced-demo -- env:\n%s", out)
 
+	// The Pod needs no more than Pod Security's baseline admits: the sidecar adds no capability.
+	pod := &corev1.Pod{}
+	Expect(k.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sliced-demo"}, pod)).To(Succeed())
+	baseline := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "baseline-check",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}}
+	Expect(k.Create(ctx, baseline)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), baseline) })
+	same := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: baseline.Name, Name: "sliced-demo"}, Spec: *pod.Spec.DeepCopy()}
+	Expect(k.Create(ctx, same, client.DryRunAll)).To(Succeed(), "sliced-demo's Pod under Pod Security baseline")
+
 	hostKeys := &corev1.Secret{}
 	Expect(k.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sliced-demo-ssh-host-keys"}, hostKeys)).To(Succeed())
 	svc := &corev1.Service{}
 	Expect(k.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sliced-demo"}, svc)).To(Succeed())
 	Expect(svc.Spec.Ports).To(HaveLen(1))
-	pod := &corev1.Pod{}
-	Expect(k.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sliced-demo"}, pod)).To(Succeed())
 	port := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
 	knownHosts := filepath.Join(sshDir, "known_hosts")
 	Expect(os.WriteFile(knownHosts, []byte("["+pod.Status.HostIP+"]:"+port+" "+string(hostKeys.Data[instancepod.HostPublicKeyFile])), 0o600)).To(Succeed())

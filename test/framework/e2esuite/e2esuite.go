@@ -50,11 +50,7 @@ func Start(file string, configure ...func(*localcluster.Config)) *Suite {
 	if skip != "" {
 		ginkgo.Skip(skip)
 	}
-	s := &Suite{}
-	s.Inventory, err = simulated.Load(testenv.Path("examples", "clusters", file))
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	s.Dir, err = os.MkdirTemp("", "gpustack-e2e-")
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	s := newSuite(file)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg := localcluster.Config{
@@ -64,11 +60,30 @@ func Start(file string, configure ...func(*localcluster.Config)) *Suite {
 	for _, f := range configure {
 		f(&cfg)
 	}
+	s.start(ctx, cfg)
+	return s
+}
+
+// newSuite loads the inventory file examples/clusters/<file> and makes the suite's directory.
+func newSuite(file string) *Suite {
+	ginkgo.GinkgoHelper()
+	s := &Suite{}
+	var err error
+	s.Inventory, err = simulated.Load(testenv.Path("examples", "clusters", file))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	s.Dir, err = os.MkdirTemp("", "gpustack-e2e-")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return s
+}
+
+// start starts the suite's cluster and its client.
+func (s *Suite) start(ctx context.Context, cfg localcluster.Config) {
+	ginkgo.GinkgoHelper()
+	var err error
 	s.Cluster, err = localcluster.Start(ctx, cfg)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "cannot start the local cluster")
 	s.Client, err = client.New(s.Cluster.RESTConfig, client.Options{Scheme: scheme.New()})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	return s
 }
 
 // OperatorImageEnv names the operator's image archive (make operator-image or make package writes it), which
@@ -93,20 +108,13 @@ func StartOnRealNodes(file string) *Suite {
 	}
 	_, err = os.Stat(image)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the operator's image archive (make operator-image writes it)")
-	s := &Suite{}
-	s.Inventory, err = simulated.Load(testenv.Path("examples", "clusters", file))
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	s.Dir, err = os.MkdirTemp("", "gpustack-e2e-")
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	s := newSuite(file)
 	// A cold machine's nodes take minutes to import their images before helm install --wait sees the Pods run.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s.Cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: s.Dir, Inventory: s.Inventory,
+	s.start(ctx, localcluster.Config{BinDir: bin, Dir: s.Dir, Inventory: s.Inventory,
 		Progress: ginkgo.GinkgoWriter, Chart: testenv.Path("package", "helm", "gpustack-operator"),
 		PodRunner: filepath.Join(bin, "localcluster"), RealNodes: true, Images: []string{image}})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "cannot start the real nodes and install the chart")
-	s.Client, err = client.New(s.Cluster.RESTConfig, client.Options{Scheme: scheme.New()})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return s
 }
 
