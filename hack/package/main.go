@@ -62,7 +62,6 @@ func run() error {
 
 // buildPackages builds each function's runtime image and Crossplane package, and the Configuration package.
 func buildPackages(out, crank, version, registry, functionBin string, platform v1.Platform, labels func(string) map[string]string) error {
-
 	for _, fn := range sortedFunctions() {
 		name := "gpustack-function-" + fn
 		img, err := ociimage.Build(ociimage.Spec{Platform: platform, Labels: labels(name),
