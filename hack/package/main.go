@@ -41,8 +41,11 @@ func run() error {
 	operatorBin := flag.String("operator-binary", "", "the gpustack-operator binary")
 	operatorOnly := flag.Bool("operator-image-only", false, "build the operator's image alone (what the demo's real nodes run), no function and no Crossplane package")
 	flag.Parse()
-	if *operatorBin == "" || *functionBin == "" && !*operatorOnly {
-		return errors.New("--function-binary and --operator-binary are required")
+	if *operatorBin == "" {
+		return errors.New("--operator-binary is required")
+	}
+	if *functionBin == "" && !*operatorOnly {
+		return errors.New("--function-binary is required, unless --operator-image-only")
 	}
 	if err := os.MkdirAll(filepath.Join(*out, "images"), 0o755); err != nil {
 		return err

@@ -60,8 +60,8 @@ func waitPhase(name, want string) {
 	suite.WaitPhase(name, want)
 }
 
-// leaderMetricsURL is the metrics endpoint of the worker replica that holds the worker's Lease (its identity
-// is its Pod's name, then an underscore), which keeps the pools' gauges.
+// leaderMetricsURL is the metrics endpoint (its container's metrics port) of the worker replica that holds the
+// worker's Lease (its identity is its Pod's name, then an underscore), which keeps the pools' gauges.
 func leaderMetricsURL() (string, error) {
 	holder, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "gpustack-system", "get", "lease", "gpustack-operator-worker",
 		"-o", "jsonpath={.spec.holderIdentity}")
@@ -72,14 +72,15 @@ func leaderMetricsURL() (string, error) {
 		return "", errors.New("the worker's Lease has no holder")
 	}
 	pod, _, _ := strings.Cut(holder, "_")
-	ip, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "gpustack-system", "get", "pod", pod, "-o", "jsonpath={.status.podIP}")
+	addr, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "gpustack-system", "get", "pod", pod, "-o",
+		`jsonpath={.status.podIP}:{.spec.containers[0].ports[?(@.name=="metrics")].containerPort}`)
 	if err != nil {
 		return "", errors.Wrapf(err, "cannot read the leader %s", pod)
 	}
-	if ip == "" {
-		return "", errors.Errorf("the leader %s has no address", pod)
+	if strings.HasPrefix(addr, ":") || strings.HasSuffix(addr, ":") {
+		return "", errors.Errorf("the leader %s has no address or no metrics port yet: %q", pod, addr)
 	}
-	return "http://" + ip + ":8080/metrics", nil
+	return "http://" + addr + "/metrics", nil
 }
 
 // poolMetric reads one view's gauge of an InstanceType from the leading worker's metrics.

@@ -1,8 +1,15 @@
 package realnode
 
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpustack/gpustack-operator/vendors"
+)
+
 // containerdConfig is the node's containerd (Debian's 1.6): its own root, state and socket (the node's
 // mount namespace puts them at the standard paths), the CRI plugin with the pause image built here and the
-// CNI plugins of Debian's containernetworking-plugins.
+// CNI plugins of Debian's containernetworking-plugins, and a handler for each of the chart's RuntimeClasses.
 const containerdConfig = `version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -20,21 +27,24 @@ state = "/run/containerd"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-    # The handlers of the chart's RuntimeClasses. On a real node each is its vendor's container toolkit, which
-    # injects the driver or the devices a container's visibility variable names; a simulated node has no
-    # driver to inject, so each runs runc itself, and a Pod naming one starts as on a real node.
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
-      runtime_type = "io.containerd.runc.v2"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.ascend]
-      runtime_type = "io.containerd.runc.v2"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.iluvatar]
-      runtime_type = "io.containerd.runc.v2"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.mthreads]
-      runtime_type = "io.containerd.runc.v2"
-  [plugins."io.containerd.grpc.v1.cri".cni]
+%s  [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "/etc/cni/net.d"
 `
+
+// runtimeHandlers are containerd's handlers of the RuntimeClasses the chart creates (the vendors whose
+// runtime injects their driver or devices). On a real node each is its vendor's container toolkit, which
+// injects what a container's visibility variable names; a simulated node has no driver to inject, so each
+// runs runc itself, and a Pod naming one starts as on a real node.
+func runtimeHandlers() string {
+	var b strings.Builder
+	for _, v := range vendors.All() {
+		if v.RuntimeInjects && v.RuntimeClass != "" {
+			fmt.Fprintf(&b, "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.%s]\n      runtime_type = \"io.containerd.runc.v2\"\n", v.RuntimeClass)
+		}
+	}
+	return b.String()
+}
 
 // cniConfig is the node's Pod network: a bridge whose gateway is the node, addresses from the node's PodCIDR
 // (%s), hostPort mappings.

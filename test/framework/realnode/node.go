@@ -261,7 +261,7 @@ func mountNode(cfg Config) error {
 // writeFiles writes the configuration of containerd, the CNI plugins, the kubelet and kube-proxy.
 func writeFiles(cfg Config) error {
 	files := map[string]string{
-		filepath.Join(cfg.Dir, "containerd.toml"): containerdConfig,
+		filepath.Join(cfg.Dir, "containerd.toml"): fmt.Sprintf(containerdConfig, runtimeHandlers()),
 		"/etc/cni/net.d/10-gsk.conflist":          fmt.Sprintf(cniConfig, PodCIDR(cfg.Index)),
 		filepath.Join(cfg.Dir, "resolv.conf"):     "nameserver " + DNSIP + "\n",
 		filepath.Join(cfg.Dir, "kubelet.yaml"):    fmt.Sprintf(kubeletConfig, cfg.ClientCA, filepath.Join(cfg.Dir, "resolv.conf"), DNSIP),
