@@ -88,7 +88,7 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 # The demo needs the control plane, KWOK, the real nodes' kubelet, kube-proxy and images, Kueue and nfd-master;
 # the tests need the rest as well.
 DEMO_TOOLS := $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
-	$(STAMP)/node-$(K8S_VERSION) $(STAMP)/node-images $(BIN)/libnvidia-ml.so.1 \
+	$(STAMP)/node-$(K8S_VERSION) $(STAMP)/node-images $(BIN)/libnvidia-ml.so.1 $(BIN)/smi-standin \
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/assets
 TEST_TOOLS := $(DEMO_TOOLS) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) $(STAMP)/crossplane-$(CROSSPLANE_VERSION) \
 	$(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) $(STAMP)/crank-$(CRANK_VERSION) \
@@ -173,6 +173,12 @@ $(BIN)/libvgpu.so: hack/enforcer-standin/libvgpu.c
 $(BIN)/libnvidia-ml.so.1: hack/nvml-standin/libnvidia-ml.c
 	@mkdir -p $(BIN)
 	gcc -shared -fPIC -O2 -Wall -Werror -Wno-format-truncation -o $@ $<
+
+# The simulated vendor tools of the real nodes (rocm-smi, npu-smi, ...): one static program that answers from a
+# fixture beside it, run by the agent in the node's root.
+$(BIN)/smi-standin: hack/smi-standin/main.go
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./hack/smi-standin
 
 .PHONY: gpu-check-bundle
 gpu-check-bundle: ## The operator binary, stripped and compressed into bin/gpu-check, for hack/gpu-check.sh on a machine without Go modules.

@@ -122,6 +122,15 @@ func (d Deployment) cpuInfoDaemonSet() *appsv1.DaemonSet {
 // MetricsPort is the port the agents serve their Prometheus metrics on.
 const MetricsPort = 8080
 
+// Where an agent's container sees the node: its root, read-only (HostRoot, where the drivers install their
+// libraries and tools), and the agent's data directory, writable, both as the agent sees it and inside the
+// root, so a vendor tool run there (chroot) can leave its report in ToolScratch.
+const (
+	HostRoot    = "/host"
+	dataDir     = "/var/lib/gpustack"
+	ToolScratch = dataDir + "/tools"
+)
+
 func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 	labels := map[string]string{"app.kubernetes.io/name": "gpustack-device-manager", "app.kubernetes.io/part-of": "gpustack-operator",
 		"gpustack.ai/manufacturer": v.Key}
@@ -160,16 +169,17 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 							{Name: "device-plugins", MountPath: "/var/lib/kubelet/device-plugins"},
 							{Name: "sys", MountPath: "/sys", ReadOnly: true},
 							{Name: "dev", MountPath: "/dev"},
-							{Name: "data", MountPath: "/var/lib/gpustack"},
+							{Name: "data", MountPath: dataDir},
 							// The node's root, where the vendors' drivers and tools are installed (NVML's library under
 							// nvidia.DriverRoots); driver containers that start later show up in it.
-							{Name: "host", MountPath: "/host", ReadOnly: true, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+							{Name: "host", MountPath: HostRoot, ReadOnly: true, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+							{Name: "data", MountPath: HostRoot + dataDir},
 						},
 					}},
 					InitContainers: d.enforcerInstall(),
 					Volumes: []corev1.Volume{
 						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"), hostPath("sys", "/sys"),
-						hostPath("dev", "/dev"), hostPath("data", "/var/lib/gpustack"), hostPath("host", "/"),
+						hostPath("dev", "/dev"), hostPath("data", dataDir), hostPath("host", "/"),
 					},
 				},
 			},
@@ -188,7 +198,7 @@ func (d Deployment) enforcerInstall() []corev1.Container {
 		Command: []string{"/bin/sh", "-c", enforcerScript, deviceplugin.DefaultRuntime().LibDir},
 		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), AllowPrivilegeEscalation: ptr.To(false),
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/gpustack"}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: dataDir}},
 	}}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/hardware"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/providers/smitool"
 )
 
 // runDeviceManager runs the device agent on this node's hardware. With --simulate-inventory it stands in for the agents of every node
@@ -169,7 +170,9 @@ func deviceAgents(inventoryFile, node string) (map[string]providers.Provider, er
 		if node == "" {
 			return nil, errors.New("cannot tell which node this is: pass --node or set NODE_NAME")
 		}
-		return map[string]providers.Provider{node: hardware.New(hardware.Options{})}, nil
+		// The vendors' tools are the node's, run in its root as the DaemonSet mounts it.
+		run := smitool.ExecRunner{Root: deviceagent.HostRoot, Scratch: deviceagent.ToolScratch}
+		return map[string]providers.Provider{node: hardware.New(hardware.Options{Runner: run})}, nil
 	}
 	inv, err := simulated.Load(inventoryFile)
 	if err != nil {

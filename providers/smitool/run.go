@@ -3,6 +3,7 @@ package smitool
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -39,6 +40,15 @@ const maxOutput = 8 << 20
 type ExecRunner struct {
 	// Timeout bounds each run; DefaultTimeout when zero.
 	Timeout time.Duration
+	// Root is the node's root filesystem as the agent sees it (/host), where the vendors' drivers install their
+	// tools; empty runs tools from the agent's own PATH only. A tool the agent's PATH lacks and one of
+	// HostToolDirs under Root holds runs chrooted into Root, with the node's libraries and interpreters, as
+	// `chroot /host tool` would.
+	Root string
+	// Scratch is a directory inside Root that the agent may write (a writable mount over Root's read-only
+	// view), where a tool run in Root works when its command names a working directory; the files it leaves
+	// there are moved to that directory.
+	Scratch string
 }
 
 // Run runs the command in its own process group and kills the whole group when the timeout passes, so a
@@ -53,6 +63,15 @@ func (r ExecRunner) Run(ctx context.Context, c Command) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if _, err := exec.LookPath(c.Name); err != nil && r.Root != "" {
+		if path := hostTool(r.Root, c.Name, HostToolDirs); path != "" {
+			done, err := r.inRoot(cmd, path, c.Dir)
+			if err != nil {
+				return nil, errors.Wrapf(err, "%s", c)
+			}
+			defer func() { _ = done() }()
+		}
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	var stdout limitedBuffer
@@ -73,6 +92,26 @@ func (r ExecRunner) Run(ctx context.Context, c Command) ([]byte, error) {
 		return nil, errors.Wrapf(err, "%s", c)
 	}
 	return stdout.buf.Bytes(), nil
+}
+
+// inRoot makes cmd run the tool at path (inside Root) chrooted into Root, in a scratch directory when the
+// command names a working directory; done then moves what the tool left there to dir, and removes it.
+func (r ExecRunner) inRoot(cmd *exec.Cmd, path, dir string) (func() error, error) {
+	cmd.Path, cmd.Err = path, nil
+	cmd.SysProcAttr.Chroot = r.Root
+	cmd.Dir = "/"
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	inside, outside, err := scratchDir(r.Root, r.Scratch)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Dir = inside
+	return func() error {
+		defer func() { _ = os.RemoveAll(outside) }()
+		return moveFiles(outside, dir)
+	}, nil
 }
 
 // limitedBuffer keeps the first maxOutput bytes and remembers that more came. It does not embed bytes.Buffer:

@@ -25,13 +25,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
-	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
-
-// The seed's Step 1 table, SH once-max as card counts (the newer reading; see the README). The walkthrough's
-// steps themselves run on real nodes with the chart (test/e2e/walkthrough); these specs check the rest of the
-// chain on the walkthrough's nodes.
-var step1Types = walkthrough.Step1Types
 
 // Gives a node a label the composer cannot read: the node gets an event naming the label
 // and leaves the pools, and the rest of the cluster is still composed.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,15 +18,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
 
 // leading reads a worker replica's leader_election_master_status for the worker's Lease: whether it leads. A
 // replica that does not answer (killed) or has not run for the Lease yet does not lead.
-func leading(replica string) bool {
-	resp, err := http.Get(cluster.WorkerMetricsURL(replica)) //nolint:gosec // the local cluster's own endpoint
+func leading(pod string) bool {
+	url, err := metricsURL(localcluster.ChartNamespace, pod)
+	if err != nil {
+		return false
+	}
+	resp, err := http.Get(url) //nolint:gosec // the local cluster's own endpoint
 	if err != nil {
 		return false
 	}
@@ -45,41 +49,24 @@ func leading(replica string) bool {
 	return false
 }
 
-// Runs a second worker replica beside the first, sends 50 slices at a pool of two cards, and kills the leader
-// with SIGKILL mid-way. Throughout, at most one replica leads and no card holds more than it has; the other
-// replica takes the lead in under 30 s and admits the slices that wait.
+// Sends 50 slices at the T4 pool (five cards on two nodes) and kills the leading replica of the chart's two
+// mid-way, deleting its Pod without a grace period. Throughout, at most one replica leads and no card holds
+// more than it has; the other replica takes the lead in under 30 s and admits the slices that wait.
 var _ = It("hands the lead to the other worker replica when the leader is killed mid-way through 50 slices", func() {
 	ctx := context.Background()
-	const second = "gpustack-worker-2"
-	replicas := []string{localcluster.ComponentWorker, second}
-	Expect(cluster.StartWorker(ctx, second)).To(Succeed())
-	var leader, follower string
-	eventually(time.Minute, func() (bool, string) {
-		a, b := leading(replicas[0]), leading(replicas[1])
-		switch {
-		case a && !b:
-			leader, follower = replicas[0], replicas[1]
-		case b && !a:
-			leader, follower = replicas[1], replicas[0]
-		}
-		return leader != "", fmt.Sprintf("one replica leads: %s %v, %s %v", replicas[0], a, replicas[1], b)
+	var replicas []string
+	eventually(2*time.Minute, func() (bool, string) {
+		replicas = workerPods()
+		return len(replicas) == 2, fmt.Sprintf("the worker's running replicas: %v", replicas)
 	})
-	// The webhooks are served by every replica; the API server is pointed at the one that survives.
-	Expect(cluster.ServeWebhooksFrom(ctx, follower)).To(Succeed())
-	DeferCleanup(func() {
-		ctx := context.Background()
-		// Back to one replica, the first, with the webhooks.
-		if leader == localcluster.ComponentWorker {
-			Expect(cluster.Restart(ctx, localcluster.ComponentWorker)).To(Succeed())
-		}
-		Expect(cluster.ServeWebhooksFrom(ctx, localcluster.ComponentWorker)).To(Succeed())
-		if leader != second {
-			Expect(cluster.Kill(second)).To(Succeed())
-		}
-	})
-
-	node := l4Node("ha-0", 2)
-	addL4Nodes([]simulated.Node{node}, "ha", "2/2 2/20 100/200 0/0")
+	leader, err := leaderPod()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(replicas).To(ContainElement(leader))
+	follower := replicas[0]
+	if follower == leader {
+		follower = replicas[1]
+	}
+	nodes := t4Nodes()
 
 	// Watch, until the spec ends, that at most one replica leads and that no card holds more than it has.
 	var (
@@ -92,8 +79,8 @@ var _ = It("hands the lead to the other worker replica when the leader is killed
 		defer GinkgoRecover()
 		defer close(watched)
 		for watchCtx.Err() == nil {
-			_, p := cardProblems(watchCtx, []simulated.Node{node})
-			if leading(replicas[0]) && leading(replicas[1]) {
+			_, p := cardProblems(watchCtx, nodes)
+			if leading(leader) && leading(follower) {
 				p = append(p, "both replicas lead")
 			}
 			mu.Lock()
@@ -105,10 +92,14 @@ var _ = It("hands the lead to the other worker replica when the leader is killed
 		}
 	}()
 	DeferCleanup(func() { stopWatch(); <-watched })
+	DeferCleanup(func() {
+		_ = k.DeleteAllOf(context.Background(), &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": "ha"})
+		waitTable(step1Types, "get", "instancetype")
+	})
 
 	rng := rand.New(rand.NewSource(11))
 	for i := 0; i < 50; i++ {
-		inst := builders.MakeInstance("default", fmt.Sprintf("ha-%02d", i), l4Pool).Slice(int32(10+10*rng.Intn(6)), 100).Obj()
+		inst := builders.MakeInstance("default", fmt.Sprintf("ha-%02d", i), t4Pool).Slice(int32(10+10*rng.Intn(6)), 100).Obj()
 		inst.Labels = map[string]string{"e2e": "ha"}
 		Expect(k.Create(ctx, inst)).To(Succeed())
 	}
@@ -123,12 +114,12 @@ var _ = It("hands the lead to the other worker replica when the leader is killed
 		}
 		return out
 	}
-	eventually(2*time.Minute, func() (bool, string) {
+	eventually(3*time.Minute, func() (bool, string) {
 		n := len(ready())
 		return n >= 3, fmt.Sprintf("%d of 50 slices Ready before the leader goes", n)
 	})
 
-	Expect(cluster.Kill(leader)).To(Succeed())
+	killPod(localcluster.ChartNamespace, leader)
 	killed := time.Now()
 	eventually(time.Minute, func() (bool, string) {
 		return leading(follower), follower + " has not taken the lead"
@@ -143,14 +134,9 @@ var _ = It("hands the lead to the other worker replica when the leader is killed
 		Expect(k.Delete(ctx, &workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}})).To(Succeed())
 	}
 	eventually(3*time.Minute, func() (bool, string) {
-		now := ready()
 		fresh := 0
-		for _, n := range now {
-			gone := false
-			for _, b := range before {
-				gone = gone || n == b
-			}
-			if !gone {
+		for _, n := range ready() {
+			if !slices.Contains(before, n) {
 				fresh++
 			}
 		}

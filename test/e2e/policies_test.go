@@ -32,7 +32,7 @@ var notInAPIServer = map[string]string{
 // queued): denied requests fail with the table's messages, allowed ones pass.
 var _ = It("finds the CEL policies installed in the cluster's kube-apiserver, checks that they type check cleanly, and runs the shared case table's creations through it (server-side dry run, so nothing is queued)", func() {
 	ctx := context.Background()
-	// The local cluster installs policies/cel with the operator, as an install does.
+	// The chart installs policies/cel (its files/policies, kept equal by make generate).
 	// The type checker of kube-controller-manager reports on every policy.
 	files, _ := filepath.Glob(testenv.Path("policies", "cel", "*.yaml"))
 	var names []string

@@ -1,9 +1,13 @@
-// Package e2e is the end-to-end suite, a Ginkgo suite as Kueue's are: one local cluster (a real control plane,
-// KWOK nodes from the walkthrough inventory, nfd-master, Kueue and the operator) for every spec, which follow the
-// seed walkthrough command by command.
+// Package e2e is the end-to-end suite, a Ginkgo suite as Kueue's are: the walkthrough's four nodes run as real
+// nodes (a kubelet v1.35.4 with containerd each, their hardware simulated) on a real control plane, with the
+// product installed as a user installs it, by helm install of the chart with the test values of real nodes.
+// The specs follow the seed walkthrough command by command and check the rest of the chain, its faults and
+// its high availability there, acting on the product's Pods as an operator would. Every spec starts from
+// Step 1 and leaves the cluster as it found it.
 package e2e
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,16 +36,18 @@ func TestE2E(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(logr.Discard())
-	suite = e2esuite.Start("walkthrough.yaml")
+	suite = e2esuite.StartOnRealNodes("walkthrough.yaml")
 	cluster, k, inv = suite.Cluster, suite.Client, suite.Inventory
 })
 
-// Every spec starts from the walkthrough's Step 1 (the four nodes composed into three pools), whatever ran
-// before it: specs run in random order, and each leaves the cluster as it found it.
+// Every spec starts from the walkthrough's Step 1 (the four nodes composed into three pools) with the chart's
+// two worker replicas ready and one leading, whatever ran before it: specs run in random order, and a spec
+// before may have killed a replica.
 var _ = BeforeEach(func() {
-	// A spec before may have restarted the worker: it leads again once the Lease it held expires.
-	eventually(time.Minute, func() (bool, string) {
-		return leading(localcluster.ComponentWorker), "the worker does not lead"
+	eventually(2*time.Minute, func() (bool, string) {
+		ready := kubectl("-n", localcluster.ChartNamespace, "get", "deployment", "gpustack-operator-worker", "-o", "jsonpath={.status.readyReplicas}")
+		pod, err := leaderPod()
+		return ready == "2" && err == nil && leading(pod), fmt.Sprintf("%s worker replicas ready; the Lease's holder %q leads: %v", ready, pod, err)
 	})
 	waitTable(step1Types, "get", "instancetype")
 })

@@ -243,15 +243,6 @@ func (c *Cluster) MetricsURL() string {
 	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.workerMetrics)
 }
 
-// AgentMetricsURL is the address of the simulated device agents' Prometheus metrics, empty when the cluster
-// runs no operator.
-func (c *Cluster) AgentMetricsURL() string {
-	if c.cfg.Operator == "" {
-		return ""
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.agentMetrics)
-}
-
 // AuditLogPath is the API server's audit log (JSON lines), written only when Config.AuditUsers is set.
 func (c *Cluster) AuditLogPath() string { return c.path("logs", "audit.log") }
 

@@ -252,7 +252,7 @@ func (c *Cluster) startKWOK(ctx context.Context) error {
 	}
 	nodes := c.cfg.Inventory.Nodes
 	if err := parallel(ctx, len(nodes), func(ctx context.Context, i int) error {
-		_, err := cs.CoreV1().Nodes().Create(ctx, NodeFor(nodes[i]), metav1.CreateOptions{})
+		_, err := cs.CoreV1().Nodes().Create(ctx, kwokNode(nodes[i]), metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return errors.Wrapf(err, "cannot create node %s", nodes[i].Name)
 		}

@@ -12,12 +12,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// The components the fault suite kills, pauses and restarts.
+// The components the fault suite kills and restarts, and the scale harness profiles.
 const (
 	ComponentEtcd      = componentEtcd
 	ComponentAPIServer = componentAPIServer
 	ComponentWorker    = componentWorker
-	ComponentAgents    = componentAgents
 )
 
 // command is a component's command line.
@@ -42,22 +41,6 @@ func (c *Cluster) Kill(name string) error {
 		c.procs = append(c.procs[:i], c.procs[i+1:]...)
 		_ = os.Remove(filepath.Join(c.cfg.Dir, "pids", name+".pid"))
 		return nil
-	}
-	return errors.Errorf("%s is not running", name)
-}
-
-// Pause stops a component with SIGSTOP: it holds its connections and state but does nothing, as a process
-// the kernel does not schedule (a long GC pause, a frozen VM); Resume continues it.
-func (c *Cluster) Pause(name string) error { return c.signal(name, syscall.SIGSTOP) }
-
-// Resume continues a component paused by Pause.
-func (c *Cluster) Resume(name string) error { return c.signal(name, syscall.SIGCONT) }
-
-func (c *Cluster) signal(name string, sig syscall.Signal) error {
-	for _, p := range c.procs {
-		if p.name == name {
-			return errors.Wrapf(syscall.Kill(-p.cmd.Process.Pid, sig), "cannot signal %s", name)
-		}
 	}
 	return errors.Errorf("%s is not running", name)
 }

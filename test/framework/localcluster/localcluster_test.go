@@ -22,7 +22,7 @@ func TestNodeFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := NodeFor(inv.Nodes[3]) // node-t4-b: 48 cores, 4 T4
+	node := kwokNode(inv.Nodes[3]) // node-t4-b: 48 cores, 4 T4
 	type view struct {
 		Labels   map[string]string
 		CPUName  string

@@ -19,9 +19,9 @@ import (
 // its nodes in place of nfd-worker (which cannot read simulated hardware) are the domain core's keys.
 const AnnotationKWOKNode = "kwok.x-k8s.io/node"
 
-// NodeFor returns the KWOK Node of an inventory entry: Ready once KWOK picks it up, with the entry's CPU,
+// kwokNode returns the KWOK Node of an inventory entry: Ready once KWOK picks it up, with the entry's CPU,
 // memory, storage and whole accelerators as capacity, and the CPU identity NFD would have reported.
-func NodeFor(n simulated.Node) *corev1.Node {
+func kwokNode(n simulated.Node) *corev1.Node {
 	labels := map[string]string{
 		corev1.LabelHostname:   n.Name,
 		corev1.LabelOSStable:   n.OS,

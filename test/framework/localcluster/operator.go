@@ -3,7 +3,6 @@ package localcluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"time"
@@ -66,27 +65,6 @@ func (c *Cluster) startWorker(ctx context.Context) error {
 // workerPorts are the loopback ports of one worker replica.
 type workerPorts struct{ health, webhook, metrics, pprof int }
 
-// StartWorker starts another replica of the worker, as a component of that name with ports of its own, and
-// waits until it is ready. The replicas elect a leader through the Lease gpustack-operator-worker; the webhooks
-// stay registered at the replica they were (ServeWebhooksFrom moves them).
-func (c *Cluster) StartWorker(ctx context.Context, name string) error {
-	var ports []int
-	var listeners []net.Listener
-	for range 4 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return errors.Wrap(err, "cannot find a free port")
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	// Held together until all four are picked, so they differ; freed before the replica binds them.
-	for _, l := range listeners {
-		_ = l.Close()
-	}
-	return c.startWorkerReplica(ctx, name, workerPorts{health: ports[0], webhook: ports[1], metrics: ports[2], pprof: ports[3]})
-}
-
 // startWorkerReplica runs one worker replica as the worker's service account and waits until it is ready.
 func (c *Cluster) startWorkerReplica(ctx context.Context, name string, p workerPorts) error {
 	worker, err := c.serviceAccount(ctx, "worker", workerv1.SystemNamespace)
@@ -127,29 +105,9 @@ func (c *Cluster) waitWorker(ctx context.Context, name string) error {
 	return c.waitFor(ctx, "the operator's worker "+name, 2*time.Minute, func(ctx context.Context) error { return httpOK(ctx, ready) })
 }
 
-// WorkerMetricsURL is the address of a worker replica's Prometheus metrics.
-func (c *Cluster) WorkerMetricsURL(name string) string {
-	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.workers[name].metrics)
-}
-
 // WorkerPprofURL is the address of a worker replica's Go profiling endpoints (/debug/pprof/).
 func (c *Cluster) WorkerPprofURL(name string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", c.workers[name].pprof)
-}
-
-// ServeWebhooksFrom registers the worker's webhooks at a replica's port, in place of where they were.
-func (c *Cluster) ServeWebhooksFrom(ctx context.Context, name string) error {
-	cs, err := kubernetes.NewForConfig(c.RESTConfig)
-	if err != nil {
-		return errors.Wrap(err, "cannot create client")
-	}
-	if err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, webhooks.MutatingName, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
-		return errors.Wrap(err, "cannot delete the worker's mutating webhooks")
-	}
-	if err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, webhooks.ValidatingName, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
-		return errors.Wrap(err, "cannot delete the worker's validating webhooks")
-	}
-	return c.installWorkerWebhooks(ctx, name)
 }
 
 // StartAgents runs one simulated device agent for every inventory node, as the device-manager service

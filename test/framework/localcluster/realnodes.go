@@ -2,10 +2,12 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +18,9 @@ import (
 
 	"github.com/gpustack/gpustack-operator/providers/nvidia"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/providers/smitool"
 	"github.com/gpustack/gpustack-operator/test/framework/realnode"
+	"github.com/gpustack/gpustack-operator/test/framework/smifixture"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
@@ -55,7 +59,7 @@ func checkRealNodes(cfg Config) error {
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
 		return errors.New("the CNI plugins are missing: run `make host-packages` first")
 	}
-	for _, b := range []string{"kubelet", "kube-proxy", "images/pause.tar"} {
+	for _, b := range []string{"kubelet", "kube-proxy", "images/pause.tar", "libnvidia-ml.so.1", "smi-standin"} {
 		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
 			return errors.Errorf("%s is missing from %s: run `make tools` first", b, cfg.BinDir)
 		}
@@ -119,6 +123,9 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 		}
 		if fixture := nvmlFixture(n); fixture != "" {
 			cfg.NVIDIADriver = &realnode.NVIDIADriver{Library: c.bin("libnvidia-ml.so.1"), Fixture: fixture}
+		}
+		if cfg.VendorTools, err = vendorTools(n, c.bin("smi-standin")); err != nil {
+			return err
 		}
 		if err := realnode.ClearLeftovers(n.Name); err != nil {
 			return err
@@ -190,6 +197,48 @@ func pciDevices(n simulated.Node) []realnode.PCIDevice {
 	return out
 }
 
+// vendorTools are the node's stand-in management tools for its cards of the vendors read through one, which
+// answer what smifixture renders for those cards at the addresses the node's PCI bus shows them (pciDevices'
+// order); nil for a node without such cards. Each tool numbers its own vendor's cards from 0.
+func vendorTools(n simulated.Node, standIn string) (*realnode.VendorTools, error) {
+	devices, _ := simulated.New(n).Detect(context.Background())
+	byVendor := map[string][]smitool.Card{}
+	for i, d := range devices {
+		d.Index = int32(len(byVendor[d.Manufacturer]))
+		byVendor[d.Manufacturer] = append(byVendor[d.Manufacturer], smitool.Card{Device: d, BusID: realnode.PCIAddress(i)})
+	}
+	type answer struct {
+		Stdout string            `json:"stdout"`
+		Files  map[string]string `json:"files,omitempty"`
+	}
+	answers := map[string]answer{}
+	tools := &realnode.VendorTools{StandIn: standIn}
+	for vendor, cards := range byVendor {
+		tool, ok := smifixture.Tools[vendor]
+		if !ok {
+			continue
+		}
+		rendered, err := tool.Render(cards)
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot render %s of node %s", tool.Name, n.Name)
+		}
+		for line, a := range rendered {
+			answers[line] = answer{Stdout: a.Stdout, Files: a.Files}
+		}
+		tools.Names = append(tools.Names, tool.Name)
+	}
+	if len(tools.Names) == 0 {
+		return nil, nil
+	}
+	sort.Strings(tools.Names)
+	data, err := json.Marshal(answers)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot encode the tools' answers")
+	}
+	tools.Answers = string(data)
+	return tools, nil
+}
+
 // nvmlFixture is the stand-in NVML library's fixture for a node's NVIDIA cards, as its simulated backend
 // detects them; "" for a node without any.
 func nvmlFixture(n simulated.Node) string {
@@ -210,4 +259,20 @@ func nvmlFixture(n simulated.Node) string {
 		fmt.Fprintf(&b, "card %s|%s|%d|%d|%d|%s|%s\n", d.UUID, d.Product, d.MemoryMiB, d.Cores, arch, ccMajor, ccMinor)
 	}
 	return b.String()
+}
+
+// Freeze freezes (frozen true) or thaws a container on a real node, by its ID (a Pod's containerID without
+// its containerd:// prefix), as `docker pause` and `docker unpause` do.
+func (c *Cluster) Freeze(node, containerID string, frozen bool) error {
+	return realnode.Freeze(c.path("nodes", node), containerID, frozen)
+}
+
+// NodeRoot is a real node's root filesystem as its own processes see it (its hardware fixtures mounted),
+// reached through its supervisor's /proc/<pid>/root.
+func (c *Cluster) NodeRoot(name string) (string, error) {
+	data, err := os.ReadFile(c.path("pids", nodeComponent(name)+".pid"))
+	if err != nil {
+		return "", errors.Wrapf(err, "node %s is not running", name)
+	}
+	return "/proc/" + strings.TrimSpace(string(data)) + "/root", nil
 }

@@ -214,3 +214,43 @@ func ClearLeftovers(name string) error {
 	}
 	return errors.Wrapf(killCgroups(dirs, 30*time.Second), "cannot stop what an earlier node %s left running", name)
 }
+
+// Freeze freezes (or thaws, frozen false) a container of the node whose configuration is in dir, as `docker
+// pause` does: its processes keep their memory, connections and state but are not scheduled (a long garbage
+// collection pause, a stalled machine). It finds the container's cgroup by its ID under the node's freezer
+// cgroup and waits until the kernel reports the state reached.
+func Freeze(dir, containerID string, frozen bool) error {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroups")) //nolint:gosec // the node's own record
+	if err != nil {
+		return errors.Wrap(err, "cannot read the node's cgroups: is it running?")
+	}
+	var found string
+	for _, d := range strings.Fields(string(data)) {
+		if !strings.HasPrefix(d, filepath.Join(cgroupRoot, "freezer")+"/") {
+			continue
+		}
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() && strings.HasSuffix(e.Name(), containerID) {
+				found = p
+				return filepath.SkipAll
+			}
+			return nil
+		})
+	}
+	if found == "" {
+		return errors.Errorf("container %s has no freezer cgroup on the node in %s", containerID, dir)
+	}
+	state := map[bool]string{true: "FROZEN", false: "THAWED"}[frozen]
+	if err := os.WriteFile(filepath.Join(found, "freezer.state"), []byte(state), 0o644); err != nil { //nolint:gosec // a cgroup file
+		return errors.Wrapf(err, "cannot set container %s %s", containerID, state)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got, err := os.ReadFile(filepath.Join(found, "freezer.state")) //nolint:gosec // a cgroup file
+		if err == nil && strings.TrimSpace(string(got)) == state {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.Errorf("container %s is %q, not %s", containerID, strings.TrimSpace(string(got)), state)
+		}
+	}
+}

@@ -23,6 +23,9 @@ type PCIDevice struct {
 	Device string `json:"device"`
 }
 
+// PCIAddress is the address the node's bus shows its i-th PCI device (of Config.PCIDevices) at.
+func PCIAddress(i int) string { return fmt.Sprintf("0000:%02x:00.0", 0x10+i) }
+
 // CPU is a simulated node's processor as its kernel would show it.
 type CPU struct {
 	// Vendor is the vendor by cpuid's name (Intel, AMD).
@@ -48,6 +51,21 @@ type NVIDIADriver struct {
 // nvidiaDriverRoot is where the node's NVIDIA driver is installed, one of nvidia.DriverRoots.
 const nvidiaDriverRoot = "/run/nvidia/driver"
 
+// VendorTools are a simulated node's management tools of the vendors other than NVIDIA: the stand-in tool
+// (hack/smi-standin) under each tool's name with the answers it gives, installed in /usr/local/sbin of the
+// node's root (one of smitool.HostToolDirs), where the agent finds and runs them as a driver installs them.
+type VendorTools struct {
+	// StandIn is the smi-standin program built here.
+	StandIn string `json:"standIn"`
+	// Names are the tools it stands in for (npu-smi, cnmon).
+	Names []string `json:"names"`
+	// Answers is its smi-standin.json: what each command line prints (smifixture renders them).
+	Answers string `json:"answers"`
+}
+
+// vendorToolsDir is where a node's vendor tools are installed.
+const vendorToolsDir = "/usr/local/sbin"
+
 // hardwareFile is a fixture file and the path the node sees it at.
 type hardwareFile struct{ fixture, target string }
 
@@ -63,7 +81,7 @@ func mountHardware(cfg Config) error {
 	}
 	files := map[string]string{}
 	for i, d := range cfg.PCIDevices {
-		dev := fmt.Sprintf("pci/0000:%02x:00.0/", 0x10+i)
+		dev := "pci/" + PCIAddress(i) + "/"
 		for name, v := range map[string]string{
 			"class": "0x" + d.Class, "vendor": "0x" + d.Vendor, "device": "0x" + d.Device,
 			"subsystem_vendor": "0x" + d.Vendor, "subsystem_device": "0x0000", "numa_node": "-1",
@@ -107,6 +125,21 @@ func mountHardware(cfg Config) error {
 		}
 		mounts = append(mounts, hardwareFile{"nvidia-driver", nvidiaDriverRoot})
 	}
+	executable := map[string]bool{}
+	if t := cfg.VendorTools; t != nil {
+		standIn, err := os.ReadFile(t.StandIn)
+		if err != nil {
+			return errors.Wrap(err, "cannot read the stand-in vendor tool")
+		}
+		for _, name := range t.Names {
+			files["tools/"+name], executable["tools/"+name] = string(standIn), true
+		}
+		files["tools/smi-standin.json"] = t.Answers
+		if err := os.MkdirAll(vendorToolsDir, 0o755); err != nil {
+			return errors.Wrap(err, "cannot create the vendor tools' directory")
+		}
+		mounts = append(mounts, hardwareFile{"tools", vendorToolsDir})
+	}
 	for _, d := range []string{"pci", "numa"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return errors.Wrap(err, "cannot write the hardware fixture")
@@ -117,7 +150,11 @@ func mountHardware(cfg Config) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return errors.Wrap(err, "cannot write the hardware fixture")
 		}
-		if err := os.WriteFile(path, []byte(data), 0o444); err != nil { //nolint:gosec // sysfs and procfs files are world-readable
+		mode := os.FileMode(0o444)
+		if executable[name] {
+			mode = 0o555
+		}
+		if err := os.WriteFile(path, []byte(data), mode); err != nil { //nolint:gosec // sysfs and procfs files are world-readable
 			return errors.Wrap(err, "cannot write the hardware fixture")
 		}
 	}

@@ -45,6 +45,8 @@ type Config struct {
 	MemoryKiB int64 `json:"memoryKiB,omitempty"`
 	// NVIDIADriver is the node's NVIDIA driver, when it has NVIDIA cards.
 	NVIDIADriver *NVIDIADriver `json:"nvidiaDriver,omitempty"`
+	// VendorTools are the node's other vendors' management tools, when it has their cards.
+	VendorTools *VendorTools `json:"vendorTools,omitempty"`
 	// DiskBytes is the size of the node's disk, which holds its state paths; without one they are directories
 	// of the machine's, and the kubelet reports no ephemeral storage.
 	DiskBytes int64 `json:"diskBytes,omitempty"`

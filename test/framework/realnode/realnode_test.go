@@ -2,6 +2,7 @@ package realnode_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,12 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/providers/hardware"
+	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
+	"github.com/gpustack/gpustack-operator/providers/smitool"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -49,7 +55,9 @@ func TestRealNodes(t *testing.T) {
 			CPU:          simulated.CPU{Vendor: "Intel", Model: "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz", Family: "6", ID: "85", Cores: 48},
 			Memory:       resource.MustParse("192Gi"),
 			Accelerators: []simulated.Accelerators{{Vendor: "nvidia", Product: "Tesla T4", Count: 2}}},
-		{Name: "node-b", OS: "linux", Arch: "amd64"},
+		{Name: "node-b", OS: "linux", Arch: "amd64", Accelerators: []simulated.Accelerators{
+			{Vendor: "ascend", Product: "Ascend 910B3", Count: 2, Memory: resource.MustParse("64Gi"), DriverVersion: "24.1.rc2"},
+			{Vendor: "cambricon", Product: "MLU370-X8", Count: 1, Memory: resource.MustParse("48Gi"), DriverVersion: "5.10.22"}}},
 	}}
 	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, NoKueue: true, NoNFD: true,
 		NoKueueCRDs: true, RealNodes: true, PodRunner: command, Progress: testWriter{t}})
@@ -155,6 +163,27 @@ func TestRealNodes(t *testing.T) {
 	if out := inPod("the API server through its Service", "sh", "-c",
 		"nc -w 5 $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT </dev/null && echo connected"); !strings.Contains(out, "connected") {
 		t.Errorf("the client did not reach the API server at its Service %s: %q", realnode.APIServiceIP, out)
+	}
+
+	// The agent's backends read node-b's cards from its bus and from the vendors' tools installed in its root,
+	// run there chrooted, as the agent's container runs them in the node's root it mounts.
+	root, err := c.NodeRoot("node-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	detected, err := hardware.New(hardware.Options{SysfsRoot: filepath.Join(root, pcisysfs.DefaultRoot),
+		Runner: smitool.ExecRunner{Root: root, Scratch: deviceagent.ToolScratch}}).Detect(ctx)
+	if err != nil {
+		t.Errorf("detecting node-b's cards: %v", err)
+	}
+	var got []string
+	for _, d := range detected {
+		got = append(got, fmt.Sprintf("%s %d %s %dMiB driver %s healthy %v", d.Manufacturer, d.Index, d.Product, d.MemoryMiB, d.DriverVersion, !d.Unhealthy))
+	}
+	want := []string{"ascend 0 Ascend 910B3 65536MiB driver 24.1.rc2 healthy true", "ascend 1 Ascend 910B3 65536MiB driver 24.1.rc2 healthy true",
+		"cambricon 0 MLU370-X8 49152MiB driver 5.10.22 healthy true"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("node-b's cards as the agent's backends read its bus and its tools: -want, +got:\n%s", diff)
 	}
 
 	stopped = true

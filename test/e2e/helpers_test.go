@@ -1,4 +1,4 @@
-package walkthrough_test
+package e2e
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
@@ -60,10 +61,10 @@ func waitPhase(name, want string) {
 	suite.WaitPhase(name, want)
 }
 
-// leaderMetricsURL is the metrics endpoint (its container's metrics port) of the worker replica that holds the
-// worker's Lease (its identity is its Pod's name, then an underscore), which keeps the pools' gauges.
-func leaderMetricsURL() (string, error) {
-	holder, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "gpustack-system", "get", "lease", "gpustack-operator-worker",
+// leaderPod is the worker replica that holds the worker's Lease, by its Pod's name (a replica's identity is its
+// Pod's name, then an underscore).
+func leaderPod() (string, error) {
+	holder, err := testenv.Kubectl(cluster.Kubeconfig, "-n", localcluster.ChartNamespace, "get", "lease", "gpustack-operator-worker",
 		"-o", "jsonpath={.spec.holderIdentity}")
 	if err != nil {
 		return "", errors.Wrap(err, "cannot read the worker's Lease")
@@ -72,15 +73,45 @@ func leaderMetricsURL() (string, error) {
 		return "", errors.New("the worker's Lease has no holder")
 	}
 	pod, _, _ := strings.Cut(holder, "_")
-	addr, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "gpustack-system", "get", "pod", pod, "-o",
+	return pod, nil
+}
+
+// leaderMetricsURL is the metrics endpoint of the worker replica that holds the worker's Lease, which keeps the
+// pools' gauges.
+func leaderMetricsURL() (string, error) {
+	pod, err := leaderPod()
+	if err != nil {
+		return "", err
+	}
+	return metricsURL(localcluster.ChartNamespace, pod)
+}
+
+// metricsURL is the metrics endpoint of a Pod: its address and its first container's port named metrics.
+func metricsURL(namespace, pod string) (string, error) {
+	addr, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "get", "pod", pod, "-o",
 		`jsonpath={.status.podIP}:{.spec.containers[0].ports[?(@.name=="metrics")].containerPort}`)
 	if err != nil {
-		return "", errors.Wrapf(err, "cannot read the leader %s", pod)
+		return "", errors.Wrapf(err, "cannot read Pod %s/%s", namespace, pod)
 	}
 	if strings.HasPrefix(addr, ":") || strings.HasSuffix(addr, ":") {
-		return "", errors.Errorf("the leader %s has no address or no metrics port yet: %q", pod, addr)
+		return "", errors.Errorf("Pod %s/%s has no address or no metrics port yet: %q", namespace, pod, addr)
 	}
 	return "http://" + addr + "/metrics", nil
+}
+
+// workerPods are the worker's replicas that run, by Pod name.
+func workerPods() []string {
+	GinkgoHelper()
+	out := kubectl("-n", localcluster.ChartNamespace, "get", "pods", "-l", "app.kubernetes.io/component=worker",
+		"--field-selector", "status.phase=Running", "-o", "jsonpath={.items[*].metadata.name}")
+	return strings.Fields(out)
+}
+
+// killPod deletes a Pod at once, without its grace period, as an operator does to a process that hangs: its
+// containers are killed, and its controller makes a new one.
+func killPod(namespace, pod string) {
+	GinkgoHelper()
+	kubectl("-n", namespace, "delete", "pod", pod, "--grace-period=0", "--force", "--wait=false")
 }
 
 // poolMetric reads one view's gauge of an InstanceType from the leading worker's metrics.

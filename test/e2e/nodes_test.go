@@ -1,4 +1,4 @@
-package walkthrough_test
+package e2e
 
 import (
 	"context"
@@ -41,6 +41,19 @@ var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and t
 			"node %s: NFD's pci-10de.present label, from its PCI bus", n.Name)
 		Expect(cpuIdentity(n, inventoryNode(n.Name))).To(BeEmpty())
 	}
+	// The agents' device plugins register with each kubelet once they have published the node's cards.
+	eventually(time.Minute, func() (bool, string) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes.Items {
+			if diff := capacity(n, inventoryNode(n.Name)); diff != "" {
+				return false, diff
+			}
+		}
+		return true, ""
+	})
 	running := map[string]int{}
 	for _, ns := range []string{localcluster.ChartNamespace, "node-feature-discovery", "gpustack-storage"} {
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -57,6 +70,12 @@ var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and t
 	Expect(err).NotTo(HaveOccurred())
 	Expect([]int32{ds.Status.DesiredNumberScheduled, ds.Status.NumberReady}).To(Equal([]int32{3, 3}),
 		"the NVIDIA agents run and are ready on the three nodes with cards")
+	amd, err := cs.AppsV1().DaemonSets(deviceagent.Namespace).Get(ctx, deviceagent.DaemonSetName("amd"), metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(amd.Status.DesiredNumberScheduled).To(BeZero(), "AMD agents on a cluster without AMD cards")
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, deviceagent.Namespace, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ns.Labels["pod-security.kubernetes.io/enforce"]).To(Equal("privileged"), "the agents' namespace's Pod Security level")
 	eventually(time.Minute, func() (bool, string) {
 		for _, n := range inv.Nodes {
 			want, _ := simulated.New(n).Detect(ctx)
@@ -78,6 +97,21 @@ var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and t
 		return true, ""
 	})
 })
+
+// capacity says what of a node's capacity differs from its inventory entry: the memory the kubelet read from
+// the node's /proc/meminfo and the cards the agent's device plugin registered with it.
+func capacity(n corev1.Node, want simulated.Node) string {
+	var cards int64
+	for _, a := range want.Accelerators {
+		cards += int64(a.Count)
+	}
+	gpu := n.Status.Capacity[corev1.ResourceName("nvidia.com/gpu")]
+	got := []int64{n.Status.Capacity.Memory().Value(), gpu.Value()}
+	if diff := cmp.Diff([]int64{want.Memory.Value(), cards}, got); diff != "" {
+		return fmt.Sprintf("node %s's memory and nvidia.com/gpu capacity: -want, +got:\n%s", n.Name, strings.TrimSpace(diff))
+	}
+	return ""
+}
 
 // cpuIdentity says what of a node's CPU identity differs from its inventory entry, as the cpu-info reporter
 // read it from the node's /proc/cpuinfo and NFD wrote it: the brand string annotation, the vendor label, the

@@ -21,39 +21,9 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
-	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
-
-// Checks one Ready node per inventory entry, with the entry's capacity.
-var _ = It("checks one Ready node per inventory entry, with the entry's capacity", func() {
-	type capacity struct {
-		Ready                     bool
-		CPU, Memory, Storage, GPU string
-	}
-	want := map[string]capacity{}
-	for _, n := range inv.Nodes {
-		var cards int64
-		for _, a := range n.Accelerators {
-			cards += int64(a.Count)
-		}
-		want[n.Name] = capacity{Ready: true, CPU: fmt.Sprint(n.CPU.Cores), Memory: n.Memory.String(),
-			Storage: n.Storage.String(), GPU: resource.NewQuantity(cards, resource.DecimalSI).String()}
-	}
-	nodes := &corev1.NodeList{}
-	Expect(k.List(context.Background(), nodes)).To(Succeed())
-	got := map[string]capacity{}
-	for _, n := range nodes.Items {
-		gpu := n.Status.Capacity[corev1.ResourceName("nvidia.com/gpu")]
-		got[n.Name] = capacity{
-			Ready: localcluster.NodeReady(&n), CPU: n.Status.Capacity.Cpu().String(), Memory: n.Status.Capacity.Memory().String(),
-			Storage: n.Status.Capacity.StorageEphemeral().String(), GPU: gpu.String(),
-		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		Fail(fmt.Sprintf("one Ready node per walkthrough entry with its capacity: -want, +got:\n%s", diff))
-	}
-})
 
 // Checks that every kind of the API is served with its scope and short name.
 var _ = It("checks that every kind of the API is served with its scope and short name", func() {
@@ -82,8 +52,8 @@ var _ = It("checks that every kind of the API is served with its scope and short
 })
 
 // Runs the real Kueue: a Pod asking for one NVIDIA card is charged 1,600,000
-// credits.gpustack.ai/nvidia, admitted against a queue of exactly that quota and run by KWOK; a second one
-// waits for quota.
+// credits.gpustack.ai/nvidia, admitted against a queue of exactly that quota and run by a node's kubelet with
+// the card its device plugin grants; a second one waits for quota.
 var _ = It("runs the real Kueue", func() {
 	ctx := context.Background()
 	rf := &kueuev1beta2.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "e2e-credits"}}
@@ -105,7 +75,7 @@ var _ = It("runs the real Kueue", func() {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
 				Labels: map[string]string{"kueue.x-k8s.io/queue-name": "e2e-credits"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: realnode.UserImage, Command: []string{"sleep", "infinity"},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
 		}
 	}
@@ -160,51 +130,8 @@ var _ = It("checks that nfd-master turns a NodeFeature's labels into Node labels
 	}
 })
 
-// kubectl runs kubectl against the cluster and fails the test when it fails.
-func kubectl(args ...string) string {
-	GinkgoHelper()
-	return suite.Kubectl(args...)
-}
-
-// eventually polls cond until it holds, failing the spec with cond's last message after timeout.
-func eventually(timeout time.Duration, cond func() (bool, string)) {
-	GinkgoHelper()
-	e2esuite.WaitFor(timeout, cond)
-}
-
-// waitTable waits until kubectl prints the table.
-func waitTable(want [][]string, args ...string) {
-	GinkgoHelper()
-	suite.WaitTable(want, args...)
-}
-
-// waitPhase waits until the Instance's phase and message start with want.
-func waitPhase(name, want string) {
-	GinkgoHelper()
-	suite.WaitPhase(name, want)
-}
-
-// Checks that the worker, with only its generated role, deployed the device agents:
-// the NVIDIA DaemonSet runs on the three NVIDIA nodes (KWOK runs the Pods) and the AMD one on none.
-var _ = It("checks that the worker, with only its generated role, deployed the device agents", func() {
-	status := func(mfr string) string {
-		return kubectl("get", "daemonset", "-n", "gpustack-device-manager", "gpustack-operator-device-manager-"+mfr,
-			"-o", "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}")
-	}
-	eventually(2*time.Minute, func() (bool, string) {
-		got := status("nvidia")
-		return got == "3/3", "NVIDIA agents desired/ready: " + got
-	})
-	if got := status("amd"); got != "0/0" {
-		Fail(fmt.Sprintf("AMD agents desired/ready = %s, want 0/0 on a cluster without AMD cards", got))
-	}
-	if got := kubectl("get", "namespace", "gpustack-device-manager", "-o", "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}"); got != "privileged" {
-		Fail(fmt.Sprintf("the agents' namespace enforces %q, want privileged", got))
-	}
-})
-
-// Checks that the worker read the local Kueue's configuration from its ConfigMap (where Kueue's manifests and
-// chart keep it) and found what the operator needs: every InstanceType says KueueConfigured True.
+// Checks that the worker read the chart's Kueue configuration from its ConfigMap (in the release's namespace,
+// where the chart runs Kueue) and found what the operator needs: every InstanceType says KueueConfigured True.
 var _ = It("checks the running Kueue's configuration and says so on every InstanceType", func() {
 	eventually(time.Minute, func() (bool, string) {
 		got := kubectl("get", "instancetype", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="KueueConfigured")].status} {end}`)
@@ -217,7 +144,7 @@ var _ = It("checks the running Kueue's configuration and says so on every Instan
 // InstanceType what is missing, with a Warning event, then True again once the configuration is restored.
 var _ = It("says on every InstanceType what a stock Kueue configuration lacks", func(ctx context.Context) {
 	cm := &corev1.ConfigMap{}
-	Expect(k.Get(ctx, client.ObjectKey{Namespace: kueueconfig.Namespace, Name: kueueconfig.ConfigMap}, cm)).To(Succeed())
+	Expect(k.Get(ctx, client.ObjectKey{Namespace: localcluster.ChartNamespace, Name: kueueconfig.ConfigMap}, cm)).To(Succeed())
 	configured := cm.Data[kueueconfig.ConfigKey]
 	set := func(ctx context.Context, config string) {
 		GinkgoHelper()

@@ -1,4 +1,4 @@
-package walkthrough_test
+package e2e
 
 import (
 	"context"
