@@ -280,7 +280,7 @@ test-integration: $(TEST_TOOLS) build ## Tests on envtest's API server, and the 
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) build operator-image ## The walkthrough, step by step, on real nodes with the chart; the chain, faults, HA, partitions, the nine vendors through the device plugins and the worker-gateway on local clusters.
+test-e2e: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) build operator-image ## The walkthrough, the chain, its faults and HA on real nodes with the chart; partitions, the nine vendors through the device plugins and the worker-gateway on local clusters of the process mode.
 	$(TEST_ENV) GPUSTACK_OPERATOR_IMAGE=$(OUTPUT)/package/images/gpustack-operator.tar go test -p 1 -count=1 -timeout 40m ./test/e2e/...
 
 .PHONY: test-packages

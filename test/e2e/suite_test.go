@@ -50,6 +50,12 @@ var _ = BeforeEach(func() {
 		return ready == "2" && err == nil && leading(pod), fmt.Sprintf("%s worker replicas ready; the Lease's holder %q leads: %v", ready, pod, err)
 	})
 	waitTable(step1Types, "get", "instancetype")
+	// The Workloads of a spec's Instances outlive them a moment (Kueue's finalizer, the garbage collector); a
+	// queue still counting them pending is not Step 1.
+	eventually(2*time.Minute, func() (bool, string) {
+		left := kubectl("get", "workloads", "-n", "default", "-o", "name")
+		return left == "", "Workloads left by a spec before:\n" + left
+	})
 })
 
 var _ = AfterSuite(func() { suite.Stop() })

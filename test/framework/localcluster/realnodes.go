@@ -240,7 +240,7 @@ func vendorTools(n simulated.Node, standIn string) (*realnode.VendorTools, error
 }
 
 // nvmlFixture is the stand-in NVML library's fixture for a node's NVIDIA cards, as its simulated backend
-// detects them; "" for a node without any.
+// detects them, with the MIG profiles of those in MIG mode; "" for a node without any.
 func nvmlFixture(n simulated.Node) string {
 	cards, _ := simulated.New(n).Detect(context.Background())
 	var b strings.Builder
@@ -257,6 +257,25 @@ func nvmlFixture(n simulated.Node) string {
 		arch := nvidia.Architecture(d.Family)
 		ccMajor, ccMinor, _ := strings.Cut(d.ComputeCapability, ".")
 		fmt.Fprintf(&b, "card %s|%s|%d|%d|%d|%s|%s\n", d.UUID, d.Product, d.MemoryMiB, d.Cores, arch, ccMajor, ccMinor)
+		// A card in MIG mode lists its profiles, each under the NVML_GPU_INSTANCE_PROFILE_<n>_SLICE constant the
+		// agent asks for (1_SLICE_REV2, 9, for one slice with two memory slices) and the profile ID an H100's or
+		// A100's driver gives it, which differs from the constant as on a real card. ProductProfiles has no
+		// other shape.
+		for _, p := range d.Partitions {
+			profile, ok := map[int32][2]int{1: {0, 19}, 2: {1, 14}, 3: {2, 9}, 4: {3, 5}, 7: {4, 0}}[p.ComputeSlices]
+			if p.ComputeSlices == 1 && p.MemorySlices == 2 {
+				profile = [2]int{9, 15}
+			}
+			if !ok {
+				continue
+			}
+			starts := make([]string, len(p.Placements))
+			for i, s := range p.Placements {
+				starts[i] = strconv.Itoa(int(s))
+			}
+			fmt.Fprintf(&b, "mig %s|%d|%d|%s|%d|%d|%d|%d|%s\n", d.UUID, profile[0], profile[1], p.Name, p.MemoryMiB,
+				p.ComputeSlices, p.Count, p.MemorySlices, strings.Join(starts, ","))
+		}
 	}
 	return b.String()
 }

@@ -13,13 +13,16 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/ports"
 )
 
-// Kubectl runs kubectl against the cluster of kubeconfig and returns its output; an error carries the output.
+// Kubectl runs kubectl against the cluster of kubeconfig and returns what it printed on stdout (its warnings and
+// a container's stderr under exec are not the answer); an error carries both.
 func Kubectl(kubeconfig string, args ...string) (string, error) {
 	cmd := exec.Command("kubectl", args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return "", errors.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+		return "", errors.Errorf("kubectl %s: %w\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out), nil
 }
