@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 )
@@ -49,6 +50,9 @@ var _ = It("runs a 3g.40gb Instance on an H100 and moves the PT view", func() {
 	// The per-card check pinned the Pod to the node it counted it on; Kueue put the pin in its nodeSelector.
 	Expect(suite.Kubectl("get", "pod", "mig-demo", "-n", "default", "-o",
 		`jsonpath={.spec.nodeName} {.spec.nodeSelector.kubernetes\.io/hostname}`)).To(Equal("node-h100 node-h100"))
+	// The container sees the MIG device the agent made for it through the node's driver, by NVML's name for it.
+	env := suite.Kubectl("exec", "mig-demo", "-n", "default", "-c", instancepod.MainContainer, "--", "env")
+	Expect(env).To(MatchRegexp(`(?m)^NVIDIA_VISIBLE_DEVICES=MIG-GPU-[0-9a-f-]+/\d+/0$`), "mig-demo's environment")
 
 	suite.Kubectl("delete", "instance", "mig-demo", "-n", "default")
 	waitViews(h100, "0/0 0/0 0/0 1/56")

@@ -1,6 +1,7 @@
 // Package partitions is the end-to-end suite of hardware partitions: a local cluster of cards in MIG mode
-// (examples/clusters/h100-mig.yaml: eight H100s on one node, one A100 80GB on another) with the real Kueue and
-// the operator, where Instances ask for MIG profiles and the PT view follows them.
+// (examples/clusters/h100-mig.yaml: eight H100s on one node, one A100 80GB on another) run as real nodes whose
+// stand-in NVIDIA driver makes MIG instances, with the product installed by helm install of the chart, where
+// Instances ask for MIG profiles, the agents make them, and the PT view follows them.
 package partitions
 
 import (
@@ -28,7 +29,7 @@ func TestPartitions(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(logr.Discard())
-	suite = e2esuite.Start("h100-mig.yaml")
+	suite = e2esuite.StartOnRealNodes("h100-mig.yaml")
 })
 
 var _ = AfterSuite(func() { suite.Stop() })
