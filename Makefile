@@ -312,8 +312,9 @@ INVENTORY ?= examples/clusters/walkthrough.yaml
 INVENTORIES ?= examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
 # The demo's nodes are real nodes (a kubelet with containerd each; root, and make host-packages, which the
 # node images' build calls): the chart's Pods and the Instances run in real containers. Their simulated
-# hardware is the NVIDIA driver and PCI bus; an inventory with other vendors' cards needs REAL_NODES= (empty),
-# which runs KWOK nodes with the Pods as processes, until the other vendors' tools are simulated on real nodes.
+# hardware is the PCI bus, the NVIDIA driver (MIG included) and the other vendors' tools; an inventory with a
+# node of another architecture (nine-vendors.yaml's arm64 Ascend node) needs REAL_NODES= (empty), which runs KWOK
+# nodes with the Pods as processes.
 REAL_NODES ?= 1
 
 .PHONY: demo

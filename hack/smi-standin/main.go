@@ -9,6 +9,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,18 +25,20 @@ type answer struct {
 }
 
 func main() {
-	if err := run(os.Args); err != nil {
+	self, err := os.Executable()
+	if err == nil {
+		err = run(filepath.Dir(self), os.Args, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 }
 
-func run(args []string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("cannot find this program: %w", err)
-	}
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(self), FixtureFile))
+// run answers the command line args from the fixture in dir, writing what it prints to stdout and its report
+// files into the working directory.
+func run(dir string, args []string, stdout io.Writer) error {
+	data, err := os.ReadFile(filepath.Join(dir, FixtureFile))
 	if err != nil {
 		return fmt.Errorf("no device answers this tool: %w", err)
 	}
@@ -53,6 +56,6 @@ func run(args []string) error {
 			return fmt.Errorf("cannot write %s: %w", name, err)
 		}
 	}
-	_, err = os.Stdout.WriteString(a.Stdout)
+	_, err = io.WriteString(stdout, a.Stdout)
 	return err
 }

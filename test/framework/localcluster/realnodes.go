@@ -2,8 +2,8 @@ package localcluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,11 +207,7 @@ func vendorTools(n simulated.Node, standIn string) (*realnode.VendorTools, error
 		d.Index = int32(len(byVendor[d.Manufacturer]))
 		byVendor[d.Manufacturer] = append(byVendor[d.Manufacturer], smitool.Card{Device: d, BusID: realnode.PCIAddress(i)})
 	}
-	type answer struct {
-		Stdout string            `json:"stdout"`
-		Files  map[string]string `json:"files,omitempty"`
-	}
-	answers := map[string]answer{}
+	answers := smifixture.Answers{}
 	tools := &realnode.VendorTools{StandIn: standIn}
 	for vendor, cards := range byVendor {
 		tool, ok := smifixture.Tools[vendor]
@@ -222,18 +218,16 @@ func vendorTools(n simulated.Node, standIn string) (*realnode.VendorTools, error
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot render %s of node %s", tool.Name, n.Name)
 		}
-		for line, a := range rendered {
-			answers[line] = answer{Stdout: a.Stdout, Files: a.Files}
-		}
+		maps.Copy(answers, rendered)
 		tools.Names = append(tools.Names, tool.Name)
 	}
 	if len(tools.Names) == 0 {
 		return nil, nil
 	}
 	sort.Strings(tools.Names)
-	data, err := json.Marshal(answers)
+	data, err := smifixture.StandInJSON(answers)
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot encode the tools' answers")
+		return nil, err
 	}
 	tools.Answers = string(data)
 	return tools, nil
