@@ -405,9 +405,8 @@ func compactEtcd() {
 }
 
 // Kills node-t4-b's device agent while slices run (its Pod deleted without a grace period; the DaemonSet makes
-// a new one): the ledgers and the cards' specs
-// stay as they were (the agent republishes the same cards, which writes nothing), and a new slice is charged on
-// a card with room, never on one already full.
+// a new one): the ledgers and the cards' specs stay as they were (the agent republishes the same cards, which
+// writes nothing), and a new slice is charged on a card with room, never on one already full.
 var _ = It("keeps the ledgers when the device agent is killed and restarted", func() {
 	ctx := context.Background()
 	var insts []*workerv1.Instance
