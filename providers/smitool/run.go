@@ -63,7 +63,8 @@ func (r ExecRunner) Run(ctx context.Context, c Command) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if _, err := exec.LookPath(c.Name); err != nil && r.Root != "" {
+	// exec.Command already looked the tool up in the agent's PATH; cmd.Err says it is not there.
+	if cmd.Err != nil && r.Root != "" {
 		if path := hostTool(r.Root, c.Name, HostToolDirs); path != "" {
 			done, err := r.inRoot(cmd, path, c.Dir)
 			if err != nil {

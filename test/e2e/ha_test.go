@@ -92,10 +92,7 @@ var _ = It("hands the lead to the other worker replica when the leader is killed
 		}
 	}()
 	DeferCleanup(func() { stopWatch(); <-watched })
-	DeferCleanup(func() {
-		_ = k.DeleteAllOf(context.Background(), &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": "ha"})
-		waitTable(step1Types, "get", "instancetype")
-	})
+	DeferCleanup(deleteLabelled, "ha")
 
 	rng := rand.New(rand.NewSource(11))
 	for i := 0; i < 50; i++ {

@@ -14,7 +14,9 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	"golang.org/x/crypto/ssh"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
@@ -112,6 +114,13 @@ func workerPods() []string {
 func killPod(namespace, pod string) {
 	GinkgoHelper()
 	kubectl("-n", namespace, "delete", "pod", pod, "--grace-period=0", "--force", "--wait=false")
+}
+
+// deleteLabelled deletes the Instances a spec labelled e2e=label and waits for the walkthrough's Step 1 again.
+func deleteLabelled(label string) {
+	GinkgoHelper()
+	_ = k.DeleteAllOf(context.Background(), &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": label})
+	waitTable(step1Types, "get", "instancetype")
 }
 
 // poolMetric reads one view's gauge of an InstanceType from the leading worker's metrics.

@@ -26,10 +26,7 @@ import (
 var _ = It("fires 200 slice and whole-card Instances at the T4 pool at once", func() {
 	ctx := context.Background()
 	nodes := t4Nodes()
-	DeferCleanup(func() {
-		_ = k.DeleteAllOf(context.Background(), &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{"e2e": "stress"})
-		waitTable(step1Types, "get", "instancetype")
-	})
+	DeferCleanup(deleteLabelled, "stress")
 	rng := rand.New(rand.NewSource(7))
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
