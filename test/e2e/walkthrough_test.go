@@ -415,7 +415,11 @@ func sliceInsideAndOverSSH() {
 	Expect(k.Create(ctx, baseline)).To(Succeed())
 	DeferCleanup(func() { _ = k.Delete(context.Background(), baseline) })
 	same := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: baseline.Name, Name: "sliced-demo"}, Spec: *pod.Spec.DeepCopy()}
-	Expect(k.Create(ctx, same, client.DryRunAll)).To(Succeed(), "sliced-demo's Pod under Pod Security baseline")
+	// The worker's Pod webhook reads the namespace from its cache, which sees the new one a moment later.
+	eventually(30*time.Second, func() (bool, string) {
+		err := k.Create(ctx, same.DeepCopy(), client.DryRunAll)
+		return err == nil, fmt.Sprintf("sliced-demo's Pod under Pod Security baseline: %v", err)
+	})
 
 	hostKeys := &corev1.Secret{}
 	Expect(k.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sliced-demo-ssh-host-keys"}, hostKeys)).To(Succeed())
