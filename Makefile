@@ -150,8 +150,8 @@ $(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
 # sidecar and the stand-in enforcers (hack/nodeimages says what each holds).
 NODE_IMAGE_BINS := $(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/nfd-worker-$(NFD_VERSION) \
 	$(STAMP)/nfd-gc-$(NFD_VERSION) $(STAMP)/local-path-provisioner-$(LOCAL_PATH_VERSION)
-$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go $(NODE_IMAGE_BINS) \
-		$(BIN)/libvgpu.so $(BIN)/gpustack-ssh-server | host-packages
+$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go deviceagent/deviceplugin/runtime.go $(NODE_IMAGE_BINS) \
+		$(BIN)/enforcer-standin.so $(BIN)/gpustack-ssh-server | host-packages
 	$(call say,building the real nodes' images into $(BIN)/images)
 	k8s=$(call moddir,k8s,k8s.io/kubernetes); mkdir -p $(BIN) && \
 	gcc -Os -Wall -Werror -static -DVERSION=v3.10.1 -o $(BIN)/pause $$k8s/build/pause/linux/pause.c
@@ -164,8 +164,8 @@ $(BIN)/gpustack-ssh-server: $(shell find cmd/gpustack-ssh-server sshsidecar -nam
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./cmd/gpustack-ssh-server
 
-# The stand-in soft-slicing enforcer (HAMi-core's libvgpu.so) of the real nodes' enforcer image.
-$(BIN)/libvgpu.so: hack/enforcer-standin/libvgpu.c
+# The stand-in soft-slicing enforcer (HAMi-core's libvgpu.so and its kin) of the real nodes' enforcer image.
+$(BIN)/enforcer-standin.so: hack/enforcer-standin/enforcer.c
 	@mkdir -p $(BIN)
 	gcc -shared -fPIC -O2 -Wall -Werror -o $@ $<
 
@@ -280,7 +280,7 @@ test-integration: $(TEST_TOOLS) build ## Tests on envtest's API server, and the 
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) build operator-image ## The walkthrough, the chain, its faults and HA on real nodes with the chart; partitions, the nine vendors through the device plugins and the worker-gateway on local clusters of the process mode.
+test-e2e: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) build operator-image ## The walkthrough, the chain, its faults and HA, partitions and the nine vendors through the device plugins on real nodes with the chart; the worker-gateway on local clusters of the process mode.
 	$(TEST_ENV) GPUSTACK_OPERATOR_IMAGE=$(OUTPUT)/package/images/gpustack-operator.tar go test -p 1 -count=1 -timeout 40m ./test/e2e/...
 
 .PHONY: test-packages
@@ -312,21 +312,19 @@ INVENTORY ?= examples/clusters/walkthrough.yaml
 INVENTORIES ?= examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
 # The demo's nodes are real nodes (a kubelet with containerd each; root, and make host-packages, which the
 # node images' build calls): the chart's Pods and the Instances run in real containers. Their simulated
-# hardware is the PCI bus, the NVIDIA driver (MIG included) and the other vendors' tools; an inventory with a
-# node of another architecture (nine-vendors.yaml's arm64 Ascend node) needs REAL_NODES= (empty), which runs KWOK
-# nodes with the Pods as processes.
-REAL_NODES ?= 1
+# hardware is the PCI bus, the NVIDIA driver (MIG included) and the other vendors' tools.
 
 .PHONY: demo
 demo: ## Start a bare local cluster with the walkthrough's nodes (or INVENTORY=FILE) and helm install the chart on it, in the background.
 	$(call say,demo step 1 of 3: the control plane, KWOK, Kueue, nfd-master and helm (built on the first run only), and the chart's subcharts)
 	@$(MAKE) --no-print-directory $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS)
-	$(call say,demo step 2 of 3: building gpustack-operator and localcluster)
-	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/localcluster
-	$(if $(REAL_NODES),$(call say,demo step 2b: the operator's image) && $(MAKE) --no-print-directory operator-image)
+	$(call say,demo step 2 of 3: building localcluster)
+	go build -o $(BIN)/ ./hack/localcluster
+	$(call say,demo step 2b: the operator's image)
+	@$(MAKE) --no-print-directory operator-image
 	$(call say,demo step 3 of 3: starting the local cluster and installing the chart (helm install))
-	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --operator $(BIN)/gpustack-operator --chart $(CHART) \
-		$(if $(REAL_NODES),--real-nodes --images $(OUTPUT)/package/images/gpustack-operator.tar)
+	$(BIN)/localcluster up --bin $(BIN) --dir $(DEMO_DIR) --inventory $(INVENTORY) --chart $(CHART) \
+		--real-nodes --images $(OUTPUT)/package/images/gpustack-operator.tar
 
 .PHONY: demo-multi
 demo-multi: ## Start one member cluster per inventory (INVENTORIES=a.yaml,b.yaml) and a manager running the worker-gateway.

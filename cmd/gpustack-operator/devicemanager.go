@@ -14,7 +14,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,7 +40,6 @@ func runDeviceManager(args []string) error {
 	interval := fs.Duration("interval", 30*time.Second, "how often to detect again")
 	pluginDir := fs.String("device-plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory; empty serves no device plugin (simulated nodes never serve one)")
 	metricsAddr := fs.String("metrics-bind-address", "0", "address of the Prometheus metrics endpoint (the cards by health); 0 turns it off")
-	simulatedPlugins := fs.String("simulate-device-plugins", "", "with --simulate-inventory, run every node's whole agent, device plugins included, serving them in this directory's <node>/ to a stand-in kubelet listening there; partitions are made by the simulated hardware")
 	nodeTokens := fs.String("simulate-node-tokens", "", "with --simulate-inventory, a directory holding one token per node (a file named after it), bound to that node as a real agent's Pod token is: each node's inventory is written with its own")
 	print := fs.Bool("print", false, "detect once with the hardware backends and print the labels and the Devices spec that would be published, without a cluster")
 	_ = fs.Parse(args)
@@ -78,9 +76,6 @@ func runDeviceManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *simulatedPlugins != "" {
-		return runSimulatedAgents(ctx, agents, publishers, *simulatedPlugins, *interval, *metricsAddr, logger)
-	}
 	var rounds atomic.Int64
 	ready := func() error {
 		if rounds.Load() == 0 {
@@ -104,39 +99,6 @@ func runDeviceManager(args []string) error {
 		case <-time.After(*interval):
 		}
 	}
-}
-
-// runSimulatedAgents runs a whole agent for each simulated node, as a real node's agent runs, with its device
-// plugins in dir/<node>; it is ready once every agent is.
-func runSimulatedAgents(ctx context.Context, nodes map[string]providers.Provider, publishers map[string]*deviceagent.Publisher,
-	dir string, interval time.Duration, metricsAddr string, logger logr.Logger) error {
-	var agents []*deviceagent.Agent
-	for name, p := range nodes {
-		pluginDir := filepath.Join(dir, name)
-		if err := os.MkdirAll(pluginDir, 0o755); err != nil {
-			return errors.Wrapf(err, "cannot create the device-plugin directory of node %s", name)
-		}
-		agents = append(agents, &deviceagent.Agent{Node: name, Provider: p, Client: publishers[name].Client,
-			Interval: interval, PluginDir: pluginDir, Log: logger.WithValues("node", name),
-			Runtime:      deviceplugin.Runtime{LibDir: deviceplugin.DefaultRuntime().LibDir, StateDir: filepath.Join(pluginDir, "state")},
-			Partitioners: map[string]deviceplugin.Partitioner{"nvidia": simulated.NewPartitions()}})
-	}
-	ready := func() error {
-		for _, a := range agents {
-			if err := a.Ready(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := serveMetrics(ctx, metricsAddr, logger, ready); err != nil {
-		return err
-	}
-	g, ctx := errgroup.WithContext(ctx)
-	for _, a := range agents {
-		g.Go(func() error { return a.Run(ctx) })
-	}
-	return g.Wait()
 }
 
 // nodePublishers returns the publisher of each simulated node: one client for all, or, with a token

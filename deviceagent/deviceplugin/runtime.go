@@ -31,6 +31,32 @@ var visibility = map[string]struct {
 	"thead":     {"PPU_VISIBLE_DEVICES", false},
 }
 
+// VisibilityEnv is the variable the vendor's container runtime reads to expose cards ("" for an unknown
+// vendor).
+func VisibilityEnv(vendor string) string { return visibility[vendor].env }
+
+// Enforcer is a vendor's soft-slicing enforcer as Allocate mounts it: the libraries it preloads from the node's
+// enforcer directory, in a subdirectory per runtime and major version (<Runtime>-<major>: cuda-13, cann-8).
+type Enforcer struct {
+	// Runtime names the card's runtime in the subdirectory's name.
+	Runtime string
+	// Libraries are the files preloaded, in order.
+	Libraries []string
+}
+
+// EnforcerContainerDir is where a slice's container sees its enforcer's libraries.
+const EnforcerContainerDir = "/usr/local/gpustack/lib"
+
+// Enforcers are the soft-slicing enforcers by vendor, for the vendors whose slices are enforced.
+var Enforcers = map[string]Enforcer{
+	// HAMi-core (libvgpu.so) enforces the limits inside CUDA (or Iluvatar's CUDA-compatible corex).
+	"nvidia":   {Runtime: "cuda", Libraries: []string{"libvgpu.so"}},
+	"iluvatar": {Runtime: "corex", Libraries: []string{"libvgpu.so"}},
+	"thead":    {Runtime: "hggc", Libraries: []string{"hggc_quota.so", "hgml_dlsym_hook.so"}},
+	"amd":      {Runtime: "rocm", Libraries: []string{"libvrocm.so"}},
+	"ascend":   {Runtime: "cann", Libraries: []string{"libvruntime.so"}},
+}
+
 // Budget is what one slice may use of its card.
 type Budget struct {
 	// MemoryMiB is the slice's memory.
@@ -96,30 +122,41 @@ func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*plugin
 	if b.CoresPercent <= 0 || b.CoresPercent > 100 {
 		b.CoresPercent = 100
 	}
+	enforcer, ok := Enforcers[card.Manufacturer]
+	if !ok {
+		return nil, errors.Errorf("soft slicing of %s cards is not supported by this agent yet", card.Manufacturer)
+	}
 	resp := containerFor(card.Manufacturer, []providers.Device{card})
+	resp.Mounts = rt.preload(runtimeDir(enforcer, card), enforcer.Libraries...)
 	env := resp.Envs
 	mem := strconv.FormatInt(b.MemoryMiB, 10)
 	cores := strconv.FormatInt(b.CoresPercent, 10)
 	switch card.Manufacturer {
 	case "nvidia", "iluvatar":
-		// HAMi-core (libvgpu.so) enforces the limits inside CUDA (or Iluvatar's CUDA-compatible corex).
 		env["CUDA_DEVICE_MEMORY_LIMIT_0"] = mem + "m"
 		env["CUDA_DEVICE_SM_LIMIT"] = cores
 		env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 		env["LIBCUDA_LOG_LEVEL"] = "0"
-		resp.Mounts = rt.preload(runtimeDir(card), "libvgpu.so")
 	case "thead":
 		env["HGGC_DEVICE_SM_LIMIT"] = cores
 		env["HGGC_DEVICE_MEMORY_LIMIT_0"] = mem + "m"
-		env["HGGC_LEDGER_PATH"] = filepath.Join(rt.StateDir, key)
 		env["LIBHGGC_LOG_LEVEL"] = "1"
-		resp.Mounts = rt.preload(runtimeDir(card), "hggc_quota.so", "hgml_dlsym_hook.so")
+		ledger, err := rt.ledger(key)
+		if err != nil {
+			return nil, err
+		}
+		env["HGGC_LEDGER_PATH"] = ledger.ContainerPath
+		resp.Mounts = append(resp.Mounts, ledger)
 	case "amd":
 		// The enforcer opens the card itself; the runtime must not expose it a second time.
 		env["AMD_VISIBLE_DEVICES"] = "none"
 		env["VROCM_DEVICE_MEMORY_LIMIT_0"] = mem + "m"
-		env["VROCM_LEDGER_PATH"] = filepath.Join(rt.StateDir, key)
-		resp.Mounts = rt.preload(runtimeDir(card), "libvrocm.so")
+		ledger, err := rt.ledger(key)
+		if err != nil {
+			return nil, err
+		}
+		env["VROCM_LEDGER_PATH"] = ledger.ContainerPath
+		resp.Mounts = append(resp.Mounts, ledger)
 	case "ascend":
 		config, err := rt.writeFile(key, "npu_info.config", fmt.Sprintf(
 			"physical-npu-id=%d\nvirtual-npu-id=0\naicore-quota=%s\nmemory-quota=%s\nscheduling-policy=2\n", card.Index, cores, mem))
@@ -128,22 +165,19 @@ func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*plugin
 		}
 		env["ENPU_LOG_LEVEL"] = "1"
 		env["ENPU_DSMI_HOOK"] = "1"
-		resp.Mounts = append(rt.preload(runtimeDir(card), "libvruntime.so"),
-			&pluginapi.Mount{HostPath: config, ContainerPath: "/etc/gpustack/npu_info.config", ReadOnly: true})
-	default:
-		return nil, errors.Errorf("soft slicing of %s cards is not supported by this agent yet", card.Manufacturer)
+		resp.Mounts = append(resp.Mounts, &pluginapi.Mount{HostPath: config, ContainerPath: "/etc/gpustack/npu_info.config", ReadOnly: true})
 	}
 	return resp, nil
 }
 
-// runtimeDir is the library subdirectory for the card's runtime: cuda-13 for CUDA 13.0, cann-8 for CANN 8.
-func runtimeDir(card providers.Device) string {
-	name := map[string]string{"nvidia": "cuda", "iluvatar": "corex", "ascend": "cann", "amd": "rocm", "thead": "hggc"}[card.Manufacturer]
+// runtimeDir is the enforcer's library subdirectory for the card's runtime: cuda-13 for CUDA 13.0, cann-8 for
+// CANN 8.
+func runtimeDir(e Enforcer, card providers.Device) string {
 	major, _, _ := strings.Cut(card.RuntimeVersion, ".")
 	if major == "" {
-		return name
+		return e.Runtime
 	}
-	return name + "-" + major
+	return e.Runtime + "-" + major
 }
 
 // preload mounts the libraries and an ld.so.preload that loads them into every process of the container.
@@ -151,10 +185,20 @@ func (rt Runtime) preload(dir string, libs ...string) []*pluginapi.Mount {
 	var mounts []*pluginapi.Mount
 	for _, lib := range libs {
 		mounts = append(mounts, &pluginapi.Mount{HostPath: filepath.Join(rt.LibDir, dir, lib),
-			ContainerPath: filepath.Join("/usr/local/gpustack/lib", lib), ReadOnly: true})
+			ContainerPath: filepath.Join(EnforcerContainerDir, lib), ReadOnly: true})
 	}
 	return append(mounts, &pluginapi.Mount{HostPath: filepath.Join(rt.LibDir, dir, "ld.so.preload"),
 		ContainerPath: "/etc/ld.so.preload", ReadOnly: true})
+}
+
+// ledger makes the slice's directory, where its enforcer keeps the slice's usage across the container's
+// processes, and mounts it into the container at the same path, writable.
+func (rt Runtime) ledger(key string) (*pluginapi.Mount, error) {
+	dir := filepath.Join(rt.StateDir, key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, errors.Wrap(err, "cannot create the slice directory")
+	}
+	return &pluginapi.Mount{HostPath: dir, ContainerPath: dir}, nil
 }
 
 // writeFile writes one slice's file under the state directory and returns its host path.

@@ -3,12 +3,14 @@ package deviceplugin
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 func TestSliceFor(t *testing.T) {
@@ -38,20 +40,22 @@ func TestSliceFor(t *testing.T) {
 					filepath.Join(state, "k", "npu_info.config") + " -> /etc/gpustack/npu_info.config"}},
 		},
 		"THead": {
-			reason: "A T-Head slice always carries the SM limit, and its memory limit and ledger path.",
+			reason: "A T-Head slice always carries the SM limit, and its memory limit and ledger directory, mounted where its path says.",
 			card:   card("thead", ""), budget: Budget{MemoryMiB: 1024},
 			want: want{envs: map[string]string{"PPU_VISIBLE_DEVICES": "2", "HGGC_DEVICE_SM_LIMIT": "100",
 				"HGGC_DEVICE_MEMORY_LIMIT_0": "1024m", "HGGC_LEDGER_PATH": filepath.Join(state, "k"), "LIBHGGC_LOG_LEVEL": "1"},
 				mounts: []string{"/lib/gs/hggc/hggc_quota.so -> /usr/local/gpustack/lib/hggc_quota.so",
 					"/lib/gs/hggc/hgml_dlsym_hook.so -> /usr/local/gpustack/lib/hgml_dlsym_hook.so",
-					"/lib/gs/hggc/ld.so.preload -> /etc/ld.so.preload"}},
+					"/lib/gs/hggc/ld.so.preload -> /etc/ld.so.preload",
+					filepath.Join(state, "k") + " -> " + filepath.Join(state, "k")}},
 		},
 		"AMD": {
-			reason: "An AMD slice hides the card from the runtime and hands it to libvrocm.so.",
+			reason: "An AMD slice hides the card from the runtime and hands it to libvrocm.so, with its ledger directory mounted.",
 			card:   card("amd", "6.2"), budget: half,
 			want: want{envs: map[string]string{"AMD_VISIBLE_DEVICES": "none", "VROCM_DEVICE_MEMORY_LIMIT_0": "32768m",
 				"VROCM_LEDGER_PATH": filepath.Join(state, "k")},
-				mounts: []string{"/lib/gs/rocm-6/libvrocm.so -> /usr/local/gpustack/lib/libvrocm.so", "/lib/gs/rocm-6/ld.so.preload -> /etc/ld.so.preload"}},
+				mounts: []string{"/lib/gs/rocm-6/libvrocm.so -> /usr/local/gpustack/lib/libvrocm.so", "/lib/gs/rocm-6/ld.so.preload -> /etc/ld.so.preload",
+					filepath.Join(state, "k") + " -> " + filepath.Join(state, "k")}},
 		},
 		"TooBig": {
 			reason: "A slice larger than the card is refused.",
@@ -88,5 +92,28 @@ func TestSliceFor(t *testing.T) {
 	wantConfig := "physical-npu-id=2\nvirtual-npu-id=0\naicore-quota=30\nmemory-quota=32768\nscheduling-policy=2\n"
 	if err != nil || string(config) != wantConfig {
 		t.Errorf("npu_info.config = %q, %v; want %q", config, err, wantConfig)
+	}
+}
+
+// TestEnforcersCoverSlicedVendors checks that Allocate has an enforcer for exactly the vendors whose slices
+// the admission rules let through (vendors.Vendor.SlicesPerCard): a slice of any other would be refused at
+// create, and one of these without an enforcer would be an unlimited card.
+func TestEnforcersCoverSlicedVendors(t *testing.T) {
+	var want, got []string
+	for _, v := range vendors.All() {
+		if v.SlicesPerCard > 0 {
+			want = append(want, v.Key)
+		}
+	}
+	for vendor, e := range Enforcers {
+		got = append(got, vendor)
+		if e.Runtime == "" || len(e.Libraries) == 0 {
+			t.Errorf("Enforcers[%q] = %+v: a runtime and at least one library", vendor, e)
+		}
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Enforcers: vendors with enforcers, -sliced vendors, +got:\n%s", diff)
 	}
 }

@@ -9,7 +9,8 @@
 //   - docker.io/gpustack/ssh-server:v1.3.0, the Instances' SSH sidecar (instance-ssh-server-image): Debian's
 //     OpenSSH server, whose every session gpustack-ssh-server enters into the main container;
 //   - localhost/gpustack/enforcer-standin:dev, the soft-slicing enforcers an administrator names in the chart
-//     (worker.deviceManager.enforcers.image), here the stand-in libvgpu.so of hack/enforcer-standin;
+//     (worker.deviceManager.enforcers.image), here hack/enforcer-standin's stand-in under every vendor's
+//     enforcer library names;
 //   - registry.k8s.io/kueue/kueue, registry.k8s.io/nfd/node-feature-discovery and
 //     docker.io/rancher/local-path-provisioner at the pinned versions, the images Kueue's, NFD's and the
 //     local-path provisioner's charts run, from the binaries make tools builds (laid out as their own
@@ -22,14 +23,20 @@ package main
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
 	"github.com/gpustack/gpustack-operator/hack/ociimage"
 	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
@@ -103,7 +110,7 @@ func run() error {
 			Labels: map[string]string{"org.opencontainers.image.description": "a local stand-in for ubuntu:24.04 (there is no registry here): Debian 12's bash, dash, coreutils and grep"}}},
 		{*sshImage, "ssh-server.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{sshServerProgram, "serve"}, User: "0:0", Files: sshServer}},
 		{realnode.EnforcerImage, "enforcer-standin.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/sh"}, User: "0:0",
-			Files: enforcerFiles(filepath.Join(*bin, "libvgpu.so"), busyboxFiles)}},
+			Files: enforcerFiles(filepath.Join(*bin, "enforcer-standin.so"), busyboxFiles)}},
 	}
 	for _, img := range images {
 		built, err := ociimage.Build(img.spec)
@@ -166,7 +173,7 @@ func userFiles() ([]ociimage.File, error) {
 		}
 		files = append(files, f...)
 	}
-	files = append(files, ociimage.File{Path: "/bin/sh", Link: "dash"}, ociimage.File{Path: "/root/"}, ociimage.File{Path: "/tmp/"},
+	files = append(files, ociimage.File{Path: "/bin/sh", Link: "dash"}, ociimage.File{Path: "/root/"}, ociimage.File{Path: "/tmp/", Mode: 0o1777},
 		ociimage.File{Path: "/etc/passwd", Content: "root:x:0:0:root:/root:/bin/bash\n", Mode: 0o644},
 		ociimage.File{Path: "/etc/group", Content: "root:x:0:\n", Mode: 0o644})
 	return dedupe(files), nil
@@ -219,14 +226,31 @@ func sshServerFiles(program string) ([]ociimage.File, error) {
 	return dedupe(files), nil
 }
 
-// enforcerFiles are the stand-in enforcers' image: libvgpu.so and the ld.so.preload that loads it, in the
-// layout of the node's enforcer directory (one directory per CUDA major), and busybox for the copy.
-func enforcerFiles(libvgpu string, busybox []ociimage.File) []ociimage.File {
+// enforcerMajors are the runtime major versions the stand-in enforcer image holds a directory for, each
+// vendor's: an inventory's cards may name any of them (CUDA 13, CANN 8, ROCm 6, HGGC 1, corex 4), and a card
+// whose tool reports no runtime version is served from the runtime's bare directory (cann).
+const enforcerMajors = 20
+
+// enforcerFiles are the stand-in enforcers' image: for each vendor's enforcer Allocate preloads, and each
+// runtime major, the stand-in under each of the enforcer's library names and the ld.so.preload that loads
+// them, in the layout of the node's enforcer directory (cuda-13/libvgpu.so, cann-8/libvruntime.so), and busybox
+// for the copy.
+func enforcerFiles(standIn string, busybox []ociimage.File) []ociimage.File {
 	files := append([]ociimage.File(nil), busybox...)
-	for _, dir := range []string{"cuda-12", "cuda-13"} {
-		files = append(files,
-			ociimage.File{Path: "/gpustack/lib/" + dir + "/libvgpu.so", Source: libvgpu, Mode: 0o755},
-			ociimage.File{Path: "/gpustack/lib/" + dir + "/ld.so.preload", Content: "/usr/local/gpustack/lib/libvgpu.so\n", Mode: 0o644})
+	for _, vendor := range slices.Sorted(maps.Keys(deviceplugin.Enforcers)) {
+		e := deviceplugin.Enforcers[vendor]
+		for major := range enforcerMajors + 1 {
+			dir := path.Join(deviceagent.EnforcerImageDir, e.Runtime)
+			if major > 0 {
+				dir += "-" + strconv.Itoa(major)
+			}
+			var preload strings.Builder
+			for _, lib := range e.Libraries {
+				files = append(files, ociimage.File{Path: path.Join(dir, lib), Source: standIn, Mode: 0o755})
+				preload.WriteString(path.Join(deviceplugin.EnforcerContainerDir, lib) + "\n")
+			}
+			files = append(files, ociimage.File{Path: path.Join(dir, "ld.so.preload"), Content: preload.String(), Mode: 0o644})
+		}
 	}
-	return files
+	return dedupe(files)
 }

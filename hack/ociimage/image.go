@@ -36,7 +36,7 @@ type File struct {
 	Content string
 	// Link, when set, makes the file a symbolic link to Link instead (Source is not read).
 	Link string
-	// Mode is its permission bits.
+	// Mode is its permission bits; a directory's (a Path ending in /) are 0755 when zero.
 	Mode int64
 }
 
@@ -114,11 +114,14 @@ func fileLayer(files []File) (v1.Layer, error) {
 		if !path.IsAbs(f.Path) {
 			return nil, errors.Errorf("image file %q: the path must be absolute", f.Path)
 		}
+		if dir, ok := strings.CutSuffix(f.Path, "/"); ok {
+			if err := writeDir(tw, dirs, dir, f.Mode); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := writeDirs(tw, dirs, path.Dir(f.Path)); err != nil {
 			return nil, err
-		}
-		if strings.HasSuffix(f.Path, "/") {
-			continue // the directory itself is path.Dir of its path, written above
 		}
 		if f.Link != "" {
 			hdr := &tar.Header{Name: f.Path[1:], Linkname: f.Link, Mode: 0o777, Typeflag: tar.TypeSymlink, ModTime: epoch, Format: tar.FormatPAX}
@@ -149,14 +152,22 @@ func fileLayer(files []File) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 }
 
-// writeDirs writes the directory and its parents, each once.
+// writeDirs writes the directory and its parents, each once, 0755.
 func writeDirs(tw *tar.Writer, written map[string]bool, dir string) error {
-	if dir == "/" || written[dir] {
+	return writeDir(tw, written, dir, 0)
+}
+
+// writeDir writes the directory with its mode (0755 when zero) and its parents, each once.
+func writeDir(tw *tar.Writer, written map[string]bool, dir string, mode int64) error {
+	if dir == "" || dir == "/" || written[dir] {
 		return nil
 	}
 	if err := writeDirs(tw, written, path.Dir(dir)); err != nil {
 		return err
 	}
 	written[dir] = true
-	return tw.WriteHeader(&tar.Header{Name: dir[1:] + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: epoch, Format: tar.FormatPAX})
+	if mode == 0 {
+		mode = 0o755
+	}
+	return tw.WriteHeader(&tar.Header{Name: dir[1:] + "/", Mode: mode, Typeflag: tar.TypeDir, ModTime: epoch, Format: tar.FormatPAX})
 }

@@ -1,6 +1,8 @@
 package ociimage
 
 import (
+	"archive/tar"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,5 +138,43 @@ func TestBuildRefusesRelativePaths(t *testing.T) {
 	_, err := Build(Spec{Files: []File{{Path: "usr/bin/x", Source: "/dev/null"}}, Entrypoint: []string{"x"}})
 	if err == nil || !strings.Contains(err.Error(), `"usr/bin/x"`) {
 		t.Errorf("want an error naming the relative path, got %v", err)
+	}
+}
+
+// TestBuildDirectoryModes checks that a directory entry keeps the mode asked for (/tmp's sticky 1777), that
+// one without a mode and the parents of files are 0755, and that each directory is written once.
+func TestBuildDirectoryModes(t *testing.T) {
+	img, err := Build(Spec{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Entrypoint: []string{"/bin/true"}, Files: []File{
+		{Path: "/tmp/", Mode: 0o1777}, {Path: "/run/sshd/"}, {Path: "/run/sshd/pid", Content: "1", Mode: 0o644}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("Layers(): %d layers, %v", len(layers), err)
+	}
+	r, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	got := map[string]int64{}
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, seen := got[hdr.Name]; seen {
+			t.Errorf("%s is written twice", hdr.Name)
+		}
+		got[hdr.Name] = hdr.Mode
+	}
+	want := map[string]int64{"tmp/": 0o1777, "run/": 0o755, "run/sshd/": 0o755, "run/sshd/pid": 0o644}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Build(...): modes of the layer's entries: -want, +got:\n%s", diff)
 	}
 }

@@ -103,8 +103,10 @@ func buildOperatorImage(out, version, registry, operatorBin string, platform v1.
 	if err != nil {
 		return errors.Wrap(err, "cannot collect the operator's libraries")
 	}
+	// A /tmp as every base image has: the device agent runs vendor tools in temporary directories (cnmon).
+	files := []ociimage.File{{Path: "/usr/local/bin/gpustack-operator", Source: operatorBin, Mode: 0o755}, {Path: "/tmp/", Mode: 0o1777}}
 	img, err := ociimage.Build(ociimage.Spec{Platform: platform, Labels: labels("gpustack-operator"),
-		Files:      append([]ociimage.File{{Path: "/usr/local/bin/gpustack-operator", Source: operatorBin, Mode: 0o755}}, libs...),
+		Files:      append(files, libs...),
 		Entrypoint: []string{"/usr/local/bin/gpustack-operator"}})
 	if err != nil {
 		return errors.Wrap(err, "cannot build the operator image")

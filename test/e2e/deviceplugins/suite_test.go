@@ -1,8 +1,9 @@
-// Package deviceplugins is the end-to-end suite of "what Kueue admits, the device plugins grant": a local cluster of
-// the nine vendors' cards (examples/clusters/nine-vendors.yaml) where every node runs its whole device agent,
-// plugins included, and a stand-in for its kubelet's device manager allocates each bound Pod's devices through
-// them before KWOK starts the Pod, as a kubelet does. Each vendor is asked every kind of request it advertises,
-// through the real Kueue and the per-card check, and each must be granted.
+// Package deviceplugins is the end-to-end suite of "what Kueue admits, the device plugins grant": a local cluster
+// of the nine vendors' cards (examples/clusters/nine-vendors.yaml) run as real nodes, with the product installed
+// by helm install of the chart, where each node's device agent registers its plugins with the node's real
+// kubelet, and the kubelet's device manager allocates each bound Pod's devices through them before it starts
+// the Pod's containers. Each vendor is asked every kind of request it advertises, through the real Kueue and the
+// per-card check, and each must be granted: read back from inside the running containers.
 package deviceplugins
 
 import (
@@ -14,7 +15,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
-	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
 
 var suite *e2esuite.Suite
@@ -26,8 +26,7 @@ func TestDevicePlugins(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(logr.Discard())
-	// Jobs' Pods keep running until deleted, so what they were granted can be read.
-	suite = e2esuite.Start("nine-vendors.yaml", func(c *localcluster.Config) { c.DevicePlugins, c.KeepJobsRunning = true, true })
+	suite = e2esuite.StartOnRealNodes("nine-vendors.yaml")
 })
 
 var _ = AfterSuite(func() { suite.Stop() })

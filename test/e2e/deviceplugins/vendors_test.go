@@ -2,8 +2,11 @@ package deviceplugins
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"sort"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,10 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin/deviceplugintest"
+	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
@@ -49,51 +54,90 @@ func create(obj client.Object) {
 	})
 }
 
-// granted waits until the Pod runs with its devices allocated by its node's plugins and returns what each
-// container got as "container=resource", sorted, with the grants. A Pod the kubelet rejected (a plugin
-// refused) fails the spec at once with the kubelet's reason.
-func granted(name string) ([]string, []deviceplugintest.Grant) {
+// running waits until the Pod runs: its node's kubelet started its containers, which it does only once the
+// node's plugins allocated every device the Pod asks. A Pod the kubelet rejected (a plugin refused) fails the
+// spec at once with the kubelet's reason.
+func running(name string) *corev1.Pod {
 	GinkgoHelper()
-	var grants []deviceplugintest.Grant
+	pod := &corev1.Pod{}
 	Eventually(func(g Gomega) {
-		pod := &corev1.Pod{}
 		g.Expect(suite.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, pod)).To(Succeed())
 		if pod.Status.Phase == corev1.PodFailed {
 			StopTrying(fmt.Sprintf("pod %s on %s was rejected: %s: %s", name, pod.Spec.NodeName, pod.Status.Reason, pod.Status.Message)).Now()
 		}
-		var ok bool
-		grants, ok = suite.Cluster.DeviceGrants(pod.UID)
-		g.Expect(ok).To(BeTrue(), "pod %s (node %q, phase %s, gates %v, conditions %v) has no devices allocated yet",
-			name, pod.Spec.NodeName, pod.Status.Phase, pod.Spec.SchedulingGates, pod.Status.Conditions)
-		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning), "pod %s started", name)
-	}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-	var what []string
-	for _, g := range grants {
-		what = append(what, g.Container+"="+g.Resource)
-	}
-	sort.Strings(what)
-	return what, grants
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning), "pod %s (node %q, gates %v, conditions %v, containers %v)",
+			name, pod.Spec.NodeName, pod.Spec.SchedulingGates, pod.Status.Conditions, pod.Status.ContainerStatuses)
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return pod
 }
 
-// grantOf returns the grant of the resource.
-func grantOf(grants []deviceplugintest.Grant, resource string) deviceplugintest.Grant {
-	for _, g := range grants {
-		if g.Resource == resource {
-			return g
+// environ is the environment a container's processes get, what the plugins' Allocate added included, as env
+// prints it in the container.
+func environ(pod, container string) map[string]string {
+	GinkgoHelper()
+	return parseEnv(suite.Kubectl("exec", pod, "-n", "default", "-c", container, "--", "env"))
+}
+
+// sidecarEnviron is the environment the runtime started an Instance's SSH sidecar with, whose image holds no
+// env (and whose sshd overwrites its own /proc/<pid>/environ with its title): read from the container's OCI
+// spec, which the node's containerd keeps under its state directory, as the kubelet asked for it with what
+// the plugins' Allocate added.
+func sidecarEnviron(pod *corev1.Pod) map[string]string {
+	GinkgoHelper()
+	var id string
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == instancepod.SSHContainer {
+			id = strings.TrimPrefix(c.ContainerID, "containerd://")
 		}
 	}
-	return deviceplugintest.Grant{}
+	Expect(id).NotTo(BeEmpty(), "pod %s has no %s container yet", pod.Name, instancepod.SSHContainer)
+	root, err := suite.Cluster.NodeRoot(pod.Spec.NodeName)
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "run", "containerd", "io.containerd.runtime.v2.task", "k8s.io", id, "config.json"))
+	Expect(err).NotTo(HaveOccurred(), "the OCI spec of pod %s's %s container", pod.Name, instancepod.SSHContainer)
+	var spec struct {
+		Process struct {
+			Env []string `json:"env"`
+		} `json:"process"`
+	}
+	Expect(json.Unmarshal(data, &spec)).To(Succeed())
+	return parseEnv(strings.Join(spec.Process.Env, "\n"))
+}
+
+// parseEnv splits NAME=value lines.
+func parseEnv(out string) map[string]string {
+	env := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// cardMemoryMiB is the memory of one card of the node as its agent's ledger (the Devices object) states it.
+func cardMemoryMiB(node string) int64 {
+	GinkgoHelper()
+	out := suite.Kubectl("get", "devices", node, "-o", "jsonpath={.spec.groups[0].memory}")
+	mib, err := strconv.ParseInt(out, 10, 64)
+	Expect(err).NotTo(HaveOccurred(), "node %s's card memory %q", node, out)
+	return mib
 }
 
 // sharePod is a bare Pod asking one share of a card of the pool, queued at its entrance LocalQueue.
 func sharePod(name string, v vendors.Vendor, pool string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"kueue.x-k8s.io/queue-name": pools.EntranceName(pool)}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-			Limits: corev1.ResourceList{corev1.ResourceName(v.ResourceName + ".shared"): resource.MustParse("1"),
-				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: realnode.UserImage, Command: []string{"sleep", "infinity"},
+			Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceName(v.ResourceName + ".shared"): resource.MustParse("1"),
+					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
 	}
 }
+
+// enforcerDebug runs a dynamically linked program in the container at every vendor's enforcer debug level, so
+// the enforcer its ld.so.preload loads says the budget it was given (the stand-in's line, on standard error).
+const enforcerDebug = "env LIBCUDA_LOG_LEVEL=4 LIBHGGC_LOG_LEVEL=4 ENPU_LOG_LEVEL=4 VROCM_LOG_LEVEL=4 true 2>&1"
 
 // Each vendor's node holds three cards. An Instance of a whole card, a bare Pod of a share and, where the vendor's
 // slices are enforced, an Instance of a slice are admitted by Kueue and the per-card check, bound, and then
@@ -104,7 +148,7 @@ var _ = DescribeTable("grants through the device plugins what Kueue admits",
 		v, ok := vendors.Lookup(vendor)
 		Expect(ok).To(BeTrue())
 		it := poolOf(pool)
-		base, visibility := v.ResourceName, "device.gpustack.ai/"+v.Key+".visibility"
+		visibility := deviceplugin.VisibilityEnv(vendor)
 
 		create(builders.MakeInstance("default", prefix+"-whole", it.Name).Accelerators(1).Obj())
 		create(sharePod(prefix+"-share", v, it.Name))
@@ -117,26 +161,30 @@ var _ = DescribeTable("grants through the device plugins what Kueue admits",
 			create(slice)
 		}
 
-		what, grants := granted(prefix + "-whole")
-		Expect(what).To(Equal([]string{"main=" + base, "sshd=" + visibility}))
-		whole := grantOf(grants, base)
-		Expect(whole.Response.Envs).NotTo(BeEmpty(), "the whole card is made visible")
-		Expect(grantOf(grants, visibility).Response.Envs).To(Equal(whole.Response.Envs), "the SSH sidecar sees main's card")
+		whole := running(prefix + "-whole")
+		main := environ(prefix+"-whole", instancepod.MainContainer)
+		Expect(main).To(HaveKeyWithValue(visibility, Not(BeEmpty())), "the whole card is made visible to main")
+		Expect(sidecarEnviron(whole)).To(HaveKeyWithValue(visibility, main[visibility]), "the SSH sidecar sees main's card")
 
-		what, _ = granted(prefix + "-share")
-		Expect(what).To(Equal([]string{"c=" + base + ".shared"}))
+		running(prefix + "-share")
+		Expect(environ(prefix+"-share", "c")).To(HaveKeyWithValue(visibility, Not(BeEmpty())), "the share's card is made visible")
 
 		if v.SlicesPerCard == 0 {
 			return
 		}
-		what, grants = granted(prefix + "-slice")
-		Expect(what).To(Equal([]string{"main=" + base + ".sliced", "sshd=" + visibility}))
-		enforced := grantOf(grants, base+".sliced").Response
-		Expect(len(enforced.Envs)+len(enforced.Mounts)).To(BeNumerically(">", 1), "the slice's enforcer gets its budget, not only the card: %v", enforced)
+		pod := running(prefix + "-slice")
+		main = environ(prefix+"-slice", instancepod.MainContainer)
+		Expect(main).To(HaveKey(visibility))
+		// The container started, so every library Allocate mounts was on the node (the agent copied the enforcer
+		// image there), and each dynamically linked process preloads it, with the slice's budget.
+		budget := strconv.FormatInt(cardMemoryMiB(pod.Spec.NodeName)*25/100, 10) + "m"
+		out := suite.Kubectl("exec", prefix+"-slice", "-n", "default", "-c", instancepod.MainContainer, "--", "sh", "-c", enforcerDebug)
+		Expect(out).To(ContainSubstring("[gpustack enforcer stand-in] devices "+main[visibility]+" memory "+budget+" "),
+			"the %s slice's enforcer is loaded with its budget", v.DisplayName)
 	},
 	Entry("NVIDIA", "nvidia", "gpustack--nvidia-l40s-linux-amd64", "nvidia"),
 	Entry("AMD", "amd", "gpustack--amd-instinct-mi300x-linux-amd64", "amd"),
-	Entry("Huawei Ascend", "ascend", "gpustack--ascend-ascend910b3-linux-arm64", "ascend"),
+	Entry("Huawei Ascend", "ascend", "gpustack--ascend-910b3-linux-amd64", "ascend"),
 	Entry("Cambricon", "cambricon", "gpustack--cambricon-mlu370-x8-linux-amd64", "mlu"),
 	Entry("Hygon", "hygon", "gpustack--hygon-k100-ai-linux-amd64", "dcu"),
 	Entry("Iluvatar", "iluvatar", "gpustack--iluvatar-bi-v150-linux-amd64", "iluvatar"),
@@ -161,9 +209,8 @@ var _ = It("grants a MIG partition through the plugin, and the pool key follows"
 	poolKey("4")
 	inst := builders.MakeInstance("default", "a30-mig", it.Name).Partition("2g.12gb").Obj()
 	create(inst)
-	what, grants := granted("a30-mig")
-	Expect(what).To(Equal([]string{"main=nvidia.com/gpu.partitioned", "sshd=device.gpustack.ai/nvidia.visibility"}))
-	Expect(grantOf(grants, "nvidia.com/gpu.partitioned").Response.Envs).To(HaveKeyWithValue("NVIDIA_VISIBLE_DEVICES", HavePrefix("MIG-")))
+	running("a30-mig")
+	Expect(environ("a30-mig", instancepod.MainContainer)).To(HaveKeyWithValue("NVIDIA_VISIBLE_DEVICES", HavePrefix("MIG-")))
 	poolKey("3")
 	Expect(suite.Client.Delete(context.Background(), inst)).To(Succeed())
 	poolKey("4")
@@ -177,7 +224,7 @@ var _ = It("admits a Job of parallelism 2 on two one-card nodes", func() {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pair", Labels: map[string]string{"kueue.x-k8s.io/queue-name": pools.EntranceName(it.Name)}},
 		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2), Suspend: ptr.To(true),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-				Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+				Name: "c", Image: realnode.UserImage, Command: []string{"sleep", "infinity"}, Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
 					"nvidia.com/gpu": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}},
 	}
 	create(job)
@@ -196,8 +243,7 @@ var _ = It("admits a Job of parallelism 2 on two one-card nodes", func() {
 	})
 	nodes := map[string]bool{}
 	for _, p := range pods.Items {
-		what, _ := granted(p.Name)
-		Expect(what).To(Equal([]string{"c=nvidia.com/gpu"}))
+		Expect(environ(p.Name, "c")).To(HaveKeyWithValue("NVIDIA_VISIBLE_DEVICES", HavePrefix("GPU-")), "pod %s's card", p.Name)
 		nodes[p.Spec.NodeName] = true
 	}
 	Expect(nodes).To(HaveLen(2), "one Pod on each one-card node")

@@ -86,11 +86,6 @@ type Config struct {
 	// so a process a test starts for a Pod, listening on all addresses, answers its Services as in a cluster.
 	// Loopback would not do: EndpointSlices refuse 127.0.0.0/8. It needs root, for the route.
 	PodNetwork bool
-	// DevicePlugins runs every node's whole device agent, its device plugins included, and a stand-in for the
-	// device manager of each node's kubelet (in this process, so not with Detach): it reports the plugins'
-	// devices in the Node's capacity, a bound Pod starts only once its devices are allocated through the
-	// plugins (DeviceGrants), and it is failed as the kubelet fails it when a plugin refuses.
-	DevicePlugins bool
 	// Gateway runs the worker-gateway beside the worker, behind the API server's aggregation layer (AddMember
 	// registers member clusters with it).
 	Gateway bool
@@ -101,6 +96,9 @@ type Config struct {
 	// namespace of their own, Pods in real containers) instead of KWOK's; it needs root, `make host-packages`
 	// and PodRunner (the localcluster command, whose run-node supervises a node).
 	RealNodes bool
+	// FirstNodeIndex is the index of the first real node on the machine's bridge (realnode's addresses): clusters
+	// that run side by side (make demo-multi) each take their own range. 1 when zero.
+	FirstNodeIndex int
 	// Images are image archives every real node imports besides bin/images (the operator's, from make
 	// package): a real node pulls nothing.
 	Images []string
@@ -118,9 +116,6 @@ type Cluster struct {
 	commands map[string]command
 	// workers are the ports of each worker replica, by component.
 	workers map[string]workerPorts
-	// devices are the nodes' stand-in device managers with Config.DevicePlugins; stopDevices stops them.
-	devices     *deviceKubelets
-	stopDevices func()
 
 	// Kubeconfig is the path of the administrator's kubeconfig.
 	Kubeconfig string
@@ -147,16 +142,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := checkRealNodes(cfg); err != nil {
 		return nil, err
 	}
-	if cfg.DevicePlugins && (cfg.Detach || cfg.Inventory == nil) {
-		return nil, errors.New("device plugins need an inventory and a cluster that does not outlive this process")
-	}
 	if _, err := os.Stat(filepath.Join(cfg.Dir, "pids")); err == nil {
 		if running, _ := filepath.Glob(filepath.Join(cfg.Dir, "pids", "*.pid")); len(running) > 0 {
 			return nil, errors.Errorf("a cluster already runs in %s: stop it first (make demo-down)", cfg.Dir)
 		}
 	}
 	// A fresh start every time: old etcd data or certificates would only hide problems.
-	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig", "dp", "pods", "helm", "nodes"} {
+	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig", "pods", "helm", "nodes"} {
 		if err := os.RemoveAll(filepath.Join(cfg.Dir, sub)); err != nil {
 			return nil, errors.Wrap(err, "cannot clean the run directory")
 		}
@@ -185,7 +177,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		{"starting the real nodes", c.startRealNodes},
 		{"starting nfd-master", c.startNFD},
 		{"starting kueue", c.startKueue},
-		{"starting the kubelets' device managers", c.startDeviceKubelets},
 		{"starting the operator", c.startOperator},
 		{"installing the chart (helm install)", c.installChart},
 		{"installing the admission policies", c.installPolicies},
@@ -206,10 +197,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // Stop stops every component this Cluster started, newest first.
 func (c *Cluster) Stop() error {
 	_, err := Stop(c.cfg.Dir)
-	if c.stopDevices != nil {
-		c.stopDevices()
-		c.stopDevices = nil
-	}
 	return err
 }
 

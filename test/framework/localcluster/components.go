@@ -202,31 +202,13 @@ options:
 		if err != nil {
 			return "", errors.Wrap(err, "cannot read KWOK stage")
 		}
-		stage := string(data)
-		if c.cfg.DevicePlugins && filepath.Base(s) == "pod-ready.yaml" {
-			if stage, err = gateOnDevices(stage); err != nil {
-				return "", err
-			}
-		}
-		cfg += "---\n" + stage
+		cfg += "---\n" + string(data)
 	}
 	path := c.path("config", "kwok.yaml")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", errors.Wrap(err, "cannot create config directory")
 	}
 	return path, errors.Wrap(os.WriteFile(path, []byte(cfg), 0o644), "cannot write KWOK configuration")
-}
-
-// gateOnDevices makes KWOK's pod-ready stage wait for ConditionDevicesAllocated, which the stand-in kubelets'
-// device managers set.
-func gateOnDevices(stage string) (string, error) {
-	const anchor = "    matchExpressions:\n"
-	if !strings.Contains(stage, anchor) {
-		return "", errors.New("KWOK's pod-ready stage has no matchExpressions to gate on devices")
-	}
-	gate := anchor + "    - key: '.status.conditions.[] | select( .type == \"" + ConditionDevicesAllocated + "\" ) | .status'\n" +
-		"      operator: 'In'\n      values:\n      - 'True'\n"
-	return strings.Replace(stage, anchor, gate, 1), nil
 }
 
 func (c *Cluster) startKWOK(ctx context.Context) error {

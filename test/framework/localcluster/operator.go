@@ -139,9 +139,6 @@ func (c *Cluster) StartAgents(ctx context.Context) error {
 	}
 	args := []string{c.cfg.Operator, "device-manager", "--kubeconfig=" + agent, "--simulate-inventory=" + inv, "--simulate-node-tokens=" + tokens,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(c.ports.agentMetrics)}
-	if c.cfg.DevicePlugins {
-		args = append(args, "--simulate-device-plugins="+c.path("dp"))
-	}
 	return c.start(componentAgents, nil, args...)
 }
 

@@ -110,9 +110,10 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 	}
 	images = append(images, c.cfg.Images...)
 	nodes := c.cfg.Inventory.Nodes
+	first := max(c.cfg.FirstNodeIndex, 1)
 	for i, n := range nodes {
 		cfg := realnode.Config{
-			Name: n.Name, Index: i + 1, Dir: c.path("nodes", n.Name),
+			Name: n.Name, Index: first + i, Dir: c.path("nodes", n.Name),
 			Kubelet: c.bin("kubelet"), KubeProxy: c.bin("kube-proxy"),
 			Kubeconfig:      c.path("pki", "kubelet-"+n.Name+".kubeconfig"),
 			ProxyKubeconfig: c.path("pki", "kube-proxy.kubeconfig"),
@@ -130,7 +131,7 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 		if err := realnode.ClearLeftovers(n.Name); err != nil {
 			return err
 		}
-		if err := realnode.AddNode(ctx, n.Name, i+1, len(nodes)); err != nil {
+		if err := realnode.AddNode(ctx, n.Name, cfg.Index, first, first+len(nodes)-1); err != nil {
 			return err
 		}
 		path, err := realnode.WriteConfig(cfg)

@@ -68,11 +68,13 @@ func SetUpHost(ctx context.Context) error {
 	return errors.Wrap(ip(ctx, "route", "replace", "blackhole", ClusterCIDR), "cannot route the cluster range nowhere")
 }
 
-// AddNode makes node i's network namespace, joined to the bridge, with routes to every other node's Pods
-// (nodes is how many there are). A namespace left by a run that crashed is removed first.
-func AddNode(ctx context.Context, name string, i, nodes int) error {
-	if i < 1 || i > maxNodes || nodes > maxNodes {
-		return errors.Errorf("node %s: a real cluster holds at most %d nodes", name, maxNodes)
+// AddNode makes node i's network namespace, joined to the bridge, with routes to the Pods of the other nodes
+// of its cluster, first to last (i among them). Several clusters share the bridge, each with its own range of
+// indexes. A namespace left by a run that crashed is removed first.
+func AddNode(ctx context.Context, name string, i, first, last int) error {
+	if first < 1 || last > maxNodes || i < first || i > last {
+		return errors.Errorf("node %s: index %d is not within its cluster's %d to %d, or beyond the %d nodes this machine's range holds",
+			name, i, first, last, maxNodes)
 	}
 	ns := Namespace(name)
 	RemoveNode(ctx, name, i)
@@ -88,7 +90,7 @@ func AddNode(ctx context.Context, name string, i, nodes int) error {
 		// The machine reaches the node's Pods (the API server calls webhooks and kubelets there).
 		{"route", "replace", PodCIDR(i), "via", NodeIP(i)},
 	}
-	for j := 1; j <= nodes; j++ {
+	for j := first; j <= last; j++ {
 		if j != i {
 			steps = append(steps, []string{"-n", ns, "route", "add", PodCIDR(j), "via", NodeIP(j)})
 		}
