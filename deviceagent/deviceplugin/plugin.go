@@ -3,6 +3,7 @@ package deviceplugin
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -358,14 +359,20 @@ func subset(ids, all []string) bool {
 	return true
 }
 
-// tokensOn picks one available token on each of the cards; nil when a card has none.
+// tokensOn returns, for each of the cards, the lowest-numbered available token on it not handed out yet, or
+// nil when a card has none left. Lowest first keeps a partitioned card's tokens stable: its list shrinks from
+// the top as partitions are made, so the token just allocated stays listed (a kubelet 1.35 that sees a token
+// it has just allocated vanish from the list dereferences nil in its device manager and exits).
 func tokensOn(available, cards []string) []string {
+	sorted := slices.Clone(available)
+	slices.SortFunc(sorted, compareTokens)
+	taken := map[string]bool{}
 	var out []string
 	for _, id := range cards {
 		found := false
-		for _, t := range available {
-			if CardOf(t) == id {
-				out, found = append(out, t), true
+		for _, t := range sorted {
+			if !taken[t] && CardOf(t) == id {
+				out, found, taken[t] = append(out, t), true, true
 				break
 			}
 		}
@@ -374,6 +381,19 @@ func tokensOn(available, cards []string) []string {
 		}
 	}
 	return out
+}
+
+// compareTokens orders tokens by card, then by their number (<card>/<kind>-<n>).
+func compareTokens(a, b string) int {
+	if c := strings.Compare(CardOf(a), CardOf(b)); c != 0 {
+		return c
+	}
+	na, errA := strconv.Atoi(a[strings.LastIndex(a, "-")+1:])
+	nb, errB := strconv.Atoi(b[strings.LastIndex(b, "-")+1:])
+	if errA != nil || errB != nil {
+		return strings.Compare(a, b)
+	}
+	return na - nb
 }
 
 // Reservations remember the cards recently allocated to a vendor's workloads, oldest first, so the SSH

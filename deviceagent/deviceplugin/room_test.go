@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -64,6 +65,41 @@ func TestAllocateChecksTheLedger(t *testing.T) {
 				t.Errorf("%s\nAllocate(...): %v", tc.reason, err)
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 				t.Errorf("%s\nAllocate(...): error %v, want one containing %q", tc.reason, err, tc.err)
+			}
+		})
+	}
+}
+
+// TestTokensOn checks that the tokens handed out on a card are its lowest-numbered available ones, whatever
+// order the kubelet lists them in, each at most once.
+func TestTokensOn(t *testing.T) {
+	cases := map[string]struct {
+		reason           string
+		available, cards []string
+		want             []string
+	}{
+		"Lowest": {
+			reason:    "A partitioned card's list shrinks from the top, so the token allocated must be its lowest.",
+			available: []string{"GPU-a::partitioned-3", "GPU-a::partitioned-10", "GPU-a::partitioned-1", "GPU-b::partitioned-0"},
+			cards:     []string{"GPU-a"},
+			want:      []string{"GPU-a::partitioned-1"},
+		},
+		"TwiceOnOneCard": {
+			reason:    "Two units on one card are two tokens.",
+			available: []string{"GPU-a::sliced-2", "GPU-a::sliced-0"},
+			cards:     []string{"GPU-a", "GPU-a"},
+			want:      []string{"GPU-a::sliced-0", "GPU-a::sliced-2"},
+		},
+		"NoneLeft": {
+			reason:    "A card without an available token gives nothing.",
+			available: []string{"GPU-a::sliced-0"},
+			cards:     []string{"GPU-a", "GPU-b"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tokensOn(tc.available, tc.cards)); diff != "" {
+				t.Errorf("%s\ntokensOn(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
