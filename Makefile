@@ -280,12 +280,12 @@ test-integration: $(TEST_TOOLS) build ## Tests on envtest's API server, and the 
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) build operator-image ## The walkthrough, the chain, its faults and HA, partitions and the nine vendors through the device plugins on real nodes with the chart; the worker-gateway on local clusters of the process mode.
+test-e2e: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) build operator-image ## The walkthrough, the chain, its faults and HA, partitions, the nine vendors through the device plugins and the worker-gateway across three clusters, on real nodes with the chart.
 	$(TEST_ENV) GPUSTACK_OPERATOR_IMAGE=$(OUTPUT)/package/images/gpustack-operator.tar go test -p 1 -count=1 -timeout 40m ./test/e2e/...
 
 .PHONY: test-packages
-test-packages: $(TEST_TOOLS) $(CHART_DEPS) build package ## The Helm chart and the Crossplane packages installed on local clusters; the Crossplane render.
-	$(TEST_ENV) PACKAGE_DIR=$(OUTPUT)/package go test -p 1 -count=1 -timeout 20m ./test/helm/ ./test/packages/
+test-packages: $(TEST_TOOLS) $(CHART_DEPS) build package ## The Helm chart's upgrade and uninstall on real nodes, the Crossplane packages on a local cluster; the Crossplane render.
+	$(TEST_ENV) PACKAGE_DIR=$(OUTPUT)/package GPUSTACK_OPERATOR_IMAGE=$(OUTPUT)/package/images/gpustack-operator.tar go test -p 1 -count=1 -timeout 20m ./test/helm/ ./test/packages/
 	cd hack/tools/crossplane && GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 10m ./...
 
 .PHONY: bench
@@ -316,7 +316,7 @@ INVENTORIES ?= examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yam
 
 .PHONY: demo
 demo: ## Start a bare local cluster with the walkthrough's nodes (or INVENTORY=FILE) and helm install the chart on it, in the background.
-	$(call say,demo step 1 of 3: the control plane, KWOK, Kueue, nfd-master and helm (built on the first run only), and the chart's subcharts)
+	$(call say,demo step 1 of 3: the control plane, the real nodes' tools and helm (built on the first run only), and the chart's subcharts)
 	@$(MAKE) --no-print-directory $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS)
 	$(call say,demo step 2 of 3: building localcluster)
 	go build -o $(BIN)/ ./hack/localcluster
@@ -327,13 +327,15 @@ demo: ## Start a bare local cluster with the walkthrough's nodes (or INVENTORY=F
 		--real-nodes --images $(OUTPUT)/package/images/gpustack-operator.tar
 
 .PHONY: demo-multi
-demo-multi: ## Start one member cluster per inventory (INVENTORIES=a.yaml,b.yaml) and a manager running the worker-gateway.
-	$(call say,demo-multi step 1 of 3: the control plane and KWOK and Kueue and nfd-master (built on the first run only))
-	@$(MAKE) --no-print-directory $(DEMO_TOOLS)
-	$(call say,demo-multi step 2 of 3: building gpustack-operator and localcluster)
-	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/localcluster
-	$(call say,demo-multi step 3 of 3: starting the member clusters and the manager)
-	$(BIN)/localcluster up-multi --bin $(BIN) --dir $(DEMO_DIR) --inventories $(INVENTORIES) --operator $(BIN)/gpustack-operator
+demo-multi: ## Start one member cluster per inventory (INVENTORIES=a.yaml,b.yaml) and a manager running the worker-gateway, each on real nodes with the chart.
+	$(call say,demo-multi step 1 of 3: the control plane, the real nodes' tools and helm (built on the first run only), and the chart's subcharts)
+	@$(MAKE) --no-print-directory $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS)
+	$(call say,demo-multi step 2 of 3: building localcluster and the operator's image)
+	go build -o $(BIN)/ ./hack/localcluster
+	@$(MAKE) --no-print-directory operator-image
+	$(call say,demo-multi step 3 of 3: starting the member clusters and the manager, each with helm install of the chart)
+	$(BIN)/localcluster up-multi --bin $(BIN) --dir $(DEMO_DIR) --inventories $(INVENTORIES) --chart $(CHART) \
+		--images $(OUTPUT)/package/images/gpustack-operator.tar
 
 .PHONY: demo-down
 demo-down: ## Stop the local clusters started by make demo or make demo-multi; leaves no process behind.

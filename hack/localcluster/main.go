@@ -3,15 +3,13 @@
 //
 //	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml
 //	localcluster up-multi --bin bin --dir .demo --inventories examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
-//	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml --chart package/helm/gpustack-operator
 //	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml --chart package/helm/gpustack-operator \
 //		--real-nodes --images _output/package/images/gpustack-operator.tar
 //	localcluster down --dir .demo
 //
-// With --chart the cluster is bare (no Kueue, no nfd-master, no operator) and helm installs the chart; the
-// cluster then runs its Pods with localcluster run-pods, a component like the others. With --real-nodes too,
-// every node is a real kubelet with containerd (localcluster run-node supervises each) and the chart's Pods run
-// in real containers from the images built here.
+// With --real-nodes every node is a real kubelet with containerd (localcluster run-node supervises each); with
+// --chart too the cluster is bare (no Kueue, no nfd-master, no operator) and helm installs the chart, whose Pods
+// run in real containers from the images built here.
 package main
 
 import (
@@ -26,7 +24,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
@@ -45,8 +42,6 @@ func main() {
 		err = upMulti(os.Args[2:])
 	case "down":
 		err = down(os.Args[2:])
-	case "run-pods":
-		err = runPods(os.Args[2:])
 	case "run-node":
 		err = runNode(os.Args[2:])
 	default:
@@ -73,7 +68,7 @@ func up(args []string) error {
 	noNFD := fs.Bool("no-nfd", false, "do not start nfd-master")
 	operator := fs.String("operator", "", "the gpustack-operator binary to run as the worker and the simulated device agents")
 	policies := fs.String("policies", "policies/cel", "comma-separated directories of admission policies to install with the operator; empty installs none")
-	chart := fs.String("chart", "", "install this chart directory with helm instead of starting Kueue, nfd-master and the operator (make chart fills its charts/)")
+	chart := fs.String("chart", "", "with --real-nodes, install this chart directory with helm instead of starting Kueue, nfd-master and the operator (make chart fills its charts/)")
 	realNodes := fs.Bool("real-nodes", false, "run the inventory's nodes as real nodes (kubelet, containerd, runc; needs root and make host-packages) instead of KWOK's")
 	images := fs.String("images", "", "comma-separated image archives every real node imports besides bin/images (the operator's, from make package)")
 	_ = fs.Parse(args)
@@ -99,7 +94,7 @@ func up(args []string) error {
 		if err != nil {
 			return err
 		}
-		cfg.PodRunner = self
+		cfg.NodeCommand = self
 	}
 	if *operator != "" && *policies != "" {
 		cfg.PolicyPaths = strings.Split(*policies, ",")
@@ -108,11 +103,7 @@ func up(args []string) error {
 		if err := absolute(chart); err != nil {
 			return err
 		}
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		cfg.Chart, cfg.PodRunner = *chart, self
+		cfg.Chart = *chart
 	}
 	c, err := localcluster.Start(ctx, cfg)
 	if err != nil {
@@ -134,38 +125,6 @@ func runNode(args []string) error {
 		return errors.New("usage: localcluster run-node NODE.json")
 	}
 	return realnode.Run(context.Background(), args[0])
-}
-
-// runPods runs the Pods of the chart's images until it is stopped (localcluster down stops it with the rest).
-func runPods(args []string) error {
-	fs := flag.NewFlagSet("run-pods", flag.ExitOnError)
-	kubeconfig := fs.String("kubeconfig", "", "the cluster's kubeconfig")
-	dir := fs.String("dir", "", "directory of the Pods' files")
-	namespaces := fs.String("namespaces", localcluster.ChartNamespace, "comma-separated namespaces whose Pods to run")
-	images := map[string]string{}
-	fs.Func("image", "IMAGE=BINARY: run the Pods of IMAGE (a repository, or a repository and the command, space-separated) with BINARY; repeatable", func(v string) error {
-		image, binary, ok := strings.Cut(v, "=")
-		if !ok {
-			return errors.Errorf("--image %q: want IMAGE=BINARY", v)
-		}
-		images[image] = binary
-		return nil
-	})
-	_ = fs.Parse(args)
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return err
-	}
-	runner, err := localcluster.NewPodRunner(cfg, *dir, images, func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, format+"\n", args...)
-	})
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	runner.Run(ctx, strings.Split(*namespaces, ",")...)
-	return nil
 }
 
 // absolute makes each path absolute, as the clusters' processes run in other directories.

@@ -19,29 +19,31 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
 var (
 	cluster  *localcluster.Cluster
-	binDir   string
 	noServer string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
-// run starts a local cluster with the walkthrough's nodes, Kueue and NFD, but no operator: the chart installs
-// it, and the test then starts the simulated device agents.
+// run starts a local cluster of the walkthrough's nodes as real nodes (a kubelet and containerd each, holding
+// the images built here) with nothing installed on it: the tests install Kueue, NFD and the operator with helm,
+// as a user does.
 func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard())
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-		"kueue", "nfd-master", "gpustack-operator", "helm", "localcluster")
+		"kubelet", "kube-proxy", "helm", "localcluster")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -50,7 +52,11 @@ func run(m *testing.M) int {
 		noServer = skip
 		return m.Run()
 	}
-	binDir = bin
+	image, err := testenv.OperatorImage()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	inv, err := simulated.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -62,10 +68,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A cold machine's nodes take minutes to import their images.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, Progress: os.Stderr,
-		Operator: filepath.Join(bin, "gpustack-operator"), NoWorker: true, KeepJobsRunning: true})
+		NoKueue: true, NoKueueCRDs: true, NoNFD: true, RealNodes: true, NodeCommand: filepath.Join(bin, "localcluster"),
+		Images: []string{image}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the local cluster:", err)
 		return 1
@@ -78,53 +86,67 @@ func run(m *testing.M) int {
 // commit that carried it (7015c8a), as its users installed it.
 var previousChart = filepath.Join("testdata", "gpustack-operator-0.1.0.tgz")
 
-// TestUpgradeUninstall installs the previous chart (v0.1.0) as the seed does, into gpustack-system, which
-// enforces the restricted Pod Security profile: the CRDs, roles and Deployment go in; KWOK makes the Deployment
-// ready and a stand-in kubelet runs its worker, as the chart's service account with the chart's arguments,
-// until the walkthrough's Step 1 pools appear and Step 3's slice runs. helm upgrade to this chart keeps every
-// Instance (its Pod not restarted), InstanceType and ledger entry. helm uninstall without cleanupOnUninstall
-// leaves them and the queues; installed again, with cleanupOnUninstall, and uninstalled, the post-delete hook
-// leaves no object of the operator.
-//
-// The local cluster runs Kueue and nfd-master itself, so the chart's own are switched off (kueue.enabled,
-// nfd.enabled), as on a cluster that has them. The stand-in kubelet runs the operator built here for either
-// version's image: what the upgrade is checked for is the chart's, and the CRDs', not v0.1.0's binary.
+// wholeT4 is an Instance of a whole T4, which needs no soft-slicing enforcer: v0.1.0 delivered none.
+const wholeT4 = `apiVersion: worker.gpustack.ai/v1
+kind: Instance
+metadata: {name: whole-t4, namespace: default}
+spec:
+  type: gpustack--nvidia-tesla-t4-linux-amd64
+  image: ubuntu:24.04
+  command: [sleep, "86400"]
+  resources: {accelerator: "1"}
+  volume: {ephemeral: {capacity: 1Gi}}
+`
+
+// TestUpgradeUninstall follows an administrator through the chart's life on real nodes. The cluster runs Kueue
+// and NFD of its own (the charts this chart bundles, installed as their own releases with the values this
+// chart gives them), and the previous chart (v0.1.0) is installed as the seed does, into gpustack-system, which
+// enforces the restricted Pod Security profile, until the walkthrough's Step 1 pools appear and a whole T4
+// runs. v0.1.0's image is this build's (image.tag): what the upgrade is checked for is the chart's and the
+// CRDs', not v0.1.0's binary. helm upgrade to this chart (kueue.enabled and nfd.enabled false: the cluster's
+// own are used) keeps every Instance (its Pod not restarted), InstanceType and ledger entry, and Step 3's slice
+// runs with the enforcers this chart delivers. helm uninstall without cleanupOnUninstall leaves them and the
+// queues; installed again with cleanupOnUninstall and uninstalled, the post-delete hook leaves no object of
+// the operator. Last, the cluster's own Kueue and NFD make way for the chart's: installed with them, the
+// pools come back, and helm uninstall with cleanupOnUninstall takes Kueue and NFD with the release.
 func TestUpgradeUninstall(t *testing.T) {
 	if cluster == nil {
 		t.Skip(noServer)
 	}
 	ctx := context.Background()
-	c, k := setUp(t, cluster, map[string]string{operatorImage: filepath.Join(binDir, "gpustack-operator")})
-
+	c := setUp(t, cluster)
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig}
-	webhook, health := testenv.FreePort(t), testenv.FreePort(t)
-	// One replica: the stand-in kubelet runs Pods as processes of this machine, which would share their ports.
-	common := []string{"--namespace", namespace, "--wait", "--timeout", "3m",
-		"--set", "worker.webhook.url=https://127.0.0.1:" + webhook, "--set", "worker.webhook.port=" + webhook,
-		"--set", "worker.healthPort=" + health, "--set", "worker.replicas=1"}
-	this := append([]string{"--set", "kueue.enabled=false", "--set", "nfd.enabled=false"}, common...)
-	rolledOut := func() {
+	kubectl := func(args ...string) {
 		t.Helper()
-		if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "rollout", "status", "deployment/gpustack-operator-worker", "--timeout=2m"); err != nil {
+		if out, err := testenv.Kubectl(cluster.Kubeconfig, args...); err != nil {
 			t.Fatal(err, out)
 		}
 	}
+	install := func(what string, args ...string) {
+		t.Helper()
+		if out, err := helm(t, env, args...); err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, out)
+		}
+	}
+	rolledOut := func() {
+		t.Helper()
+		kubectl("-n", namespace, "rollout", "status", "deployment/gpustack-operator-worker", "--timeout=3m")
+	}
+	wait := []string{"--wait", "--timeout", "5m"}
+	// Kueue asks no CPU: it runs on the walkthrough's own nodes, whose pools would lose its half core.
+	install("helm install of Kueue", append([]string{"install", "kueue", filepath.Join(chart, "charts", "kueue"),
+		"--namespace", "kueue-system", "--create-namespace", "-f", subchartValues(t, "kueue"),
+		"--set", "controllerManager.manager.resources.requests.cpu=0"}, wait...)...)
+	install("helm install of NFD", append([]string{"install", "nfd", filepath.Join(chart, "charts", "node-feature-discovery"),
+		"--namespace", "node-feature-discovery", "--create-namespace", "-f", subchartValues(t, "nfd")}, wait...)...)
 
-	if out, err := helm(t, env, append([]string{"install", release, previousChart}, common...)...); err != nil {
-		t.Fatalf("helm install of v0.1.0: %v\n%s", err, out)
-	}
+	common := append([]string{"--namespace", namespace}, wait...)
+	install("helm install of v0.1.0", append([]string{"install", release, previousChart, "--set", "image.tag=" + appVersion(t)}, common...)...)
 	rolledOut()
-	// The simulated device agents stand in for the DaemonSets' Pods, as the account the chart made for them.
-	if err := cluster.StartAgents(ctx); err != nil {
-		t.Fatal(err)
-	}
 	step1(t, cluster.Kubeconfig)
-	if out, err := testenv.Kubectl(cluster.Kubeconfig, "apply", "-f", testenv.Path("examples", "instances", "sliced-demo.yaml")); err != nil {
-		t.Fatal(err, out)
-	}
-	instanceReady(t, cluster.Kubeconfig, "sliced-demo")
+	kubectl("apply", "-f", writeFile(t, "whole-t4.yaml", wholeT4))
+	instanceReady(t, cluster.Kubeconfig, "whole-t4")
 	before := snapshot(ctx, t, c)
-	// Step 3's table: the A10G's pool holds the slice.
 	views, err := testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
 	if err != nil {
 		t.Fatal(err, views)
@@ -141,26 +163,27 @@ func TestUpgradeUninstall(t *testing.T) {
 		})
 	}
 
+	this := append([]string{"--set", "kueue.enabled=false", "--set", "nfd.enabled=false",
+		"--set", "worker.deviceManager.enforcers.image=" + realnode.EnforcerImage}, common...)
 	leader := holder(t, cluster.Kubeconfig, "")
-	if out, err := helm(t, env, append([]string{"upgrade", release, chart}, this...)...); err != nil {
-		t.Fatalf("helm upgrade to this chart: %v\n%s", err, out)
-	}
+	install("helm upgrade to this chart", append([]string{"upgrade", release, chart}, this...)...)
 	rolledOut()
-	if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", namespace, "get", "deployment/gpustack-operator-worker",
-		"-o", "jsonpath={.spec.template.spec.containers[0].image}"); err != nil || !strings.HasSuffix(out, ":"+appVersion(t)) {
-		t.Fatalf("the upgrade did not roll the worker to %s: %v %s", appVersion(t), err, out)
-	}
 	holder(t, cluster.Kubeconfig, leader) // the new worker leads: what follows is its work, not the old one's
 	sameViews()
-	instanceReady(t, cluster.Kubeconfig, "sliced-demo")
+	instanceReady(t, cluster.Kubeconfig, "whole-t4")
 	if diff := cmp.Diff(before, snapshot(ctx, t, c)); diff != "" {
 		t.Errorf("helm upgrade from v0.1.0 changed what it must keep: -before, +after:\n%s", diff)
 	}
+	kubectl("apply", "-f", testenv.Path("examples", "instances", "sliced-demo.yaml"))
+	instanceReady(t, cluster.Kubeconfig, "sliced-demo")
+	views, err = testenv.Kubectl(cluster.Kubeconfig, "get", "instancetype")
+	if err != nil {
+		t.Fatal(err, views)
+	}
+	before = snapshot(ctx, t, c)
 
 	// Without cleanupOnUninstall, the release's objects go and everything the operator made or keeps stays.
-	if out, err := helm(t, env, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m"); err != nil {
-		t.Fatalf("helm uninstall: %v\n%s", err, out)
-	}
+	install("helm uninstall", "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
 	if diff := cmp.Diff(before, snapshot(ctx, t, c)); diff != "" {
 		t.Errorf("helm uninstall without cleanupOnUninstall lost state: -before, +after:\n%s", diff)
 	}
@@ -170,32 +193,43 @@ func TestUpgradeUninstall(t *testing.T) {
 		}
 	}
 
-	if out, err := helm(t, env, append([]string{"install", release, chart, "--set", "cleanupOnUninstall=true"}, this...)...); err != nil {
-		t.Fatalf("helm install again: %v\n%s", err, out)
-	}
+	install("helm install again", append([]string{"install", release, chart, "--set", "cleanupOnUninstall=true"}, this...)...)
 	rolledOut()
 	sameViews()
 	instanceReady(t, cluster.Kubeconfig, "sliced-demo")
-	if out, err := helm(t, env, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m"); err != nil {
-		t.Fatalf("helm uninstall: %v\n%s", err, out)
-	}
-	logs, err := k.Finished("gpustack-operator-cleanup", 3*time.Minute)
-	if err != nil {
-		t.Fatalf("the cleanup hook failed: %v\n%s", err, logs)
-	}
+	instanceReady(t, cluster.Kubeconfig, "whole-t4")
+	// helm fails the uninstall when the post-delete hook's Job fails.
+	install("helm uninstall with cleanupOnUninstall", "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
 	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
 		left := leftovers(ctx, t, c)
-		return len(left) == 0, fmt.Sprintf("left behind after helm uninstall: %v\ncleanup said:\n%s", left, logs)
+		return len(left) == 0, fmt.Sprintf("left behind after helm uninstall: %v", left)
+	})
+
+	// The chart's own Kueue and NFD replace the cluster's.
+	install("helm uninstall of Kueue", "uninstall", "kueue", "--namespace", "kueue-system", "--timeout", "3m")
+	install("helm uninstall of NFD", "uninstall", "nfd", "--namespace", "node-feature-discovery", "--timeout", "3m")
+	install("helm install with Kueue and NFD", append([]string{"install", release, chart, "--set", "cleanupOnUninstall=true",
+		"--set", "kueue.controllerManager.manager.resources.requests.cpu=0"}, common...)...)
+	rolledOut()
+	step1(t, cluster.Kubeconfig)
+	// Without --wait, as by default: helm waiting for Kueue's CRDs would wait on its own post-delete hook, which
+	// removes the finalizers that Kueue, gone with the release, no longer removes.
+	install("helm uninstall with Kueue and NFD", "uninstall", release, "--namespace", namespace, "--timeout", "3m")
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		left := leftovers(ctx, t, c)
+		if out, _ := testenv.Kubectl(cluster.Kubeconfig, "get", "crd", "-o", "name"); strings.Contains(out, "kueue.x-k8s.io") {
+			left = append(left, "Kueue's CRDs")
+		}
+		if out, _ := testenv.Kubectl(cluster.Kubeconfig, "get", "deployments,daemonsets", "-A", "-o", "name"); out != "" {
+			left = append(left, "workloads: "+out)
+		}
+		return len(left) == 0, fmt.Sprintf("left behind after helm uninstall: %v", left)
 	})
 }
 
-// operatorImage is the operator's image repository.
-const operatorImage = "docker.io/gpustack/gpustack-operator"
-
-// setUp makes the release's namespace enforce the restricted Pod Security profile and runs a stand-in kubelet
-// for the Pods of images in it and in NFD's namespace until the test ends (their logs shown if it failed); it
-// returns a client of the cluster and the kubelet.
-func setUp(t *testing.T, cl *localcluster.Cluster, images map[string]string) (client.Client, *localcluster.PodRunner) {
+// setUp makes the release's namespace enforce the restricted Pod Security profile and returns a client of the
+// cluster.
+func setUp(t *testing.T, cl *localcluster.Cluster) client.Client {
 	t.Helper()
 	ctx := context.Background()
 	c, err := client.New(cl.RESTConfig, client.Options{Scheme: scheme.New()})
@@ -214,21 +248,41 @@ func setUp(t *testing.T, cl *localcluster.Cluster, images map[string]string) (cl
 	if err := c.Update(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	kctx, stop := context.WithCancel(ctx)
-	k, err := localcluster.NewPodRunner(cl.RESTConfig, t.TempDir(), images, t.Logf)
+	return c
+}
+
+// subchartValues writes the values this chart gives its subchart (key kueue or nfd), less its switch, to a
+// file: what a cluster that runs Kueue or NFD of its own configured them with.
+func subchartValues(t *testing.T, key string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chart, "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := make(chan struct{})
-	go func() { k.Run(kctx, namespace, "node-feature-discovery"); close(stopped) }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(k.Logs())
-		}
-		stop()
-		<-stopped
-	})
-	return c, k
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	sub, ok := values[key].(map[string]any)
+	if !ok {
+		t.Fatalf("the chart's values have no %s", key)
+	}
+	delete(sub, "enabled")
+	out, err := yaml.Marshal(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, key+"-values.yaml", string(out))
+}
+
+// writeFile writes a file of the test and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // step1 waits for kubectl get instancetype to read as the walkthrough's Step 1.

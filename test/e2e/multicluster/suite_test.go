@@ -1,13 +1,12 @@
-// Package multicluster is the end-to-end suite of the worker-gateway across clusters: a manager local cluster
-// runs the worker-gateway behind its API server's aggregation layer, and two member local clusters (the
-// walkthrough's nodes and the MIG cluster) run the operator; kubectl on the manager reads the members' pools,
-// aggregated, and sees a member that stops answering, until it answers again.
+// Package multicluster is the end-to-end suite of the worker-gateway across clusters, each on real nodes with
+// the product installed by helm install of the chart: a manager cluster (examples/clusters/manager.yaml) runs
+// the worker-gateway behind its API server's aggregation layer, and two member clusters (the walkthrough's
+// nodes and the MIG cluster) run the operator; kubectl on the manager reads the members' pools, aggregated, and
+// sees a member that stops answering, until it answers again.
 package multicluster
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
-	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 var (
@@ -37,34 +35,31 @@ func TestMultiCluster(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(logr.Discard())
-	members["member-a"] = e2esuite.Start("walkthrough.yaml")
-	members["member-b"] = e2esuite.Start("h100-mig.yaml")
-	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kueue", "gpustack-operator")
-	Expect(err).NotTo(HaveOccurred())
-	if skip != "" {
-		Skip(skip)
+	// The three clusters' real nodes share the machine's bridge: each takes its own range of node indices.
+	first := 1
+	start := func(file string, values []string, settings map[string]string) *e2esuite.Suite {
+		s := e2esuite.StartOnRealNodes(file, func(cfg *localcluster.Config) {
+			cfg.FirstNodeIndex, cfg.ChartValues, cfg.Settings = first, values, settings
+		})
+		first += len(s.Inventory.Nodes)
+		return s
 	}
-	dir, err := os.MkdirTemp("", "gpustack-e2e-manager-")
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { _ = os.RemoveAll(dir) })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	// The manager holds no nodes: it runs the worker-gateway, the worker (which runs the Instances created there
-	// as Pods) and Kueue, whose MultiKueue sends them to the members.
-	manager, err = localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, CRDPaths: []string{testenv.Path("package", "crds")},
-		Operator: filepath.Join(bin, "gpustack-operator"), NoNFD: true, Gateway: true, Progress: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred(), "cannot start the manager cluster")
+	members["member-a"] = start("walkthrough.yaml", localcluster.MemberChartValues, nil)
+	members["member-b"] = start("h100-mig.yaml", localcluster.MemberChartValues, nil)
+	m := start("manager.yaml", localcluster.ManagerChartValues, localcluster.ManagerSettings)
+	DeferCleanup(m.Stop)
+	manager = m.Cluster
+	var err error
 	managerClient, err = client.New(manager.RESTConfig, client.Options{Scheme: scheme.New()})
 	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for name, m := range members {
 		Expect(manager.AddMember(ctx, name, m.Cluster)).To(Succeed())
 	}
 })
 
 var _ = AfterSuite(func() {
-	if manager != nil {
-		Expect(manager.Stop()).To(Succeed())
-	}
 	for _, m := range members {
 		m.Stop()
 	}

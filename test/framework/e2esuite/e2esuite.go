@@ -39,31 +39,6 @@ type Suite struct {
 	Dir string
 }
 
-// Start starts a local cluster of the inventory file examples/clusters/<file> with the operator and the CEL
-// admission policies, or skips the suite when the binaries are not built; configure may change the cluster's
-// configuration before it starts.
-func Start(file string, configure ...func(*localcluster.Config)) *Suite {
-	ginkgo.GinkgoHelper()
-	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-		"kueue", "nfd-master", "gpustack-operator")
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	if skip != "" {
-		ginkgo.Skip(skip)
-	}
-	s := newSuite(file)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cfg := localcluster.Config{
-		BinDir: bin, Dir: s.Dir, Inventory: s.Inventory, CRDPaths: []string{testenv.Path("package", "crds")}, Progress: ginkgo.GinkgoWriter,
-		Operator: filepath.Join(bin, "gpustack-operator"), PolicyPaths: []string{testenv.Path("policies", "cel")},
-	}
-	for _, f := range configure {
-		f(&cfg)
-	}
-	s.start(ctx, cfg)
-	return s
-}
-
 // newSuite loads the inventory file examples/clusters/<file> and makes the suite's directory.
 func newSuite(file string) *Suite {
 	ginkgo.GinkgoHelper()
@@ -86,15 +61,12 @@ func (s *Suite) start(ctx context.Context, cfg localcluster.Config) {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 }
 
-// OperatorImageEnv names the operator's image archive (make operator-image or make package writes it), which
-// the real nodes of StartOnRealNodes hold; _output/package/images/gpustack-operator.tar when unset.
-const OperatorImageEnv = "GPUSTACK_OPERATOR_IMAGE"
-
 // StartOnRealNodes starts the nodes of the inventory file examples/clusters/<file> as real nodes (a kubelet
 // with containerd each) and installs the product as a user does, with helm install of the chart and the test
-// values of real nodes; the operator's image comes from OperatorImageEnv. It skips the suite when the
-// binaries are not built, and fails it when the image is missing.
-func StartOnRealNodes(file string) *Suite {
+// values of real nodes; the operator's image is testenv.OperatorImage's. configure may change the cluster's
+// configuration before it starts (a cluster beside others takes its own FirstNodeIndex). It skips the suite
+// when the binaries are not built, and fails it when the image is missing.
+func StartOnRealNodes(file string, configure ...func(*localcluster.Config)) *Suite {
 	ginkgo.GinkgoHelper()
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
 		"kubelet", "kube-proxy", "helm", "localcluster")
@@ -102,19 +74,19 @@ func StartOnRealNodes(file string) *Suite {
 	if skip != "" {
 		ginkgo.Skip(skip)
 	}
-	image := os.Getenv(OperatorImageEnv)
-	if image == "" {
-		image = testenv.Path("_output", "package", "images", "gpustack-operator.tar")
-	}
-	_, err = os.Stat(image)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the operator's image archive (make operator-image writes it)")
+	image, err := testenv.OperatorImage()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	s := newSuite(file)
 	// A cold machine's nodes take minutes to import their images before helm install --wait sees the Pods run.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s.start(ctx, localcluster.Config{BinDir: bin, Dir: s.Dir, Inventory: s.Inventory,
+	cfg := localcluster.Config{BinDir: bin, Dir: s.Dir, Inventory: s.Inventory,
 		Progress: ginkgo.GinkgoWriter, Chart: testenv.Path("package", "helm", "gpustack-operator"),
-		PodRunner: filepath.Join(bin, "localcluster"), RealNodes: true, Images: []string{image}})
+		NodeCommand: filepath.Join(bin, "localcluster"), RealNodes: true, Images: []string{image}}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	s.start(ctx, cfg)
 	return s
 }
 

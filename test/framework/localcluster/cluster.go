@@ -35,12 +35,10 @@ const (
 	componentKueue     = "kueue"
 	componentWorker    = "gpustack-worker"
 	componentAgents    = "gpustack-device-manager"
-	componentGateway   = "gpustack-worker-gateway"
-	componentPods      = "pods"
 )
 
 var startOrder = []string{componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKWOK,
-	componentNFD, componentKueue, componentPods, componentAgents, componentWorker, componentGateway}
+	componentNFD, componentKueue, componentAgents, componentWorker}
 
 // Config says what to start and where.
 type Config struct {
@@ -58,14 +56,13 @@ type Config struct {
 	// Detach lets the components outlive this process (make demo).
 	Detach bool
 	// Chart, when set, is the operator's chart directory (its charts/ filled by make chart), which the cluster
-	// installs with helm, as a user would, into ChartNamespace with ChartValues after its own (chartValues):
-	// the chart brings Kueue, nfd-master and the operator, whose Pods the PodRunner runs (the process
-	// PodRunner run-pods) on the Pod network; the simulated device agents then stand in for its DaemonSets'.
+	// installs with helm on its real nodes, as a user would, into ChartNamespace with ChartValues after those of
+	// real nodes (realNodeChartValues): the chart brings Kueue, NFD, the operator and its device agents.
 	Chart string
 	// ChartValues are helm --set values for Chart.
 	ChartValues []string
-	// PodRunner is the localcluster command (hack/localcluster), whose run-pods runs the chart's Pods.
-	PodRunner string
+	// NodeCommand is the localcluster command (hack/localcluster), whose run-node supervises a real node.
+	NodeCommand string
 	// NoKueue skips the Kueue controller and its webhooks.
 	NoKueue bool
 	// NoKueueCRDs leaves Kueue's CRDs out too (with NoKueue), for a test whose chart installs Kueue.
@@ -74,27 +71,15 @@ type Config struct {
 	NoNFD bool
 	// Operator is the gpustack-operator binary; when set, its worker and simulated device agents run too.
 	Operator string
-	// NoWorker leaves the worker and the simulated device agents out, for a test that installs the operator
-	// another way (the Helm chart, which ships the agents' namespace and account): it starts the agents with
-	// StartAgents once that is done.
-	NoWorker bool
-	// KeepJobsRunning leaves out KWOK's stage that completes a Job's Pods at once, for a test that runs them
-	// itself and reports when they end.
-	KeepJobsRunning bool
-	// PodNetwork gives every Pod KWOK runs an address of PodCIDR, which this machine answers as its own, and has
-	// the API server call webhook and aggregated-API Services at their endpoints (--enable-aggregator-routing),
-	// so a process a test starts for a Pod, listening on all addresses, answers its Services as in a cluster.
-	// Loopback would not do: EndpointSlices refuse 127.0.0.0/8. It needs root, for the route.
-	PodNetwork bool
-	// Gateway runs the worker-gateway beside the worker, behind the API server's aggregation layer (AddMember
-	// registers member clusters with it).
-	Gateway bool
+	// Settings are the administrator's settings (name: value), written to the gpustack-settings Secret before
+	// the chart installs, so the worker starts with them.
+	Settings map[string]string
 	// AuditUsers, when set, makes the API server record every write by these users (create, update, patch,
 	// delete) in the audit log at AuditLogPath, for a measure of the writes a component causes.
 	AuditUsers []string
 	// RealNodes runs the inventory's nodes as real nodes (realnode: a kubelet, containerd and runc in a network
 	// namespace of their own, Pods in real containers) instead of KWOK's; it needs root, `make host-packages`
-	// and PodRunner (the localcluster command, whose run-node supervises a node).
+	// and NodeCommand.
 	RealNodes bool
 	// FirstNodeIndex is the index of the first real node on the machine's bridge (realnode's addresses): clusters
 	// that run side by side (make demo-multi) each take their own range. 1 when zero.
@@ -180,7 +165,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		{"starting the operator", c.startOperator},
 		{"installing the chart (helm install)", c.installChart},
 		{"installing the admission policies", c.installPolicies},
-		{"starting the worker-gateway", c.startGateway},
 	}
 	for _, s := range steps {
 		start := time.Now()

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -62,7 +60,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + pki("front-proxy-client.crt"), "--proxy-client-key-file=" + pki("front-proxy-client.key"),
 		"--profiling=false",
-	}, append(append(audit, c.routingFlags()...), c.realNodeFlags()...)...)...); err != nil {
+	}, append(audit, c.realNodeFlags()...)...)...); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
@@ -76,29 +74,6 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		}
 		return nil
 	})
-}
-
-// PodCIDR holds the Pods' addresses with Config.PodNetwork: the benchmarking range (RFC 2544), which no
-// network this machine reaches uses.
-const PodCIDR = "198.18.0.0/16"
-
-// routingFlags has the API server reach Services through their endpoints, with Config.PodNetwork.
-func (c *Cluster) routingFlags() []string {
-	if !c.cfg.PodNetwork {
-		return nil
-	}
-	return []string{"--enable-aggregator-routing=true"}
-}
-
-// routePods makes this machine answer every address of PodCIDR as its own (a local route, as Linux's AnyIP),
-// with Config.PodNetwork. The route stays after the cluster stops: another may be using it, and it sends
-// nothing anywhere but here.
-func (c *Cluster) routePods(ctx context.Context) error {
-	if !c.cfg.PodNetwork {
-		return nil
-	}
-	out, err := exec.CommandContext(ctx, "ip", "route", "replace", "local", PodCIDR, "dev", "lo").CombinedOutput()
-	return errors.Wrapf(err, "cannot route the Pods' addresses %s to this machine (needs root): %s", PodCIDR, out)
 }
 
 // auditFlags returns the API server's audit flags: a policy that records the writes of Config.AuditUsers at
@@ -187,17 +162,11 @@ options:
   nodeLeaseParallelism: 16
   podsOnNodeSyncParallelism: 4
 `, c.ports.kwok)
-	if c.cfg.PodNetwork {
-		cfg += "  cidr: " + strings.Replace(PodCIDR, ".0/", ".1/", 1) + "\n"
-	}
 	stages, err := filepath.Glob(filepath.Join(c.cfg.BinDir, "assets", "kwok-stages", "*.yaml"))
 	if err != nil || len(stages) == 0 {
 		return "", errors.New("no KWOK stages in bin/assets/kwok-stages: run `make tools`")
 	}
 	for _, s := range stages {
-		if c.cfg.KeepJobsRunning && filepath.Base(s) == "pod-complete.yaml" {
-			continue
-		}
 		data, err := os.ReadFile(s)
 		if err != nil {
 			return "", errors.Wrap(err, "cannot read KWOK stage")
@@ -214,9 +183,6 @@ options:
 func (c *Cluster) startKWOK(ctx context.Context) error {
 	if c.cfg.RealNodes {
 		return nil
-	}
-	if err := c.routePods(ctx); err != nil {
-		return err
 	}
 	cfg, err := c.kwokConfig()
 	if err != nil {

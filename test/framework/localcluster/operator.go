@@ -26,7 +26,7 @@ import (
 // process that reports every inventory node's simulated cards. Each runs as its own service account with only
 // the permissions its RBAC markers grant.
 func (c *Cluster) startOperator(ctx context.Context) error {
-	if c.cfg.Operator == "" || c.cfg.NoWorker {
+	if c.cfg.Operator == "" {
 		return nil
 	}
 	// The worker deploys the agents' DaemonSets into their namespace, which the chart would have made.
@@ -111,7 +111,7 @@ func (c *Cluster) WorkerPprofURL(name string) string {
 }
 
 // StartAgents runs one simulated device agent for every inventory node, as the device-manager service
-// account. With NoWorker, a test calls it once the chart has made the agents' namespace and account.
+// account.
 func (c *Cluster) StartAgents(ctx context.Context) error {
 	if c.cfg.Inventory == nil {
 		return nil

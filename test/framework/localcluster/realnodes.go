@@ -64,8 +64,8 @@ func checkRealNodes(cfg Config) error {
 			return errors.Errorf("%s is missing from %s: run `make tools` first", b, cfg.BinDir)
 		}
 	}
-	if cfg.PodRunner == "" {
-		return errors.New("real nodes need the localcluster command (Config.PodRunner), whose run-node runs them")
+	if cfg.NodeCommand == "" {
+		return errors.New("real nodes need the localcluster command (Config.NodeCommand), whose run-node runs them")
 	}
 	return nil
 }
@@ -138,7 +138,7 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := c.start(nodeComponent(n.Name), nil, c.cfg.PodRunner, "run-node", path); err != nil {
+		if err := c.start(nodeComponent(n.Name), nil, c.cfg.NodeCommand, "run-node", path); err != nil {
 			return err
 		}
 	}

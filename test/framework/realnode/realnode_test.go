@@ -60,7 +60,7 @@ func TestRealNodes(t *testing.T) {
 			{Vendor: "cambricon", Product: "MLU370-X8", Count: 1, Memory: resource.MustParse("48Gi"), DriverVersion: "5.10.22"}}},
 	}}
 	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, NoKueue: true, NoNFD: true,
-		NoKueueCRDs: true, RealNodes: true, PodRunner: command, Progress: testWriter{t}})
+		NoKueueCRDs: true, RealNodes: true, NodeCommand: command, Progress: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}

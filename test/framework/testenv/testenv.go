@@ -33,6 +33,23 @@ func BinDir(binaries ...string) (dir string, skip string, err error) {
 	return dir, "", nil
 }
 
+// OperatorImageEnv names the operator's image archive (make operator-image or make package writes it), which
+// real nodes import: they pull nothing.
+const OperatorImageEnv = "GPUSTACK_OPERATOR_IMAGE"
+
+// OperatorImage returns the operator's image archive: OperatorImageEnv, or _output/package/images/
+// gpustack-operator.tar when unset. It fails, saying how to build it, when the archive is missing.
+func OperatorImage() (string, error) {
+	image := os.Getenv(OperatorImageEnv)
+	if image == "" {
+		image = Path("_output", "package", "images", "gpustack-operator.tar")
+	}
+	if _, err := os.Stat(image); err != nil {
+		return "", errors.Wrap(err, "cannot find the operator's image archive (make operator-image writes it)")
+	}
+	return image, nil
+}
+
 // RepoRoot returns the repository's root directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
