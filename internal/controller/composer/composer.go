@@ -150,8 +150,8 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 
 // composeTypes runs the instancetype function for every InstanceType. It returns the InstanceTypes that
 // exist, and the LocalQueues wanted, by namespace/name. A type that cannot be composed or written keeps the
-// queues it has, gets a ComposeFailed event, and does not stop the others; the returned error joins its
-// failures (and only an error listing the cluster aborts).
+// queues it has, gets a ComposeFailed condition (and an event when that changes), and does not stop the
+// others; the returned error joins its failures (and only an error listing the cluster aborts).
 func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, queues []kueuev1beta2.LocalQueue, s xrs.FunctionSettings) (liveTypes, wantQueues map[string]bool, err error) {
 	namespaces, err := UserNamespaces(ctx, r.Client)
 	if err != nil {
@@ -173,15 +173,19 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 	// failed reports a type that cannot be composed (retry false: its own spec is at fault, so retrying the
 	// same spec changes nothing) or written, keeping the queues it has.
 	failed := func(it *workerv1.InstanceType, err error, retry bool) {
-		r.Recorder.Eventf(it, corev1.EventTypeWarning, ReasonComposeFailed, "cannot compose the pool: %v", err)
 		keepQueues(it.Name)
 		if retry {
 			errs = append(errs, err)
 		}
-		if apimeta.SetStatusCondition(&it.Status.Conditions, composeFailed(err, it.Generation)) {
-			if err := r.Client.Status().Update(ctx, it); err != nil {
-				errs = append(errs, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name))
-			}
+		// The event goes with a change of the condition only: a type failing the same way on every retry (while
+		// Kueue's webhook starts, say) would send one per retry, and client-go's spam filter, once an object has
+		// had 25, drops its next events for minutes, whatever they say.
+		if !apimeta.SetStatusCondition(&it.Status.Conditions, composeFailed(err, it.Generation)) {
+			return
+		}
+		r.Recorder.Eventf(it, corev1.EventTypeWarning, ReasonComposeFailed, "cannot compose the pool: %v", err)
+		if err := r.Client.Status().Update(ctx, it); err != nil {
+			errs = append(errs, errors.Wrapf(err, "cannot update the status of InstanceType %s", it.Name))
 		}
 	}
 	for i := range types.Items {

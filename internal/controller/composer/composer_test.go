@@ -271,6 +271,10 @@ var _ = Describe("a recompute that meets what it cannot write", func() {
 		Expect(readyOf("broken")).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", composer.ReasonComposeFailed),
 			HaveField("Message", ContainSubstring("acme-x1"))))
 		Expect(events.Events).To(Receive(ContainSubstring("ComposeFailed")))
+
+		_, err = r.Reconcile(ctx, chain)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(events.Events).NotTo(Receive(ContainSubstring("ComposeFailed")), "a failure that has not changed is not told again")
 	})
 })
 
