@@ -98,7 +98,8 @@ func TestPlugin(t *testing.T) {
 			"GPU-a10g-1": {ID: "GPU-a10g-1", Remaining: pools.M, Slots: 128},
 		}, nil
 	}
-	rt := Runtime{LibDir: "/var/lib/gpustack/operator/lib", StateDir: t.TempDir()}
+	rt := Runtime{LibDir: t.TempDir(), StateDir: t.TempDir()}
+	stageEnforcers(t, rt.LibDir, cards...)
 	reservations := &Reservations{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -208,7 +209,7 @@ func TestPlugin(t *testing.T) {
 	})
 
 	t.Run("Allocates", func(t *testing.T) {
-		libs := "/var/lib/gpustack/operator/lib/cuda-13/"
+		libs := rt.LibDir + "/cuda-13/"
 		cases := map[string]struct {
 			reason   string
 			resource string

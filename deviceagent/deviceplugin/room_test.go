@@ -31,8 +31,9 @@ func TestAllocateChecksTheLedger(t *testing.T) {
 		}, nil
 	}
 	allocate := func(r Resource, token string, pend *pending) error {
-		p := &Plugin{Resource: r, Cards: cards, Ledger: ledger, Pending: pend, Partitioner: &recordingPartitioner{},
-			Runtime: Runtime{LibDir: t.TempDir(), StateDir: t.TempDir()}}
+		rt := Runtime{LibDir: t.TempDir(), StateDir: t.TempDir()}
+		stageEnforcers(t, rt.LibDir, cards()...)
+		p := &Plugin{Resource: r, Cards: cards, Ledger: ledger, Pending: pend, Partitioner: &recordingPartitioner{}, Runtime: rt}
 		_, err := p.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{token}}}})
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,7 +128,11 @@ func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*plugin
 		return nil, errors.Errorf("soft slicing of %s cards is not supported by this agent yet", card.Manufacturer)
 	}
 	resp := containerFor(card.Manufacturer, []providers.Device{card})
-	resp.Mounts = rt.preload(runtimeDir(enforcer, card), enforcer.Libraries...)
+	preload, err := rt.preload(enforcer, card)
+	if err != nil {
+		return nil, err
+	}
+	resp.Mounts = preload
 	env := resp.Envs
 	mem := strconv.FormatInt(b.MemoryMiB, 10)
 	cores := strconv.FormatInt(b.CoresPercent, 10)
@@ -170,9 +175,8 @@ func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*plugin
 	return resp, nil
 }
 
-// runtimeDir is the enforcer's library subdirectory for the card's runtime: cuda-13 for CUDA 13.0, cann-8 for
-// CANN 8.
-func runtimeDir(e Enforcer, card providers.Device) string {
+// Dir is the enforcer's library subdirectory for the card's runtime: cuda-13 for CUDA 13.0, cann-8 for CANN 8.
+func (e Enforcer) Dir(card providers.Device) string {
 	major, _, _ := strings.Cut(card.RuntimeVersion, ".")
 	if major == "" {
 		return e.Runtime
@@ -180,15 +184,27 @@ func runtimeDir(e Enforcer, card providers.Device) string {
 	return e.Runtime + "-" + major
 }
 
-// preload mounts the libraries and an ld.so.preload that loads them into every process of the container.
-func (rt Runtime) preload(dir string, libs ...string) []*pluginapi.Mount {
+// Files are what the enforcer's directory holds: its libraries and the ld.so.preload that loads them.
+func (e Enforcer) Files() []string { return append(slices.Clone(e.Libraries), "ld.so.preload") }
+
+// preload mounts the enforcer's libraries for the card's runtime, and an ld.so.preload that loads them into
+// every process of the container. It fails when one is not on the node (no enforcer image delivered them): the
+// kubelet then refuses the Pod with that reason, where the container would fail at its mount, or run its slice
+// unenforced.
+func (rt Runtime) preload(e Enforcer, card providers.Device) ([]*pluginapi.Mount, error) {
 	var mounts []*pluginapi.Mount
-	for _, lib := range libs {
-		mounts = append(mounts, &pluginapi.Mount{HostPath: filepath.Join(rt.LibDir, dir, lib),
-			ContainerPath: filepath.Join(EnforcerContainerDir, lib), ReadOnly: true})
+	for _, f := range e.Files() {
+		host := filepath.Join(rt.LibDir, e.Dir(card), f)
+		if _, err := os.Stat(host); err != nil {
+			return nil, errors.Wrap(err, "the soft-slicing enforcer is not on this node (the chart's worker.deviceManager.enforcers.image delivers it)")
+		}
+		container := filepath.Join(EnforcerContainerDir, f)
+		if f == "ld.so.preload" {
+			container = "/etc/ld.so.preload"
+		}
+		mounts = append(mounts, &pluginapi.Mount{HostPath: host, ContainerPath: container, ReadOnly: true})
 	}
-	return append(mounts, &pluginapi.Mount{HostPath: filepath.Join(rt.LibDir, dir, "ld.so.preload"),
-		ContainerPath: "/etc/ld.so.preload", ReadOnly: true})
+	return mounts, nil
 }
 
 // ledger makes the slice's directory, where its enforcer keeps the slice's usage across the container's

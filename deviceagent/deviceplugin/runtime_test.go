@@ -13,12 +13,34 @@ import (
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
+// stageEnforcers puts (empty) enforcer files where the cards' enforcers are looked for under libDir, as the
+// agent's copy of the enforcer image does on a node.
+func stageEnforcers(t *testing.T, libDir string, cards ...providers.Device) {
+	t.Helper()
+	for _, c := range cards {
+		e, ok := Enforcers[c.Manufacturer]
+		if !ok {
+			continue
+		}
+		dir := filepath.Join(libDir, e.Dir(c))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range e.Files() {
+			if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 func TestSliceFor(t *testing.T) {
-	state := t.TempDir()
-	rt := Runtime{LibDir: "/lib/gs", StateDir: state}
+	state, lib := t.TempDir(), t.TempDir()
+	rt := Runtime{LibDir: lib, StateDir: state}
 	card := func(mfr string, runtime string) providers.Device {
 		return providers.Device{Manufacturer: mfr, UUID: mfr + "-0", Index: 2, MemoryMiB: 65536, RuntimeVersion: runtime}
 	}
+	stageEnforcers(t, lib, card("ascend", "8.0.RC3"), card("thead", ""), card("amd", "6.2"))
 	half := Budget{MemoryMiB: 32768, CoresPercent: 30}
 	type want struct {
 		envs   map[string]string
@@ -35,8 +57,8 @@ func TestSliceFor(t *testing.T) {
 			reason: "An Ascend slice runs vcann-rt's libvruntime.so with an npu_info.config naming the card and quotas.",
 			card:   card("ascend", "8.0.RC3"), budget: half,
 			want: want{envs: map[string]string{"ASCEND_VISIBLE_DEVICES": "2", "ENPU_LOG_LEVEL": "1", "ENPU_DSMI_HOOK": "1"},
-				mounts: []string{"/lib/gs/cann-8/libvruntime.so -> /usr/local/gpustack/lib/libvruntime.so",
-					"/lib/gs/cann-8/ld.so.preload -> /etc/ld.so.preload",
+				mounts: []string{lib + "/cann-8/libvruntime.so -> /usr/local/gpustack/lib/libvruntime.so",
+					lib + "/cann-8/ld.so.preload -> /etc/ld.so.preload",
 					filepath.Join(state, "k", "npu_info.config") + " -> /etc/gpustack/npu_info.config"}},
 		},
 		"THead": {
@@ -44,9 +66,9 @@ func TestSliceFor(t *testing.T) {
 			card:   card("thead", ""), budget: Budget{MemoryMiB: 1024},
 			want: want{envs: map[string]string{"PPU_VISIBLE_DEVICES": "2", "HGGC_DEVICE_SM_LIMIT": "100",
 				"HGGC_DEVICE_MEMORY_LIMIT_0": "1024m", "HGGC_LEDGER_PATH": filepath.Join(state, "k"), "LIBHGGC_LOG_LEVEL": "1"},
-				mounts: []string{"/lib/gs/hggc/hggc_quota.so -> /usr/local/gpustack/lib/hggc_quota.so",
-					"/lib/gs/hggc/hgml_dlsym_hook.so -> /usr/local/gpustack/lib/hgml_dlsym_hook.so",
-					"/lib/gs/hggc/ld.so.preload -> /etc/ld.so.preload",
+				mounts: []string{lib + "/hggc/hggc_quota.so -> /usr/local/gpustack/lib/hggc_quota.so",
+					lib + "/hggc/hgml_dlsym_hook.so -> /usr/local/gpustack/lib/hgml_dlsym_hook.so",
+					lib + "/hggc/ld.so.preload -> /etc/ld.so.preload",
 					filepath.Join(state, "k") + " -> " + filepath.Join(state, "k")}},
 		},
 		"AMD": {
@@ -54,13 +76,18 @@ func TestSliceFor(t *testing.T) {
 			card:   card("amd", "6.2"), budget: half,
 			want: want{envs: map[string]string{"AMD_VISIBLE_DEVICES": "none", "VROCM_DEVICE_MEMORY_LIMIT_0": "32768m",
 				"VROCM_LEDGER_PATH": filepath.Join(state, "k")},
-				mounts: []string{"/lib/gs/rocm-6/libvrocm.so -> /usr/local/gpustack/lib/libvrocm.so", "/lib/gs/rocm-6/ld.so.preload -> /etc/ld.so.preload",
+				mounts: []string{lib + "/rocm-6/libvrocm.so -> /usr/local/gpustack/lib/libvrocm.so", lib + "/rocm-6/ld.so.preload -> /etc/ld.so.preload",
 					filepath.Join(state, "k") + " -> " + filepath.Join(state, "k")}},
 		},
 		"TooBig": {
 			reason: "A slice larger than the card is refused.",
 			card:   card("nvidia", "13.0"), budget: Budget{MemoryMiB: 70000},
 			want: want{err: "does not fit"},
+		},
+		"NotOnNode": {
+			reason: "A slice whose enforcer the node lacks (no enforcer image delivered CUDA 12's) is refused, not started unenforced.",
+			card:   card("nvidia", "12.4"), budget: half,
+			want: want{err: "the soft-slicing enforcer is not on this node"},
 		},
 		"NotYet": {
 			reason: "A vendor whose enforcer the agent cannot drive yet says so rather than handing out an unlimited card.",

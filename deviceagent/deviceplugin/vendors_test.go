@@ -36,6 +36,7 @@ func TestEveryVendorGrantsWhatItAdvertises(t *testing.T) {
 				cards = append(cards, migCard(1))
 			}
 			rt := Runtime{LibDir: t.TempDir(), StateDir: t.TempDir()}
+			stageEnforcers(t, rt.LibDir, cards...)
 			var advertised []string
 			for _, r := range Resources(v) {
 				tokens := Tokens(r, cards)
