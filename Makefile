@@ -299,10 +299,10 @@ QUIET ?= 5m
 BENCH_DIR ?= $(ROOT)/.bench-cluster
 
 .PHONY: bench-cluster
-bench-cluster: $(DEMO_TOOLS) ## Measure the operator on a local cluster of NODES nodes (8 cards each) with WORKLOADS workloads; redraws docs/bench/cluster.png.
-	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/benchcluster
+bench-cluster: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) operator-image ## Measure the operator, installed by the chart, on a local cluster of one real node and NODES KWOK nodes (8 cards each) with WORKLOADS workloads; redraws docs/bench/cluster.png.
+	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/benchcluster ./hack/localcluster
 	$(BIN)/benchcluster --bin $(BIN) --dir $(BENCH_DIR) --nodes $(NODES) --workloads $(WORKLOADS) --quiet $(QUIET) \
-		--results docs/bench/cluster-results.json
+		--chart $(CHART) --image $(OUTPUT)/package/images/gpustack-operator.tar --results docs/bench/cluster-results.json
 	cd hack/tools/benchplot && go run . --in $(ROOT)/docs/bench/cluster-results.json --out $(ROOT)/docs/bench/cluster.png
 
 ##@ Demo

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -23,34 +22,36 @@ type policyLatency struct {
 	with, without []time.Duration
 }
 
-// bindings reads the ValidatingAdmissionPolicyBindings of the policy files in dir.
-func bindings(dir string) ([]*admissionv1.ValidatingAdmissionPolicyBinding, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+// bindings reads the ValidatingAdmissionPolicyBindings the chart installed (helm marks what it made with the
+// release's name), as they are to be made again.
+func bindings(ctx context.Context, cs kubernetes.Interface) ([]*admissionv1.ValidatingAdmissionPolicyBinding, error) {
+	list, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, errors.Wrapf(err, "cannot list the policies in %s", dir)
+		return nil, errors.Wrap(err, "cannot list the policy bindings")
 	}
 	var out []*admissionv1.ValidatingAdmissionPolicyBinding
-	for _, f := range files {
-		_, bs, err := localcluster.ReadPolicyFile(f)
-		if err != nil {
-			return nil, err
+	for i := range list.Items {
+		b := list.Items[i].DeepCopy()
+		if b.Annotations["meta.helm.sh/release-name"] != localcluster.ChartRelease {
+			continue
 		}
-		out = append(out, bs...)
+		b.ObjectMeta = metav1.ObjectMeta{Name: b.Name, Labels: b.Labels, Annotations: b.Annotations}
+		out = append(out, b)
 	}
 	return out, nil
 }
 
-// measurePolicies times n dry-run creates of pod with the policies' bindings in place and n without, in two
-// alternating rounds so that drift in the cluster's load falls on both sides alike. The bindings are back in
-// place when it returns.
-func measurePolicies(ctx context.Context, cs kubernetes.Interface, dir string, pod *corev1.Pod, n int) (policyLatency, error) {
+// measurePolicies times n dry-run creates of pod with the chart's policy bindings in place and n without, in
+// two alternating rounds so that drift in the cluster's load falls on both sides alike. The bindings are back
+// in place when it returns.
+func measurePolicies(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, n int) (policyLatency, error) {
 	var out policyLatency
-	bs, err := bindings(dir)
+	bs, err := bindings(ctx, cs)
 	if err != nil {
 		return out, err
 	}
 	if len(bs) == 0 {
-		return out, errors.Errorf("no ValidatingAdmissionPolicyBinding in %s", dir)
+		return out, errors.New("the chart installed no ValidatingAdmissionPolicyBinding")
 	}
 	api := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
 	bind := func(on bool) error {

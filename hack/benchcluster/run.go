@@ -16,6 +16,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -25,6 +26,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/package/rbac"
+	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 )
 
@@ -32,7 +34,19 @@ import (
 type options struct {
 	nodes, workloads, flips, policyCreates int
 	quiet                                  time.Duration
-	bin, dir, crds, policies, results      string
+	bin, dir, chart, image, results        string
+}
+
+// pprofPort is where the chart's worker serves its profiles in the harness (worker.pprofPort).
+const pprofPort = 6060
+
+// systemNode is the cluster's one real node, a CPU node that runs the chart's system Pods (the worker, Kueue,
+// NFD) in real containers, beside the generated KWOK nodes that hold the cards.
+func systemNode() *simulated.Inventory {
+	return &simulated.Inventory{Nodes: []simulated.Node{{
+		Name: "node-system", OS: "linux", Arch: "amd64", CPU: cpus[0],
+		Memory: resource.MustParse("128Gi"), Storage: resource.MustParse("500Gi"),
+	}}}
 }
 
 // serviceAccountUser is the user name a service account's requests carry.
@@ -48,9 +62,12 @@ func run(ctx context.Context, o options) (*result, error) {
 	say("starting a local cluster of %d nodes with %d cards", o.nodes, o.nodes*cardsPerNode)
 	start := time.Now()
 	c, err := localcluster.Start(ctx, localcluster.Config{
-		BinDir: o.bin, Dir: o.dir, Inventory: generate(o.nodes), CRDPaths: []string{o.crds}, PolicyPaths: []string{o.policies},
-		Operator: filepath.Join(o.bin, "gpustack-operator"), Progress: os.Stderr,
-		AuditUsers: []string{serviceAccountUser(workerv1.SystemNamespace, "worker"), serviceAccountUser(deviceagent.Namespace, "device-manager")},
+		BinDir: o.bin, Dir: o.dir, Inventory: systemNode(), RealNodes: true, NodeCommand: filepath.Join(o.bin, "localcluster"),
+		KWOKNodes: generate(o.nodes), KWOKAgent: filepath.Join(o.bin, "gpustack-operator"),
+		Chart: o.chart, Images: []string{o.image}, Progress: os.Stderr,
+		// No storage: the harness claims no volumes, and the provisioner's Pod could land on a KWOK node.
+		ChartValues: []string{"worker.pprofPort=" + strconv.Itoa(pprofPort), "storage.enabled=false"},
+		AuditUsers:  []string{serviceAccountUser(localcluster.ChartNamespace, "worker"), serviceAccountUser(deviceagent.Namespace, "device-manager")},
 	})
 	if err != nil {
 		return nil, err
@@ -72,7 +89,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create a clientset")
 	}
-	pid, err := workerPID(o.dir)
+	worker, err := leadingWorker(ctx, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +99,7 @@ func run(ctx context.Context, o options) (*result, error) {
 		return nil, err
 	}
 	r.add("startup", time.Since(start).Seconds(), "s", "")
-	first, err := sampleProc(pid)
+	first, err := sampleProc(worker.pid)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +125,7 @@ func run(ctx context.Context, o options) (*result, error) {
 		return nil, err
 	}
 	say("timing %d dry-run Pod creates with the admission policies and %d without", o.policyCreates, o.policyCreates)
-	pl, err := measurePolicies(ctx, cs, o.policies, bare, o.policyCreates)
+	pl, err := measurePolicies(ctx, cs, bare, o.policyCreates)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +143,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	r.add("instance-running-p50", inst, "ms", "")
 	r.add("pod-running-p50", pods, "ms", "")
 	r.add("instance-vs-pod-ratio", inst/pods, "", "<= 1.2")
-	check, err := admissionCheckP99(ctx, c.MetricsURL())
+	check, err := admissionCheckP99(ctx, worker.url(strconv.Itoa(metricsPort), "/metrics"))
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +163,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	case <-time.After(o.quiet):
 	}
 	to := time.Now()
-	last, err := sampleProc(pid)
+	last, err := sampleProc(worker.pid)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +180,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	r.add("worker-rss-peak", float64(last.hwmK)/1024, "MiB", "")
 	r.add("worker-cpu", meanCores(first, last), "cores", "")
 	// What the worker's memory holds, for `go tool pprof -top`: the run directory outlives the run.
-	if err := saveHeapProfile(ctx, c.WorkerPprofURL(localcluster.ComponentWorker)+"/heap?gc=1", filepath.Join(o.dir, "worker-heap.pprof")); err != nil {
+	if err := saveHeapProfile(ctx, worker.url(strconv.Itoa(pprofPort), "/debug/pprof/heap?gc=1"), filepath.Join(o.dir, "worker-heap.pprof")); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -227,15 +244,6 @@ func settled(ctx context.Context, k client.WithWatch, nodes int) error {
 		}
 		time.Sleep(time.Second)
 	}
-}
-
-// workerPID reads the worker's process ID the local cluster recorded.
-func workerPID(dir string) (int, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "pids", localcluster.ComponentWorker+".pid"))
-	if err != nil {
-		return 0, errors.Wrap(err, "cannot read the worker's process ID")
-	}
-	return strconv.Atoi(strings.TrimSpace(string(data)))
 }
 
 // admissionCheckP99 reads the 99th percentile of the per-card AdmissionCheck's decision time, in ms, from

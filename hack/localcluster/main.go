@@ -1,15 +1,14 @@
 // Command localcluster starts and stops the local Kubernetes cluster that the demo and the end-to-end tests
-// run on: a real control plane, KWOK nodes from an inventory file, nfd-master and Kueue, all on loopback.
+// run on: a real control plane with real nodes (a kubelet with containerd each, which localcluster run-node
+// supervises), on which helm installs the operator's chart; its Pods run in real containers from the images
+// built here.
 //
-//	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml
-//	localcluster up-multi --bin bin --dir .demo --inventories examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
 //	localcluster up --bin bin --dir .demo --inventory examples/clusters/walkthrough.yaml --chart package/helm/gpustack-operator \
 //		--real-nodes --images _output/package/images/gpustack-operator.tar
+//	localcluster up-multi --bin bin --dir .demo --inventories examples/clusters/walkthrough.yaml,examples/clusters/h100-mig.yaml
 //	localcluster down --dir .demo
 //
-// With --real-nodes every node is a real kubelet with containerd (localcluster run-node supervises each); with
-// --chart too the cluster is bare (no Kueue, no nfd-master, no operator) and helm installs the chart, whose Pods
-// run in real containers from the images built here.
+// Without --real-nodes the inventory's nodes are KWOK's and the cluster stays bare (no chart).
 package main
 
 import (
@@ -63,12 +62,7 @@ func up(args []string) error {
 	bin := fs.String("bin", "bin", "directory of the binaries and assets built by `make tools`")
 	dir := fs.String("dir", ".demo", "run directory: certificates, data, logs and the kubeconfig")
 	inv := fs.String("inventory", "examples/clusters/walkthrough.yaml", "inventory file of the nodes to create")
-	crds := fs.String("crds", "package/crds", "comma-separated files or directories of this project's CRDs")
-	noKueue := fs.Bool("no-kueue", false, "do not start the Kueue controller")
-	noNFD := fs.Bool("no-nfd", false, "do not start nfd-master")
-	operator := fs.String("operator", "", "the gpustack-operator binary to run as the worker and the simulated device agents")
-	policies := fs.String("policies", "policies/cel", "comma-separated directories of admission policies to install with the operator; empty installs none")
-	chart := fs.String("chart", "", "with --real-nodes, install this chart directory with helm instead of starting Kueue, nfd-master and the operator (make chart fills its charts/)")
+	chart := fs.String("chart", "", "with --real-nodes, install this chart directory with helm (make chart fills its charts/)")
 	realNodes := fs.Bool("real-nodes", false, "run the inventory's nodes as real nodes (kubelet, containerd, runc; needs root and make host-packages) instead of KWOK's")
 	images := fs.String("images", "", "comma-separated image archives every real node imports besides bin/images (the operator's, from make package)")
 	_ = fs.Parse(args)
@@ -83,8 +77,7 @@ func up(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := localcluster.Config{
-		BinDir: *bin, Dir: *dir, Inventory: nodes, CRDPaths: strings.Split(*crds, ","),
-		Detach: true, NoKueue: *noKueue, NoNFD: *noNFD, Operator: *operator, Progress: os.Stderr, RealNodes: *realNodes,
+		BinDir: *bin, Dir: *dir, Inventory: nodes, Detach: true, Progress: os.Stderr, RealNodes: *realNodes,
 	}
 	if *images != "" {
 		cfg.Images = strings.Split(*images, ",")
@@ -95,9 +88,6 @@ func up(args []string) error {
 			return err
 		}
 		cfg.NodeCommand = self
-	}
-	if *operator != "" && *policies != "" {
-		cfg.PolicyPaths = strings.Split(*policies, ",")
 	}
 	if *chart != "" {
 		if err := absolute(chart); err != nil {
@@ -110,9 +100,6 @@ func up(args []string) error {
 		return err
 	}
 	fmt.Printf("The local cluster runs with %d nodes from %s; logs are in %s/logs.\n", len(nodes.Nodes), *inv, *dir)
-	if url := c.MetricsURL(); url != "" {
-		fmt.Printf("metrics: %s\n", url)
-	}
 	fmt.Println("Stop it with: make demo-down")
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
 	return nil

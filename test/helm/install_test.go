@@ -72,7 +72,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, Progress: os.Stderr,
-		NoKueue: true, NoKueueCRDs: true, NoNFD: true, RealNodes: true, NodeCommand: filepath.Join(bin, "localcluster"),
+		RealNodes: true, NodeCommand: filepath.Join(bin, "localcluster"),
 		Images: []string{image}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the local cluster:", err)
@@ -317,7 +317,13 @@ func instanceReady(t *testing.T, kubeconfig, name string) {
 	t.Helper()
 	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
 		out, err := testenv.Kubectl(kubeconfig, "-n", "default", "get", "instance", name, "-o", "jsonpath={.status.phase}")
-		return err == nil && out == "Ready", fmt.Sprintf("instance %s phase %q: %v", name, out, err)
+		if err == nil && out == "Ready" {
+			return true, ""
+		}
+		// What keeps it: the Instance's conditions, and its Pod's phase and containers' states.
+		why, _ := testenv.Kubectl(kubeconfig, "-n", "default", "get", "instance,pod", name, "-o",
+			`jsonpath={range .items[*]}{.kind}: {.status.phase} {.status.conditions[*].message} {.status.containerStatuses[*].state}{"\n"}{end}`)
+		return false, fmt.Sprintf("instance %s phase %q: %v\n%s", name, out, err, why)
 	})
 }
 

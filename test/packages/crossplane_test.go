@@ -49,7 +49,7 @@ func TestCrossplaneInstall(t *testing.T) {
 	run := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: run, Inventory: inv, NoKueue: true, NoNFD: true})
+	cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: run, Inventory: inv})
 	if err != nil {
 		t.Fatalf("cannot start the local cluster: %v", err)
 	}

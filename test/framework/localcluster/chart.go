@@ -34,13 +34,10 @@ var realNodeChartValues = []string{"storage.enabled=true", "storage.storageClass
 // installChart installs Config.Chart with helm, as a user does, once the nodes are up, and waits until a
 // worker leads.
 func (c *Cluster) installChart(ctx context.Context) error {
-	if c.cfg.Chart == "" {
-		return nil
-	}
 	if err := c.writeSettings(ctx); err != nil {
 		return err
 	}
-	values := append(slices.Clone(realNodeChartValues), c.cfg.ChartValues...)
+	values := append(append(slices.Clone(realNodeChartValues), kwokChartValues(c.cfg)...), c.cfg.ChartValues...)
 	helm := []string{"install", ChartRelease, c.cfg.Chart, "--namespace", ChartNamespace, "--create-namespace",
 		"--wait", "--timeout", "5m"}
 	for _, v := range values {
@@ -92,17 +89,14 @@ func (c *Cluster) workerLeads(ctx context.Context) error {
 	return nil
 }
 
-// chartConfig checks Config for the chart mode and sets what it implies: the chart brings Kueue, nfd-master,
-// the operator and the admission policies, and its Pods need real nodes.
-func chartConfig(cfg *Config) error {
+// chartConfig checks that Config's chart mode has what it needs: real nodes to run the chart's Pods, and the
+// operator's image for them.
+func chartConfig(cfg Config) error {
 	if cfg.Chart == "" {
 		return nil
 	}
 	if !cfg.RealNodes {
 		return errors.New("installing the chart needs real nodes (Config.RealNodes), whose containers run its Pods")
-	}
-	if cfg.Operator != "" {
-		return errors.New("installing the chart and running the operator's binary (Config.Operator) exclude each other")
 	}
 	if len(cfg.Images) == 0 {
 		return errors.New("installing the chart on real nodes needs Config.Images, the operator's image archive (make package)")
@@ -110,7 +104,22 @@ func chartConfig(cfg *Config) error {
 	if _, err := os.Stat(filepath.Join(cfg.Chart, "charts", "kueue")); err != nil {
 		return errors.Errorf("%s has no charts/kueue: run `make chart` first", cfg.Chart)
 	}
-	cfg.NoKueue, cfg.NoKueueCRDs, cfg.NoNFD = true, true, true
-	cfg.PolicyPaths = nil // the chart installs them
 	return nil
+}
+
+// labelRealNode marks the real nodes of a cluster that has KWOK nodes too: KWOK only pretends to run Pods, so
+// the chart's system Pods are kept to real ones (kwokChartValues). A KWOK node carries type=kwok.
+const labelRealNode = "type"
+
+// kwokChartValues keep the chart's system Pods (the worker, Kueue, nfd-master, nfd-gc and nfd-worker) on the
+// real nodes when the cluster has KWOK nodes too; the KWOK nodes' labels stand in for nfd-worker's.
+func kwokChartValues(cfg Config) []string {
+	if cfg.KWOKNodes == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range []string{"worker", "kueue.controllerManager", "nfd.master", "nfd.gc", "nfd.worker"} {
+		out = append(out, v+".nodeSelector."+labelRealNode+"=real")
+	}
+	return out
 }

@@ -1,7 +1,8 @@
-// Package localcluster runs a real Kubernetes control plane on loopback from binaries built out of the Go
-// module proxy: etcd, kube-apiserver (RBAC, x509 clients), kube-controller-manager, kube-scheduler, KWOK as
-// the kubelet of one fake node per inventory entry, nfd-master and the Kueue controller. Tests start one per
-// suite; `make demo` starts one in the background and `make demo-down` stops it.
+// Package localcluster runs a real Kubernetes control plane from binaries built out of the Go module proxy
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) with real nodes (realnode: a kubelet with
+// containerd each) and, where numbers of nodes matter, KWOK's simulated ones; helm installs the operator's
+// chart on it. Tests start one per suite; `make demo` starts one in the background and `make demo-down` stops
+// it.
 package localcluster
 
 import (
@@ -31,14 +32,10 @@ const (
 	componentKCM       = "kube-controller-manager"
 	componentScheduler = "kube-scheduler"
 	componentKWOK      = "kwok"
-	componentNFD       = "nfd-master"
-	componentKueue     = "kueue"
-	componentWorker    = "gpustack-worker"
 	componentAgents    = "gpustack-device-manager"
 )
 
-var startOrder = []string{componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKWOK,
-	componentNFD, componentKueue, componentAgents, componentWorker}
+var startOrder = []string{componentEtcd, componentAPIServer, componentKCM, componentScheduler, componentKWOK, componentAgents}
 
 // Config says what to start and where.
 type Config struct {
@@ -46,13 +43,15 @@ type Config struct {
 	BinDir string
 	// Dir is the run directory: certificates, etcd data, logs, process IDs and the kubeconfig.
 	Dir string
-	// Inventory lists the nodes to create; nil creates none.
+	// Inventory lists the nodes to create, real nodes with RealNodes and KWOK's otherwise; nil creates none.
 	Inventory *simulated.Inventory
-	// CRDPaths are files or directories of this project's CRDs, installed before anything else runs.
-	CRDPaths []string
-	// PolicyPaths are directories of ValidatingAdmissionPolicies and bindings (policies/cel), installed
-	// once the operator runs (the gates read its Settings).
-	PolicyPaths []string
+	// KWOKNodes are more nodes, played by KWOK beside the real ones, where numbers of nodes matter (the scale
+	// harness). NFD cannot read their hardware, so each carries the labels nfd-worker would write, and the
+	// chart's system Pods are kept off them; KWOKAgent reports their cards.
+	KWOKNodes *simulated.Inventory
+	// KWOKAgent is the gpustack-operator binary whose `device-manager --simulate-inventory` stands in for the
+	// device agents of KWOKNodes, as their DaemonSet's account, with a token bound to each node.
+	KWOKAgent string
 	// Detach lets the components outlive this process (make demo).
 	Detach bool
 	// Chart, when set, is the operator's chart directory (its charts/ filled by make chart), which the cluster
@@ -63,14 +62,6 @@ type Config struct {
 	ChartValues []string
 	// NodeCommand is the localcluster command (hack/localcluster), whose run-node supervises a real node.
 	NodeCommand string
-	// NoKueue skips the Kueue controller and its webhooks.
-	NoKueue bool
-	// NoKueueCRDs leaves Kueue's CRDs out too (with NoKueue), for a test whose chart installs Kueue.
-	NoKueueCRDs bool
-	// NoNFD skips nfd-master.
-	NoNFD bool
-	// Operator is the gpustack-operator binary; when set, its worker and simulated device agents run too.
-	Operator string
 	// Settings are the administrator's settings (name: value), written to the gpustack-settings Secret before
 	// the chart installs, so the worker starts with them.
 	Settings map[string]string
@@ -99,8 +90,6 @@ type Cluster struct {
 	// commands are the command lines components were started with, by component, so the fault suite can
 	// restart one it killed.
 	commands map[string]command
-	// workers are the ports of each worker replica, by component.
-	workers map[string]workerPorts
 
 	// Kubeconfig is the path of the administrator's kubeconfig.
 	Kubeconfig string
@@ -109,7 +98,7 @@ type Cluster struct {
 }
 
 type ports struct {
-	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, nfd, kueueWebhook, kueueHealth, kueueMetrics, worker, workerWebhook, workerMetrics, workerPprof, agentMetrics, gateway int
+	etcdClient, etcdPeer, apiServer, kcm, scheduler, kwok, agentMetrics int
 }
 
 // Start brings the cluster up and waits until every component is ready and every inventory node is Ready.
@@ -118,7 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	if err := chartConfig(&cfg); err != nil {
+	if err := chartConfig(cfg); err != nil {
 		return nil, err
 	}
 	if err := checkBinaries(cfg); err != nil {
@@ -127,13 +116,16 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := checkRealNodes(cfg); err != nil {
 		return nil, err
 	}
+	if cfg.KWOKAgent != "" && (cfg.KWOKNodes == nil || cfg.Chart == "") {
+		return nil, errors.New("a simulated agent (Config.KWOKAgent) reports KWOKNodes to the chart's worker: it needs both")
+	}
 	if _, err := os.Stat(filepath.Join(cfg.Dir, "pids")); err == nil {
 		if running, _ := filepath.Glob(filepath.Join(cfg.Dir, "pids", "*.pid")); len(running) > 0 {
 			return nil, errors.Errorf("a cluster already runs in %s: stop it first (make demo-down)", cfg.Dir)
 		}
 	}
 	// A fresh start every time: old etcd data or certificates would only hide problems.
-	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kueue", "kubeconfig", "pods", "helm", "nodes"} {
+	for _, sub := range []string{"pki", "etcd", "logs", "pids", "config", "kubeconfig", "helm", "nodes"} {
 		if err := os.RemoveAll(filepath.Join(cfg.Dir, sub)); err != nil {
 			return nil, errors.Wrap(err, "cannot clean the run directory")
 		}
@@ -152,21 +144,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	steps := []struct {
 		what string
 		run  func(context.Context) error
+		skip bool
 	}{
-		{"generating certificates", c.writePKI},
-		{"starting etcd", c.startEtcd},
-		{"starting kube-apiserver", c.startAPIServer},
-		{"installing CRDs", c.installCRDs},
-		{"starting kube-controller-manager and kube-scheduler", c.startControllers},
-		{"starting kwok and creating nodes", c.startKWOK},
-		{"starting the real nodes", c.startRealNodes},
-		{"starting nfd-master", c.startNFD},
-		{"starting kueue", c.startKueue},
-		{"starting the operator", c.startOperator},
-		{"installing the chart (helm install)", c.installChart},
-		{"installing the admission policies", c.installPolicies},
+		{"generating certificates", c.writePKI, false},
+		{"starting etcd", c.startEtcd, false},
+		{"starting kube-apiserver", c.startAPIServer, false},
+		{"starting kube-controller-manager and kube-scheduler", c.startControllers, false},
+		{"starting the real nodes", c.startRealNodes, !cfg.RealNodes || cfg.Inventory == nil},
+		{"starting kwok and its nodes", c.startKWOK, len(kwokNodes(cfg)) == 0},
+		{"installing the chart (helm install)", c.installChart, cfg.Chart == ""},
+		{"starting the KWOK nodes' simulated device agent", c.startKWOKAgent, cfg.KWOKAgent == ""},
 	}
 	for _, s := range steps {
+		if s.skip {
+			continue
+		}
 		start := time.Now()
 		c.progress("%s", s.what)
 		if err := s.run(ctx); err != nil {
@@ -191,7 +183,7 @@ func Stop(dir string) ([]string, error) {
 	for i, name := range startOrder {
 		order[len(startOrder)-1-i] = name
 	}
-	// Then whatever else was started (another worker replica).
+	// Then whatever else was recorded, first.
 	pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*.pid"))
 	for _, p := range pids {
 		name := strings.TrimSuffix(filepath.Base(p), ".pid")
@@ -204,14 +196,6 @@ func Stop(dir string) ([]string, error) {
 		return stopped, err
 	}
 	return stopped, err
-}
-
-// MetricsURL is the address of the worker's Prometheus metrics, empty when the cluster runs no operator.
-func (c *Cluster) MetricsURL() string {
-	if c.cfg.Operator == "" {
-		return ""
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.workerMetrics)
 }
 
 // AuditLogPath is the API server's audit log (JSON lines), written only when Config.AuditUsers is set.
@@ -276,9 +260,6 @@ func (c *Cluster) writePKI(context.Context) error {
 		"kubernetes.default.svc.cluster.local"); err != nil {
 		return err
 	}
-	if err := p.serving("webhooks"); err != nil {
-		return err
-	}
 	clients := map[string][]string{
 		"admin":                         {"kubernetes-admin", "system:masters"},
 		"kube-controller-manager":       {"system:kube-controller-manager"},
@@ -316,15 +297,12 @@ func (c *Cluster) writePKI(context.Context) error {
 
 // checkBinaries fails early, with the command that builds them, when binaries are missing.
 func checkBinaries(cfg Config) error {
-	need := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
-	if !cfg.NoKueue {
-		need = append(need, "kueue")
-	}
-	if !cfg.NoNFD {
-		need = append(need, "nfd-master")
+	need := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+	if !cfg.RealNodes || cfg.KWOKNodes != nil {
+		need = append(need, "kwok")
 	}
 	if cfg.Chart != "" {
-		need = append(need, "helm", "kueue", "nfd-master")
+		need = append(need, "helm")
 	}
 	for _, b := range need {
 		if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
@@ -341,8 +319,7 @@ func checkBinaries(cfg Config) error {
 // side.
 func freePorts() (ports, error) {
 	var p ports
-	dsts := []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.nfd,
-		&p.kueueWebhook, &p.kueueHealth, &p.kueueMetrics, &p.worker, &p.workerWebhook, &p.workerMetrics, &p.workerPprof, &p.agentMetrics, &p.gateway}
+	dsts := []*int{&p.etcdClient, &p.etcdPeer, &p.apiServer, &p.kcm, &p.scheduler, &p.kwok, &p.agentMetrics}
 	free, err := freeports.Free(len(dsts))
 	if err != nil {
 		return p, err

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpustack/gpustack-operator/providers/simulated"
 )
 
 func (c *Cluster) startEtcd(ctx context.Context) error {
@@ -180,10 +182,19 @@ options:
 	return path, errors.Wrap(os.WriteFile(path, []byte(cfg), 0o644), "cannot write KWOK configuration")
 }
 
-func (c *Cluster) startKWOK(ctx context.Context) error {
-	if c.cfg.RealNodes {
-		return nil
+// kwokNodes are the nodes KWOK plays: the inventory's when they are not real, and Config.KWOKNodes.
+func kwokNodes(cfg Config) []simulated.Node {
+	var out []simulated.Node
+	if !cfg.RealNodes && cfg.Inventory != nil {
+		out = append(out, cfg.Inventory.Nodes...)
 	}
+	if cfg.KWOKNodes != nil {
+		out = append(out, cfg.KWOKNodes.Nodes...)
+	}
+	return out
+}
+
+func (c *Cluster) startKWOK(ctx context.Context) error {
 	cfg, err := c.kwokConfig()
 	if err != nil {
 		return err
@@ -195,10 +206,7 @@ func (c *Cluster) startKWOK(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot create client")
 	}
-	if c.cfg.Inventory == nil {
-		return nil
-	}
-	nodes := c.cfg.Inventory.Nodes
+	nodes := kwokNodes(c.cfg)
 	if err := parallel(ctx, len(nodes), func(ctx context.Context, i int) error {
 		_, err := cs.CoreV1().Nodes().Create(ctx, kwokNode(nodes[i]), metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -226,41 +234,6 @@ func (c *Cluster) startKWOK(ctx context.Context) error {
 		}
 		return nil
 	})
-}
-
-// startNFD runs nfd-master, which turns NodeFeature objects into Node labels as in a real install. It needs
-// an existing Node to call home.
-func (c *Cluster) startNFD(ctx context.Context) error {
-	if c.cfg.NoNFD {
-		return nil
-	}
-	cs, err := kubernetes.NewForConfig(c.RESTConfig)
-	if err != nil {
-		return errors.Wrap(err, "cannot create client")
-	}
-	home := ""
-	if c.cfg.Inventory != nil && len(c.cfg.Inventory.Nodes) > 0 {
-		home = c.cfg.Inventory.Nodes[0].Name
-	}
-	if home == "" {
-		c.progress("  skipped: nfd-master needs at least one node")
-		return nil
-	}
-	if err := ensureNamespace(ctx, cs, "node-feature-discovery"); err != nil {
-		return err
-	}
-	conf := c.path("config", "nfd-master.conf")
-	if err := os.WriteFile(conf, []byte("{}\n"), 0o644); err != nil {
-		return errors.Wrap(err, "cannot write nfd-master configuration")
-	}
-	if err := c.start(componentNFD, []string{"NODE_NAME=" + home, "KUBERNETES_NAMESPACE=node-feature-discovery"},
-		c.bin("nfd-master"), "-kubeconfig="+c.Kubeconfig, "-config="+conf,
-		"-port="+strconv.Itoa(c.ports.nfd),
-	); err != nil {
-		return err
-	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", c.ports.nfd)
-	return c.waitFor(ctx, "nfd-master", time.Minute, func(ctx context.Context) error { return httpOK(ctx, url) })
 }
 
 func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {

@@ -12,11 +12,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// The components the fault suite kills and restarts, and the scale harness profiles.
+// The components the fault suite kills and restarts.
 const (
 	ComponentEtcd      = componentEtcd
 	ComponentAPIServer = componentAPIServer
-	ComponentWorker    = componentWorker
 )
 
 // command is a component's command line.
@@ -46,7 +45,7 @@ func (c *Cluster) Kill(name string) error {
 }
 
 // Restart starts a component that Kill stopped again, with its first command line, and waits until it is
-// ready: etcd healthy, kube-apiserver ready, the worker ready (its webhooks answer).
+// ready: etcd healthy, kube-apiserver ready.
 func (c *Cluster) Restart(ctx context.Context, name string) error {
 	cmd, ok := c.commands[name]
 	if !ok {
@@ -75,9 +74,6 @@ func (c *Cluster) Restart(ctx context.Context, name string) error {
 			return err
 		}
 	default:
-		if _, ok := c.workers[name]; ok {
-			return c.waitWorker(ctx, name)
-		}
 		return nil
 	}
 	return c.waitFor(ctx, name+" after its restart", 2*time.Minute, ready)

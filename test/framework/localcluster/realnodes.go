@@ -98,9 +98,6 @@ func (c *Cluster) nodeCredentials(p *pki) error {
 
 // startRealNodes starts one real node per inventory entry and waits until every one is Ready.
 func (c *Cluster) startRealNodes(ctx context.Context) error {
-	if !c.cfg.RealNodes || c.cfg.Inventory == nil {
-		return nil
-	}
 	if err := realnode.SetUpHost(ctx); err != nil {
 		return err
 	}
@@ -112,13 +109,21 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 	nodes := c.cfg.Inventory.Nodes
 	first := max(c.cfg.FirstNodeIndex, 1)
 	for i, n := range nodes {
+		labels := n.Labels
+		if c.cfg.KWOKNodes != nil {
+			labels = maps.Clone(n.Labels)
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[labelRealNode] = "real"
+		}
 		cfg := realnode.Config{
 			Name: n.Name, Index: first + i, Dir: c.path("nodes", n.Name),
 			Kubelet: c.bin("kubelet"), KubeProxy: c.bin("kube-proxy"),
 			Kubeconfig:      c.path("pki", "kubelet-"+n.Name+".kubeconfig"),
 			ProxyKubeconfig: c.path("pki", "kube-proxy.kubeconfig"),
 			ClientCA:        c.path("pki", "ca.crt"),
-			Images:          images, Labels: n.Labels, PCIDevices: pciDevices(n),
+			Images:          images, Labels: labels, PCIDevices: pciDevices(n),
 			CPU:       realnode.CPU{Vendor: n.CPU.Vendor, Name: n.CPU.Model, Family: n.CPU.Family, Model: n.CPU.ID, Cores: int(n.CPU.Cores)},
 			MemoryKiB: n.Memory.Value() >> 10, DiskBytes: n.Storage.Value(),
 		}

@@ -59,8 +59,8 @@ func TestRealNodes(t *testing.T) {
 			{Vendor: "ascend", Product: "Ascend 910B3", Count: 2, Memory: resource.MustParse("64Gi"), DriverVersion: "24.1.rc2"},
 			{Vendor: "cambricon", Product: "MLU370-X8", Count: 1, Memory: resource.MustParse("48Gi"), DriverVersion: "5.10.22"}}},
 	}}
-	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, NoKueue: true, NoNFD: true,
-		NoKueueCRDs: true, RealNodes: true, NodeCommand: command, Progress: testWriter{t}})
+	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv,
+		RealNodes: true, NodeCommand: command, Progress: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
