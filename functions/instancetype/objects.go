@@ -2,6 +2,7 @@ package instancetype
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -92,26 +93,10 @@ func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 	switch {
 	case in.Deleting || drainingEmpty(in):
 		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
-	case in.Type.Inactive:
+	case in.Type.Inactive || holdingEmpty(in):
 		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
 	}
 	return cq
-}
-
-// drainingEmpty reports whether a pool that lost its last flavor still holds reservations: with
-// instance-type-drain-when-no-flavors its queue drains them (HoldAndDrain) and returns to no stop policy once
-// none is left, so a pool whose nodes come back admits again.
-func drainingEmpty(in *xrs.InstanceTypePoolSpec) bool {
-	if !in.Settings.DrainWhenNoFlavors || in.ReservingWorkloads == 0 {
-		return false
-	}
-	pool := PoolOf(in.Type)
-	for _, f := range in.Flavors {
-		if pool.Matches(f) {
-			return false
-		}
-	}
-	return true
 }
 
 // phase is the type's phase and its message, as the ClusterQueue's stop policy and reservations make it.
@@ -123,6 +108,10 @@ func phase(in *xrs.InstanceTypePoolSpec) (workerv1.InstanceTypePhase, string) {
 		return workerv1.InstanceTypeInactive, "the type is being deleted: its queue is drained and goes"
 	case drainingEmpty(in):
 		return workerv1.InstanceTypeDraining, fmt.Sprintf("the pool has no flavors left: its queue drains %d workload(s)", in.ReservingWorkloads)
+	case holdingEmpty(in):
+		at, _ := DrainAt(in)
+		return workerv1.InstanceTypeInactive, fmt.Sprintf("the pool has no flavors left since %s: new work waits, and its queue drains %d workload(s) at %s unless they come back",
+			NoFlavorsSince(in).UTC().Format(time.RFC3339), in.ReservingWorkloads, at.UTC().Format(time.RFC3339))
 	case in.Type.Inactive:
 		return workerv1.InstanceTypeInactive, "spec.inactive holds the queue"
 	}
@@ -149,6 +138,7 @@ func Status(in *xrs.InstanceTypePoolSpec) workerv1.InstanceTypeStatus {
 	v := pools.PoolViews(PoolOf(in.Type), in.Flavors, nodes)
 	st := workerv1.InstanceTypeStatus{Entrance: pools.EntranceName(in.Name), ObservedGeneration: in.Generation}
 	st.Phase, st.PhaseMessage = phase(in)
+	st.NoFlavorsSince = NoFlavorsSince(in)
 	if in.Type.Acceleratable {
 		st.Accelerator, st.AcceleratorShared, st.AcceleratorSliced = view(v.Exclusive), view(v.Shared), view(v.Sliced)
 		st.AcceleratorPartitioned = &workerv1.PartitionedView{CapacityView: *view(v.Partitioned)}

@@ -5,8 +5,10 @@ package xrs
 
 import (
 	"sort"
+	"time"
 
 	"github.com/crossplane/function-sdk-go/resource/composed"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -46,11 +48,14 @@ type FunctionSettings struct {
 	NodeDevicesCheckActive bool `json:"nodeDevicesCheckActive,omitempty"`
 	// DrainWhenNoFlavors is instance-type-drain-when-no-flavors.
 	DrainWhenNoFlavors bool `json:"drainWhenNoFlavors,omitempty"`
+	// DrainGracePeriod is instance-type-drain-grace-period.
+	DrainGracePeriod metav1.Duration `json:"drainGracePeriod,omitempty"`
 }
 
 // DefaultFunctionSettings are the settings' built-in defaults.
 func DefaultFunctionSettings() FunctionSettings {
-	return FunctionSettings{MixedOnNode: true, DerivedFromNode: true, DrainWhenNoFlavors: true}
+	return FunctionSettings{MixedOnNode: true, DerivedFromNode: true, DrainWhenNoFlavors: true,
+		DrainGracePeriod: metav1.Duration{Duration: 5 * time.Minute}}
 }
 
 // NodeInventorySpec is the flavors function's input.
@@ -92,6 +97,12 @@ type InstanceTypePoolSpec struct {
 	// ReservingWorkloads is how many Workloads the pool's ClusterQueue still reserves quota for, from its
 	// status: a draining queue is Draining while any are left, Inactive after.
 	ReservingWorkloads int32 `json:"reservingWorkloads,omitempty"`
+	// NoFlavorsSince is the InstanceType's status.noFlavorsSince as it stands: when the pool was first seen
+	// with no flavor left.
+	NoFlavorsSince *metav1.Time `json:"noFlavorsSince,omitempty"`
+	// Now is the time of this composition, which the drain grace period is measured to. The function reads no
+	// clock, so its output is the same for the same input.
+	Now metav1.Time `json:"now,omitempty"`
 	// Type is the InstanceType's spec.
 	Type workerv1.InstanceTypeSpec `json:"type"`
 	// Flavors are the ResourceFlavors of the pool (others are ignored).

@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -27,6 +29,8 @@ type pool struct {
 	LocalQueues    []string
 	Phase          workerv1.InstanceTypePhase
 	Summary        workerv1.InstanceTypeSummary
+	// NoFlavorsSince is the status's noFlavorsSince, RFC 3339; "" when unset.
+	NoFlavorsSince string
 	Err            string
 }
 
@@ -58,6 +62,9 @@ func TestInstanceTypePipeline(t *testing.T) {
 	}
 	a10g := builders.MakeInstanceType("gpustack--nvidia-a10g-linux-amd64").Accelerated("nvidia-a10g").Unit("8", "64Gi").Obj()
 	generic := builders.MakeInstanceType("gpustack--generic-linux-amd64").Obj()
+	// h100 is a type no node of the walkthrough serves: a pool with no flavor.
+	h100 := builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Obj()
+	lostAt := metav1.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	authored := builders.MakeInstanceType("a10g-12c128g").Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi").Obj()
 	lqs := func(name string) []string {
 		return []string{"default/" + pools.EntranceName(name), "team-b/" + pools.EntranceName(name)}
@@ -143,11 +150,54 @@ func TestInstanceTypePipeline(t *testing.T) {
 			},
 		},
 		"NoFlavorsDraining": {
-			reason: "A pool that lost its last flavor while its queue still reserves quota drains it (instance-type-drain-when-no-flavors).",
+			reason: "A pool that lost its last flavor while its queue still reserves quota drains it (instance-type-drain-when-no-flavors) at once when the input has no time to measure a grace from (a composite rendered by hand).",
 			in: spec(builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Obj(),
 				func(s *xrs.InstanceTypePoolSpec) { s.Namespaces, s.ReservingWorkloads = nil, 2 }),
 			want: pool{StopPolicy: "HoldAndDrain", Phase: workerv1.InstanceTypeDraining,
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"NoFlavorsHeld": {
+			reason: "A pool that has just lost its last flavor while its queue reserves quota is held, not drained: new work waits for the grace period.",
+			in: spec(h100, func(s *xrs.InstanceTypePoolSpec) {
+				s.Namespaces, s.ReservingWorkloads, s.Now = nil, 2, lostAt
+			}),
+			want: pool{StopPolicy: "Hold", Phase: workerv1.InstanceTypeInactive, NoFlavorsSince: "2026-12-01T10:00:00Z",
+				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"NoFlavorsWithinGrace": {
+			reason: "A second before its grace (5m by default) ends, the pool is still only held, since the time its status kept.",
+			in: spec(h100, func(s *xrs.InstanceTypePoolSpec) {
+				s.Namespaces, s.ReservingWorkloads, s.NoFlavorsSince, s.Now = nil, 2, &lostAt, metav1.NewTime(lostAt.Add(5*time.Minute-time.Second))
+			}),
+			want: pool{StopPolicy: "Hold", Phase: workerv1.InstanceTypeInactive, NoFlavorsSince: "2026-12-01T10:00:00Z",
+				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"NoFlavorsGraceOver": {
+			reason: "Once the grace has passed with no flavor back, the queue drains what it reserves.",
+			in: spec(h100, func(s *xrs.InstanceTypePoolSpec) {
+				s.Namespaces, s.ReservingWorkloads, s.NoFlavorsSince, s.Now = nil, 2, &lostAt, metav1.NewTime(lostAt.Add(5*time.Minute))
+			}),
+			want: pool{StopPolicy: "HoldAndDrain", Phase: workerv1.InstanceTypeDraining, NoFlavorsSince: "2026-12-01T10:00:00Z",
+				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"NoFlavorsGraceSetting": {
+			reason: "instance-type-drain-grace-period names the grace: at 0 a pool drains as soon as its flavors go.",
+			in: spec(h100, func(s *xrs.InstanceTypePoolSpec) {
+				s.Namespaces, s.ReservingWorkloads, s.Now, s.Settings.DrainGracePeriod = nil, 2, lostAt, metav1.Duration{}
+			}),
+			want: pool{StopPolicy: "HoldAndDrain", Phase: workerv1.InstanceTypeDraining, NoFlavorsSince: "2026-12-01T10:00:00Z",
+				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"FlavorsBack": {
+			reason: "A pool whose flavors come back within the grace runs on: no stop policy, and noFlavorsSince clears.",
+			in: spec(a10g, func(s *xrs.InstanceTypePoolSpec) {
+				s.ReservingWorkloads, s.NoFlavorsSince, s.Now = 1, &lostAt, metav1.NewTime(lostAt.Add(time.Minute))
+			}),
+			want: pool{
+				Quotas:      a10gQuotas,
+				LocalQueues: lqs(a10g.Name), Phase: workerv1.InstanceTypeActive,
+				Summary: workerv1.InstanceTypeSummary{Unit: "8/64Gi/100Gi", Accelerator: "1/1 1/10 100/100 0/0", CPU: "0/0"},
+			},
 		},
 		"NoFlavorsNoDrain": {
 			reason: "With instance-type-drain-when-no-flavors off, a pool without flavors only empties its groups.",
@@ -214,6 +264,9 @@ func TestInstanceTypePipeline(t *testing.T) {
 			}
 			if err == nil {
 				got.Phase, got.Summary = status.Phase, status.Summary
+			}
+			if status.NoFlavorsSince != nil {
+				got.NoFlavorsSince = status.NoFlavorsSince.UTC().Format(time.RFC3339)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nembedded.InstanceType(...): -want, +got:\n%s", tc.reason, diff)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -34,8 +35,8 @@ func Defaults() Values {
 	return v
 }
 
-// Parse returns the defaults overridden by the given values, refusing unknown names and non-boolean values
-// of boolean settings.
+// Parse returns the defaults overridden by the given values, refusing unknown names, non-boolean values of
+// boolean settings and values of duration settings that are no duration.
 func Parse(overrides map[string]string) (Values, error) {
 	v := Defaults()
 	names := make([]string, 0, len(overrides))
@@ -63,12 +64,23 @@ func (v Values) set(name, value string) error {
 	if d.Kind == workerv1.SettingBool && value != "true" && value != "false" {
 		return errors.Errorf("setting %s: %q is not true or false", name, value)
 	}
+	if d.Kind == workerv1.SettingDuration {
+		if dur, err := time.ParseDuration(value); err != nil || dur < 0 {
+			return errors.Errorf("setting %s: %q is not a duration such as 90s, 5m or 1h30m", name, value)
+		}
+	}
 	v[name] = value
 	return nil
 }
 
 // Bool returns a boolean setting.
 func (v Values) Bool(name string) bool { return v[name] == "true" }
+
+// Duration returns a duration setting; 0 for one that does not parse, which set never lets in.
+func (v Values) Duration(name string) time.Duration {
+	d, _ := time.ParseDuration(v[name])
+	return d
+}
 
 // Functions returns the settings the composition functions read.
 func (v Values) Functions() xrs.FunctionSettings {
@@ -77,6 +89,7 @@ func (v Values) Functions() xrs.FunctionSettings {
 		AwareCPUManufacturer: v.Bool(workerv1.SettingInstanceTypeAwareCPUManufacturer),
 		DerivedFromNode:      v.Bool(workerv1.SettingInstanceTypeDerivedFromNode),
 		DrainWhenNoFlavors:   v.Bool(workerv1.SettingInstanceTypeDrainWhenNoFlavors),
+		DrainGracePeriod:     metav1.Duration{Duration: v.Duration(workerv1.SettingInstanceTypeDrainGracePeriod)},
 	}
 }
 

@@ -269,6 +269,12 @@ type InstanceTypeStatus struct {
 	// +optional
 	Entrance string `json:"entrance,omitempty"`
 
+	// NoFlavorsSince is when the pool was first seen with no flavor left, unset while it has one. While it
+	// holds work, its queue is held (new work waits) and drains what runs only once the
+	// instance-type-drain-grace-period setting has passed since then: nodes that blink drain nothing.
+	// +optional
+	NoFlavorsSince *metav1.Time `json:"noFlavorsSince,omitempty"`
+
 	// Accelerator is the EX view: whole free cards.
 	// +optional
 	Accelerator *CapacityView `json:"accelerator,omitempty"`

@@ -8,6 +8,8 @@ const (
 	SettingBool SettingKind = "bool"
 	// SettingString is a free-form setting.
 	SettingString SettingKind = "string"
+	// SettingDuration is a duration as Go writes one ("90s", "5m", "1h30m"), not negative.
+	SettingDuration SettingKind = "duration"
 )
 
 // The names of the settings the operator reads.
@@ -16,6 +18,7 @@ const (
 	SettingInstanceTypeMixedOnNode          = "instance-type-mixed-on-node"
 	SettingInstanceTypeDerivedFromNode      = "instance-type-derived-from-node"
 	SettingInstanceTypeDrainWhenNoFlavors   = "instance-type-drain-when-no-flavors"
+	SettingInstanceTypeDrainGracePeriod     = "instance-type-drain-grace-period"
 	SettingInstanceTypeAwareCPUManufacturer = "instance-type-aware-cpu-manufacturer"
 	SettingInstanceGeneralOvercommit        = "instance-general-resources-overcommit"
 	SettingInstancePrivilegedAllowed        = "instance-privileged-allowed"
@@ -50,6 +53,7 @@ var SettingDefinitions = []SettingDefinition{
 	{SettingInstanceTypeMixedOnNode, SettingBool, "true", "true: one node feeds both an accelerated and a CPU pool; false: accelerated nodes feed only accelerated pools"},
 	{SettingInstanceTypeDerivedFromNode, SettingBool, "true", "the operator creates InstanceTypes derived from the nodes (create-only) and gates accelerated queues with the gpustack-node-devices check"},
 	{SettingInstanceTypeDrainWhenNoFlavors, SettingBool, "true", "drain a queue (HoldAndDrain) before emptying the resource groups of a pool that lost all its flavors"},
+	{SettingInstanceTypeDrainGracePeriod, SettingDuration, "5m", "how long a pool with no flavors left is held (new work waits) before its queue drains what runs; flavors back within it drain nothing"},
 	{SettingInstanceTypeAwareCPUManufacturer, SettingBool, "false", "split pools, queues and the catalog by CPU key; ResourceFlavors never change"},
 	{SettingInstanceGeneralOvercommit, SettingBool, "true", "the unit resources become limits and Instances request less"},
 	{SettingInstancePrivilegedAllowed, SettingBool, "false", "allow new Instances to take spec.privileged"},

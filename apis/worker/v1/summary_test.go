@@ -2,6 +2,7 @@ package v1
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -105,6 +106,9 @@ func TestLookupSetting(t *testing.T) {
 		seen[d.Name] = true
 		if d.Kind == SettingBool && d.Default != "true" && d.Default != "false" {
 			t.Errorf("boolean setting %s defaults to %q", d.Name, d.Default)
+		}
+		if _, err := time.ParseDuration(d.Default); d.Kind == SettingDuration && err != nil {
+			t.Errorf("duration setting %s defaults to %q: %v", d.Name, d.Default, err)
 		}
 	}
 }

@@ -313,6 +313,19 @@ var _ = Describe("the CRDs' validation", func() {
 			args:   args{obj: setting("instance-host-path-volume-allowed", "yes")},
 			want:   want{errs: []string{"spec.value", `must be "true" or "false"`}},
 		},
+		"SettingDuration": {
+			reason: "A duration setting takes a duration as Go writes one.",
+			args:   args{obj: setting("instance-type-drain-grace-period", "1h30m")},
+		},
+		"SettingDurationZero": {
+			reason: "A duration setting may be 0.",
+			args:   args{obj: setting("instance-type-drain-grace-period", "0")},
+		},
+		"SettingNotDuration": {
+			reason: "A duration setting refuses what is no duration, such as a bare number of seconds.",
+			args:   args{obj: setting("instance-type-drain-grace-period", "300")},
+			want:   want{errs: []string{"spec.value", "must be a duration such as 90s, 5m or 1h30m"}},
+		},
 		"PersistentVolumeShrink": {
 			reason: "A persistent volume may grow, never shrink.",
 			args: args{obj: ipv("shrink", "10Gi", workerv1.ReadWriteOnce), update: func(o client.Object) {

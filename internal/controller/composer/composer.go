@@ -55,8 +55,19 @@ type Reconciler struct {
 	// KueueChanged brings the composer back when that answer changes.
 	KueueChanged <-chan event.GenericEvent
 
+	// Now is the clock a pool's drain grace period is measured with; time.Now when nil.
+	Now func() time.Time
+
 	// published are the InstanceTypes whose views the metrics show, so those of types that are gone can go.
 	published map[string]bool
+}
+
+// now reads the reconciler's clock.
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes;namespaces;pods,verbs=get;list;watch
@@ -139,29 +150,44 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 	if err := r.Client.List(ctx, queues); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot list LocalQueues")
 	}
-	liveTypes, wantQueues, err := r.composeTypes(ctx, a, inventory.Flavors, nodes, queues.Items, fnSettings)
+	types, err := r.composeTypes(ctx, a, inventory.Flavors, nodes, queues.Items, fnSettings)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	// Prune only after the queues stopped naming the flavors they no longer want.
-	errs = append(errs, r.prune(ctx, a, liveTypes, wantFlavors, wantCatalog, wantQueues, queues.Items))
-	return reconcile.Result{}, errors.Join(errs...)
+	errs = append(errs, r.prune(ctx, a, types.live, wantFlavors, wantCatalog, types.wantQueues, queues.Items))
+	var res reconcile.Result
+	if !types.nextDrain.IsZero() {
+		// Nothing else need happen for a held pool's grace to end: come back then to drain it.
+		res.RequeueAfter = max(types.nextDrain.Sub(r.now()), time.Second)
+	}
+	return res, errors.Join(errs...)
+}
+
+// composedTypes is what composing the InstanceTypes leaves for the rest of the recompute.
+type composedTypes struct {
+	// live are the InstanceTypes that exist; wantQueues the LocalQueues wanted, by namespace/name.
+	live, wantQueues map[string]bool
+	// nextDrain is the earliest time a held pool's grace ends; zero when no pool is held for want of flavors.
+	nextDrain time.Time
 }
 
 // composeTypes runs the instancetype function for every InstanceType. It returns the InstanceTypes that
-// exist, and the LocalQueues wanted, by namespace/name. A type that cannot be composed or written keeps the
+// exist, the LocalQueues wanted and when a held pool's grace ends. A type that cannot be composed or written keeps the
 // queues it has, gets a ComposeFailed condition (and an event when that changes), and does not stop the
 // others; the returned error joins its failures (and only an error listing the cluster aborts).
-func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, queues []kueuev1beta2.LocalQueue, s xrs.FunctionSettings) (liveTypes, wantQueues map[string]bool, err error) {
+func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, queues []kueuev1beta2.LocalQueue, s xrs.FunctionSettings) (composedTypes, error) {
 	namespaces, err := UserNamespaces(ctx, r.Client)
 	if err != nil {
-		return nil, nil, err
+		return composedTypes{}, err
 	}
 	types := &workerv1.InstanceTypeList{}
 	if err := r.Client.List(ctx, types); err != nil {
-		return nil, nil, errors.Wrap(err, "cannot list InstanceTypes")
+		return composedTypes{}, errors.Wrap(err, "cannot list InstanceTypes")
 	}
-	liveTypes, wantQueues = map[string]bool{}, map[string]bool{}
+	liveTypes, wantQueues := map[string]bool{}, map[string]bool{}
+	var nextDrain time.Time
+	now := metav1.NewTime(r.now()).Rfc3339Copy()
 	keepQueues := func(typ string) {
 		for _, lq := range queues {
 			if lq.Annotations[pools.AnnotationQueue] == typ {
@@ -219,9 +245,13 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		spec := xrs.InstanceTypePoolSpec{
 			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec, Deleting: deleting,
 			Flavors: embedded.PoolFlavors(it.Spec, flavors), Nodes: embedded.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
+			NoFlavorsSince: it.Status.NoFlavorsSince, Now: now,
 		}
 		if cq != nil {
 			spec.ReservingWorkloads = cq.Status.ReservingWorkloads
+		}
+		if at, ok := instancetype.DrainAt(&spec); ok && at.After(now.Time) && (nextDrain.IsZero() || at.Before(nextDrain)) {
+			nextDrain = at
 		}
 		out, status, err := embedded.InstanceType(ctx, spec)
 		if err != nil {
@@ -260,7 +290,7 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		}
 	}
 	r.forgetGone(liveTypes)
-	return liveTypes, wantQueues, errors.Join(errs...)
+	return composedTypes{live: liveTypes, wantQueues: wantQueues, nextDrain: nextDrain}, errors.Join(errs...)
 }
 
 // forgetGone removes the metrics of the InstanceTypes that no longer exist.

@@ -336,6 +336,73 @@ var _ = It("retires a deleted type through HoldAndDrain: Draining, then Inactive
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the type goes with its queue: Get says %v", err)
 })
 
+// Takes node-a10g out of its pools while the A10G queue reserves a Workload: the pool is held (Hold) for the
+// grace period, with the reconcile coming back when it ends, and drains (HoldAndDrain) only then; its node back
+// within the grace, the pool is Active with no stop policy, as if nothing happened.
+var _ = It("holds a pool that lost its flavors for the grace period before it drains", func() {
+	ctx := context.Background()
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r := &composer.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(100), Now: func() time.Time { return now }}
+	recompute := func() reconcile.Result {
+		GinkgoHelper()
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
+		Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+	recompute()
+	recompute()
+	name := walkthrough.Step1Types[2][0]
+	cq := &kueue.ClusterQueue{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+	cq.Status.ReservingWorkloads = 1
+	Expect(suite.Client.Status().Update(ctx, cq)).To(Succeed())
+	setManaged := func(v string) {
+		GinkgoHelper()
+		node := &corev1.Node{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node)).To(Succeed())
+		node.Labels[pools.LabelManaged] = v
+		Expect(suite.Client.Update(ctx, node)).To(Succeed())
+	}
+	state := func() (string, workerv1.InstanceTypePhase, string) {
+		GinkgoHelper()
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+		it := &workerv1.InstanceType{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, it)).To(Succeed())
+		policy, since := "", ""
+		if cq.Spec.StopPolicy != nil {
+			policy = string(*cq.Spec.StopPolicy)
+		}
+		if it.Status.NoFlavorsSince != nil {
+			since = it.Status.NoFlavorsSince.UTC().Format(time.RFC3339)
+		}
+		return policy, it.Status.Phase, since
+	}
+
+	setManaged("false")
+	res := recompute()
+	policy, phase, since := state()
+	Expect([]string{policy, string(phase), since}).To(Equal([]string{"Hold", "Inactive", "2026-12-01T10:00:00Z"}),
+		"the pool with no flavor is held, since now")
+	Expect(res.RequeueAfter).To(Equal(5*time.Minute), "the composer comes back when the grace ends")
+
+	now = now.Add(5*time.Minute - time.Second)
+	res = recompute()
+	policy, _, since = state()
+	Expect([]string{policy, since}).To(Equal([]string{"Hold", "2026-12-01T10:00:00Z"}), "within the grace, still held since the same time")
+	Expect(res.RequeueAfter).To(Equal(time.Second))
+
+	now = now.Add(time.Second)
+	Expect(recompute().RequeueAfter).To(BeZero(), "nothing more to wait for")
+	policy, phase, _ = state()
+	Expect([]string{policy, string(phase)}).To(Equal([]string{"HoldAndDrain", "Draining"}), "the grace over, the queue drains")
+
+	setManaged("true")
+	recompute()
+	policy, phase, since = state()
+	Expect([]string{policy, string(phase), since}).To(Equal([]string{"None", "Active", ""}), "the node back, the pool runs on (Kueue defaults the stop policy to None)")
+})
+
 // Runs the composer in a manager, as the worker does, through a client whose every third write fails with a
 // Conflict or a 500: the workqueue retries with backoff, and the chain converges to the walkthrough's Step 1
 // all the same, no write lost.

@@ -90,9 +90,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	if !inst.Spec.Stop {
-		drained, err := r.drain(ctx, inst, pod == nil)
+		drained, err := r.drain(ctx, inst)
 		if err != nil || drained {
 			// Stopping the Instance changes it, which brings it back here.
+			return reconcile.Result{}, err
+		}
+	}
+	if !inst.Spec.Stop && pod == nil {
+		held, err := r.queueDrains(ctx, inst, values)
+		if err != nil || held {
+			// The type's phase changes when its queue stops draining, which brings the Instance back here.
 			return reconcile.Result{}, err
 		}
 	}
@@ -238,38 +245,48 @@ func (r *Reconciler) ensureService(ctx context.Context, inst *workerv1.Instance)
 	return ports, nil
 }
 
-// drain stops an Instance whose type is being deleted or is gone, so the type's queue can drain and go, and,
-// before its Pod is (re)created, one whose queue drains (HoldAndDrain); an administrator's Hold (the type's
-// spec.inactive) stops nothing. The Instance stays, stopped, and can be pointed at another type and started
-// again.
-func (r *Reconciler) drain(ctx context.Context, inst *workerv1.Instance, creating bool) (bool, error) {
+// drain stops an Instance whose type is being deleted or is gone, so the type's queue can drain and go. It
+// writes spec.stop, as the walkthrough's Step 4 shows: the type's deletion lasts, and the Instance can only run
+// again pointed at another type, which its spec allows while it is stopped.
+func (r *Reconciler) drain(ctx context.Context, inst *workerv1.Instance) (bool, error) {
 	it := &workerv1.InstanceType{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.Type}, it)
-	reason := fmt.Sprintf("instance type %s is being deleted or is gone", inst.Spec.Type)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return false, errors.Wrap(err, "cannot get the instance type")
-	case it.DeletionTimestamp != nil:
-	case !creating:
+	case it.DeletionTimestamp == nil:
 		return false, nil
-	default:
-		cq := &kueue.ClusterQueue{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: it.Name}, cq); err != nil {
-			return false, errors.Wrap(client.IgnoreNotFound(err), "cannot get the instance type's ClusterQueue")
-		}
-		if cq.Spec.StopPolicy == nil || *cq.Spec.StopPolicy != kueue.HoldAndDrain {
-			return false, nil
-		}
-		reason = fmt.Sprintf("the queue of instance type %s drains (HoldAndDrain)", inst.Spec.Type)
 	}
 	inst.Spec.Stop = true
 	if err := r.Client.Update(ctx, inst); err != nil {
 		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot stop the Instance")
 	}
-	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "Drained", "stopped: %s", reason)
+	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "Drained", "stopped: instance type %s is being deleted or is gone", inst.Spec.Type)
 	return true, nil
 }
+
+// queueDrains keeps an Instance with no Pod from creating one while its type's queue drains (HoldAndDrain: a
+// pool that lost its flavors for longer than its grace period). Nothing is written into the user's spec: the
+// Instance reads Stopped with the reason, and starts by itself once the queue admits again (the pool's nodes
+// are back). An administrator's Hold (the type's spec.inactive) stops nothing: the Pod queues.
+func (r *Reconciler) queueDrains(ctx context.Context, inst *workerv1.Instance, values settings.Values) (bool, error) {
+	cq := &kueue.ClusterQueue{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: inst.Spec.Type}, cq); err != nil {
+		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot get the instance type's ClusterQueue")
+	}
+	if cq.Spec.StopPolicy == nil || *cq.Spec.StopPolicy != kueue.HoldAndDrain {
+		return false, nil
+	}
+	msg := fmt.Sprintf("held by the system: the queue of instance type %s drains (HoldAndDrain); the Instance starts again by itself once the queue admits", inst.Spec.Type)
+	if inst.Status.Phase != workerv1.InstanceStopped || inst.Status.PhaseMessage != msg {
+		r.Recorder.Eventf(inst, corev1.EventTypeNormal, ReasonQueueDrains, "held: the queue of instance type %s drains (HoldAndDrain)", inst.Spec.Type)
+	}
+	return true, r.setStatus(ctx, inst, values, workerv1.InstanceStopped, msg, nil)
+}
+
+// ReasonQueueDrains is the event of an Instance the system holds while its type's queue drains.
+const ReasonQueueDrains = "QueueDrains"
 
 // createPod renders and creates the Pod. When the Instance cannot run yet (no such type, a pin to a node
 // without a hostname label, a field the type cannot serve) it returns no Pod and the reason.

@@ -54,8 +54,8 @@ func reconcileOnce(inst *workerv1.Instance) (*workerv1.Instance, *corev1.Pod, []
 	return got, pod, recorded
 }
 
-var _ = DescribeTable("stops an Instance, before creating its Pod, only when its queue drains",
-	func(policy kueue.StopPolicy, wantStopped bool) {
+var _ = DescribeTable("holds an Instance, before creating its Pod, only while its queue drains, and never writes its spec",
+	func(policy kueue.StopPolicy, wantHeld bool) {
 		name := "drain-" + strings.ToLower(string(policy))
 		typ := builders.MakeInstanceType(name).Obj()
 		cq := builders.MakeClusterQueue(typ.Name).StopPolicy(policy).Obj()
@@ -63,18 +63,48 @@ var _ = DescribeTable("stops an Instance, before creating its Pod, only when its
 		suite.Create(typ, cq, inst)
 
 		got, pod, events := reconcileOnce(inst)
-		Expect(got.Spec.Stop).To(Equal(wantStopped), "spec.stop")
-		if wantStopped {
-			Expect(pod).To(BeNil(), "a stopped Instance has no Pod")
-			Expect(events).To(ContainElement(ContainSubstring("Drained stopped: the queue of instance type drain-holdanddrain drains")))
+		Expect(got.Spec.Stop).To(BeFalse(), "spec.stop is the user's: the system never sets it for a queue that drains")
+		if wantHeld {
+			Expect(pod).To(BeNil(), "a held Instance has no Pod")
+			Expect(got.Status.Phase).To(Equal(workerv1.InstanceStopped))
+			Expect(got.Status.PhaseMessage).To(ContainSubstring("the queue of instance type drain-holdanddrain drains (HoldAndDrain); the Instance starts again by itself"))
+			Expect(events).To(ContainElement(ContainSubstring("QueueDrains held: the queue of instance type drain-holdanddrain drains")))
+
+			// The pool's nodes are back: the queue admits again, and the Instance starts with no one acting.
+			cq := &kueue.ClusterQueue{}
+			Expect(suite.Client.Get(context.Background(), client.ObjectKey{Name: typ.Name}, cq)).To(Succeed())
+			cq.Spec.StopPolicy = nil
+			Expect(suite.Client.Update(context.Background(), cq)).To(Succeed())
+			got, pod, _ = reconcileOnce(inst)
+			Expect(got.Spec.Stop).To(BeFalse(), "spec.stop")
+			Expect(pod).NotTo(BeNil(), "the Instance's Pod, once its queue admits again")
+			Expect(got.Status.Phase).To(Equal(workerv1.InstanceStarting))
 			return
 		}
 		Expect(pod).NotTo(BeNil(), "the Instance's Pod")
 	},
-	Entry("HoldAndDrain: the queue drains, so the Instance stops and says why", kueue.HoldAndDrain, true),
+	Entry("HoldAndDrain: the queue drains, so the Instance waits with no Pod and says why", kueue.HoldAndDrain, true),
 	Entry("Hold: an administrator's hold (spec.inactive) stops nothing; the Pod queues", kueue.Hold, false),
 	Entry("None: the Pod queues", kueue.None, false),
 )
+
+var _ = It("stops an Instance whose type is being deleted, writing spec.stop as the walkthrough's Step 4 shows", func() {
+	typ := builders.MakeInstanceType("drain-deleted").Obj()
+	typ.Finalizers = []string{"test.gpustack.ai/keep"}
+	inst := builders.MakeInstance("default", "drain-deleted", typ.Name).Obj()
+	suite.Create(typ, inst)
+	DeferCleanup(func() {
+		typ.Finalizers = nil
+		_ = suite.Client.Update(context.Background(), typ)
+	})
+	Expect(suite.Client.Delete(context.Background(), typ)).To(Succeed())
+	Expect(suite.Client.Get(context.Background(), client.ObjectKeyFromObject(typ), typ)).To(Succeed())
+
+	got, pod, events := reconcileOnce(inst)
+	Expect(got.Spec.Stop).To(BeTrue(), "spec.stop")
+	Expect(pod).To(BeNil(), "a stopped Instance has no Pod")
+	Expect(events).To(ContainElement(ContainSubstring("Drained stopped: instance type drain-deleted is being deleted or is gone")))
+})
 
 // The walkthrough's pinned-demo: node-t4-b holds the T4 pool's 4-card flavor, and the pool's 1-card flavor,
 // listed first, must not be assigned to it.

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+)
+
+// setSetting patches a Setting's value; "" returns it to its default.
+func setSetting(name, value string) {
+	GinkgoHelper()
+	kubectl("-n", "gpustack-system", "patch", "setting", name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"value":%q}}`, value))
+}
+
+// podUID is the UID of the Instance's Pod in default, "" while there is none.
+func podUID(name string) string {
+	GinkgoHelper()
+	return kubectl("get", "pods", "-n", "default", "--field-selector", "metadata.name="+name, "-o", "jsonpath={.items[*].metadata.uid}")
+}
+
+// A setting flipped and reverted: node-management-manual=true takes gpustack.ai/managed off every node, so every
+// pool loses its flavors. Within instance-type-drain-grace-period the pools are only held and the running
+// Instance's Pod is the same after the revert; with a grace of 0 the queue drains it, and the Instance starts
+// again by itself once the pool is back. In neither does the system write spec.stop.
+var _ = DescribeTable("keeps users' work through node-management-manual flipped and reverted",
+	func(grace string, drains bool) {
+		const name, pool = "kept-demo", "gpustack--generic-linux-amd64"
+		if grace != "" {
+			setSetting(workerv1.SettingInstanceTypeDrainGracePeriod, grace)
+			DeferCleanup(setSetting, workerv1.SettingInstanceTypeDrainGracePeriod, "")
+		}
+		inst := builders.MakeInstance("default", name, pool).Obj()
+		Expect(k.Create(context.Background(), inst)).To(Succeed())
+		DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+		waitPhase(name, "Ready")
+		uid := podUID(name)
+
+		setSetting(workerv1.SettingNodeManagementManual, "true")
+		DeferCleanup(func() {
+			setSetting(workerv1.SettingNodeManagementManual, "")
+			waitTable(step1Types, "get", "instancetype")
+		})
+		if drains {
+			eventually(2*time.Minute, func() (bool, string) {
+				got := podUID(name)
+				return got != uid, "the drained queue evicts the Instance's Pod " + uid + ": " + got
+			})
+		} else {
+			eventually(time.Minute, func() (bool, string) {
+				got := kubectl("get", "instancetype", pool, "-o", "jsonpath={.status.phase} {.spec.inactive} {.status.noFlavorsSince}")
+				return strings.HasPrefix(got, "Inactive  20"), "the pool with no flavors is held, since a time its status says: " + got
+			})
+			if got := podUID(name); got != uid {
+				Fail(fmt.Sprintf("the held pool drains nothing: the Instance's Pod was %s, is %q", uid, got))
+			}
+		}
+		if got := kubectl("get", "instance", name, "-n", "default", "-o", "jsonpath={.spec.stop}"); got != "" && got != "false" {
+			Fail(fmt.Sprintf("the system never writes spec.stop, got %q", got))
+		}
+
+		setSetting(workerv1.SettingNodeManagementManual, "")
+		waitPhase(name, "Ready")
+		got := kubectl("get", "instance", name, "-n", "default", "-o", "jsonpath={.spec.stop}")
+		Expect(got).To(Or(BeEmpty(), Equal("false")), "spec.stop after the revert")
+		if !drains {
+			Expect(podUID(name)).To(Equal(uid), "the Pod that ran through the flip")
+		}
+		eventually(time.Minute, func() (bool, string) {
+			got := kubectl("get", "instancetype", pool, "-o", "jsonpath={.status.phase} {.status.noFlavorsSince}")
+			return got == "Active ", "the pool is Active again and noFlavorsSince clears: " + got
+		})
+	},
+	Entry("within the grace period: the pool is held, and the same Pod runs on", "", false),
+	Entry("grace period 0: the queue drains the Pod, and the Instance starts again by itself", "0s", true),
+)
