@@ -363,6 +363,16 @@ type InstanceStatus struct {
 	// +optional
 	Allocations []string `json:"allocations,omitempty"`
 
+	// Rebuilds is how many times in a row the Instance's Pod failed (its node rebooted or shut down, the kubelet
+	// evicted it or refused it at admission) and was built again; back to 0 once a Pod is Ready. Each rebuild in
+	// a row waits longer, from 10 seconds to at most 5 minutes.
+	// +optional
+	Rebuilds int32 `json:"rebuilds,omitempty"`
+
+	// LastRebuildTime is when the Pod was last built again after it failed.
+	// +optional
+	LastRebuildTime *metav1.Time `json:"lastRebuildTime,omitempty"`
+
 	// ObservedGeneration is the generation the status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

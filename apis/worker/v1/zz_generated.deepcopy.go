@@ -630,6 +630,10 @@ func (in *InstanceStatus) DeepCopyInto(out *InstanceStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.LastRebuildTime != nil {
+		in, out := &in.LastRebuildTime, &out.LastRebuildTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]metav1.Condition, len(*in))

@@ -38,14 +38,17 @@ import (
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	// Now is the clock that bounds rebuilding a Pod the kubelet refused; time.Now when nil.
+	// Now is the clock that paces rebuilding a Pod that failed; time.Now when nil.
 	Now func() time.Time
 }
 
-// rebuildWindow is how long after an Instance's creation a Pod the kubelet refused at admission
-// (UnexpectedAdmissionError: a device plugin could not give what Kueue admitted) is rebuilt; after it the
-// Instance shows the failure.
-const rebuildWindow = 5 * time.Minute
+// now reads the reconciler's clock.
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances/status,verbs=get;update;patch
@@ -79,14 +82,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case !metav1.IsControlledBy(pod, inst):
 		return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting,
 			fmt.Sprintf("a Pod named %s that this Instance does not own is in the way", pod.Name), nil)
-	case r.rebuild(inst, pod):
-		// The Pod's deletion brings the Instance back here, to create it again.
-		if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, errors.Wrap(err, "cannot delete the Pod the kubelet refused")
-		}
-		r.Recorder.Eventf(inst, corev1.EventTypeWarning, "PodRebuilt", "the kubelet refused the Pod (%s: %s); building it again",
-			pod.Status.Reason, pod.Status.Message)
-		return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, "rebuilding the Pod the kubelet refused: "+pod.Status.Message, nil)
+	case !inst.Spec.Stop && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodFailed:
+		return r.rebuild(ctx, inst, values, pod)
 	}
 
 	if !inst.Spec.Stop {
@@ -157,15 +154,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
 }
 
-// rebuild reports whether the Pod is one the kubelet refused at admission (UnexpectedAdmissionError) within
-// rebuildWindow of the Instance's creation.
-func (r *Reconciler) rebuild(inst *workerv1.Instance, pod *corev1.Pod) bool {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
+// rebuild deletes a Pod that failed, whatever failed it (its node rebooted or shut down, the kubelet evicted it
+// or refused it at admission: an Instance's containers restart in place, so only the node fails a Pod), for the
+// Pod to be built again; each rebuild in a row first waits out RebuildBackoff, and the Instance says why.
+func (r *Reconciler) rebuild(ctx context.Context, inst *workerv1.Instance, values settings.Values, pod *corev1.Pod) (reconcile.Result, error) {
+	why := firstNonEmpty(pod.Status.Reason, "Failed") + ": " + firstNonEmpty(pod.Status.Message, "the Pod failed")
+	if inst.Status.LastRebuildTime != nil {
+		if wait := inst.Status.LastRebuildTime.Add(RebuildBackoff(inst.Status.Rebuilds)).Sub(r.now()); wait > 0 {
+			// Nothing else brings the Instance back when its wait is over.
+			return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting,
+				fmt.Sprintf("the Pod failed (%s); building it again in %s", why, wait.Round(time.Second)), pod)
+		}
 	}
-	return pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == "UnexpectedAdmissionError" &&
-		now().Sub(inst.CreationTimestamp.Time) < rebuildWindow
+	// The Pod's deletion brings the Instance back here, to create it again.
+	if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, errors.Wrap(err, "cannot delete the Pod that failed")
+	}
+	r.Recorder.Eventf(inst, corev1.EventTypeWarning, "PodRebuilt", "the Pod failed (%s); building it again", why)
+	st := inst.Status.DeepCopy()
+	st.Cluster = ""
+	st.Rebuilds++
+	last := metav1.NewTime(r.now()).Rfc3339Copy()
+	st.LastRebuildTime = &last
+	return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, values, workerv1.InstanceStarting, "rebuilding the Pod that failed ("+why+")", nil)
+}
+
+// RebuildBackoff is how long after the last rebuild the next one in a row waits, once that many rebuilds came
+// before it: 10 seconds after the first, doubling up to 5 minutes, so a node that fails every Pod it gets is
+// not hammered, and one that failed once is left at once.
+func RebuildBackoff(rebuilds int32) time.Duration {
+	if rebuilds <= 0 {
+		return 0
+	}
+	const first, most = 10 * time.Second, 5 * time.Minute
+	if rebuilds > 6 {
+		return most
+	}
+	return min(first<<(rebuilds-1), most)
 }
 
 // claimRecheck is how often an Instance held by an unbound claim looks at it again.
@@ -425,6 +450,10 @@ func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance,
 		st.AccessAddresses = instancepod.AccessAddresses(st.HostIPs, values[workerv1.SettingInstanceAccessStaticAddress],
 			values[workerv1.SettingInstanceAccessWildcardDNS])
 		st.Allocations = instancepod.Allocations(pod)
+	}
+	if phase == workerv1.InstanceReady {
+		// A Pod that runs ends a run of rebuilds: the next failure is rebuilt at once.
+		st.Rebuilds, st.LastRebuildTime = 0, nil
 	}
 	apimeta.SetStatusCondition(&st.Conditions, ReadyCondition(phase, msg, inst.Generation))
 	metrics.SetInstancePhase(inst.Namespace+"/"+inst.Name, string(phase))

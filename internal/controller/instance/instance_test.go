@@ -155,10 +155,10 @@ func refuse(pod *corev1.Pod) {
 	Expect(suite.Client.Status().Update(context.Background(), pod)).To(Succeed())
 }
 
-var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionError)", func() {
+var _ = Describe("a Pod that failed", func() {
 	ctx := context.Background()
 
-	It("is rebuilt within five minutes of the Instance's creation, serving the same SSH host key", func() {
+	It("is rebuilt when the kubelet refused it at admission (UnexpectedAdmissionError), serving the same SSH host key", func() {
 		inst, pod := startInstance("rebuild")
 		hostKey := func() []byte {
 			GinkgoHelper()
@@ -173,29 +173,82 @@ var _ = Describe("a Pod the kubelet refused at admission (UnexpectedAdmissionErr
 
 		got, gone, events := reconcileOnce(inst)
 		Expect(gone).To(BeNil(), "the refused Pod is deleted")
-		Expect(events).To(ContainElement(HavePrefix("Warning PodRebuilt the kubelet refused the Pod (UnexpectedAdmissionError")))
-		Expect(got.Status.PhaseMessage).To(HavePrefix("rebuilding the Pod the kubelet refused"))
+		Expect(events).To(ContainElement(HavePrefix("Warning PodRebuilt the Pod failed (UnexpectedAdmissionError: Allocate failed")))
+		Expect(got.Status.PhaseMessage).To(HavePrefix("rebuilding the Pod that failed (UnexpectedAdmissionError"))
+		Expect(got.Status.Rebuilds).To(Equal(int32(1)), "status.rebuilds")
 		_, again, _ := reconcileOnce(inst)
 		Expect(again).NotTo(BeNil(), "a new Pod")
 		Expect(again.UID).NotTo(Equal(pod.UID), "the new Pod is another Pod")
 		Expect(hostKey()).To(Equal(first), "the new Pod serves the host key clients already trust")
 	})
 
-	It("is left failed, and says so, once five minutes have passed", func() {
-		inst, pod := startInstance("refused")
-		refuse(pod)
+	It("is rebuilt at any age, each rebuild in a row after a longer wait, and a Ready Pod ends the run", func() {
+		inst, pod := startInstance("node-shutdown")
+		now := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+		r := &instance.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10), Now: func() time.Time { return now }}
+		reconcileAt := func() (reconcile.Result, *workerv1.Instance, *corev1.Pod) {
+			GinkgoHelper()
+			res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
+			Expect(err).NotTo(HaveOccurred())
+			got, p := &workerv1.Instance{}, &corev1.Pod{}
+			Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), got)).To(Succeed())
+			if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), p); err != nil {
+				Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Get of the Pod: %v", err)
+				return res, got, nil
+			}
+			DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), p) })
+			return res, got, p
+		}
+		shutDown := func(p *corev1.Pod) {
+			GinkgoHelper()
+			p.Status.Phase, p.Status.Reason = corev1.PodFailed, "Terminated"
+			p.Status.Message = "Pod was terminated in response to imminent node shutdown."
+			Expect(suite.Client.Status().Update(ctx, p)).To(Succeed())
+		}
 
-		r := &instance.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10),
-			Now: func() time.Time { return time.Now().Add(6 * time.Minute) }}
-		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
-		Expect(err).NotTo(HaveOccurred())
-		got := &workerv1.Instance{}
-		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), got)).To(Succeed())
-		Expect(got.Status.Phase).To(Equal(workerv1.InstanceFailed))
-		Expect(got.Status.PhaseMessage).To(Equal("Allocate failed due to not enough shared cards on the node"))
-		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})).To(Succeed(), "the failed Pod stays for its events")
+		shutDown(pod)
+		_, got, p := reconcileAt()
+		Expect(p).To(BeNil(), "a day old, the first failure is rebuilt at once")
+		Expect(got.Status.Rebuilds).To(Equal(int32(1)))
+		_, _, p = reconcileAt()
+		Expect(p).NotTo(BeNil(), "the new Pod")
+
+		shutDown(p)
+		now = now.Add(4 * time.Second)
+		res, got, again := reconcileAt()
+		Expect(again).NotTo(BeNil(), "the second failure in a row waits")
+		Expect(res.RequeueAfter).To(Equal(6*time.Second), "the rest of the 10 s wait")
+		Expect(got.Status.Phase).To(Equal(workerv1.InstanceStarting))
+		Expect(got.Status.PhaseMessage).To(Equal("the Pod failed (Terminated: Pod was terminated in response to imminent node shutdown.); building it again in 6s"))
+
+		now = now.Add(6 * time.Second)
+		_, got, p = reconcileAt()
+		Expect(p).To(BeNil(), "rebuilt once the wait is over")
+		Expect(got.Status.Rebuilds).To(Equal(int32(2)))
+		_, _, p = reconcileAt()
+		Expect(p).NotTo(BeNil(), "the new Pod")
+
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		Expect(suite.Client.Status().Update(ctx, p)).To(Succeed())
+		_, got, _ = reconcileAt()
+		Expect(got.Status.Phase).To(Equal(workerv1.InstanceReady))
+		Expect(got.Status.Rebuilds).To(BeZero(), "a Ready Pod ends the run of rebuilds")
+		Expect(got.Status.LastRebuildTime).To(BeNil())
 	})
 })
+
+var _ = DescribeTable("RebuildBackoff waits 10 s after a first rebuild, doubling up to 5 minutes",
+	func(rebuilds int32, want time.Duration) {
+		Expect(instance.RebuildBackoff(rebuilds)).To(Equal(want))
+	},
+	Entry("none before: at once", int32(0), time.Duration(0)),
+	Entry("one before", int32(1), 10*time.Second),
+	Entry("two before", int32(2), 20*time.Second),
+	Entry("five before", int32(5), 160*time.Second),
+	Entry("six before: capped", int32(6), 5*time.Minute),
+	Entry("many before: capped, no overflow", int32(1000), 5*time.Minute),
+)
 
 // The settings instance-access-static-address and instance-access-wildcard-dns decide the addresses; the device
 // plugin's record on the Pod gives the cards.
