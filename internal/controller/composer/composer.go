@@ -428,6 +428,12 @@ func (r *Reconciler) nodes(ctx context.Context) ([]pools.Node, error) {
 			r.Recorder.Eventf(node, corev1.EventTypeWarning, "ProfileUnreadable", "%v; the node is left out of every pool", err)
 			continue
 		}
+		if err := n.CheckInventory(byNode[node.Name]); err != nil {
+			// The agent writes the labels (through NFD) and the inventory one after the other: they may disagree
+			// for a moment, and the pools' drain grace period keeps such a blink from stopping anyone.
+			r.Recorder.Eventf(node, corev1.EventTypeWarning, ReasonInventoryDisagrees, "%v; the node is left out of every pool", err)
+			continue
+		}
 		n.AttachLedger(byNode[node.Name])
 		n.CPU.RequestedMilli = requested[node.Name]
 		out = append(out, n)

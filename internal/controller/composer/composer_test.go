@@ -3,6 +3,7 @@ package composer_test
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -401,6 +402,50 @@ var _ = It("holds a pool that lost its flavors for the grace period before it dr
 	recompute()
 	policy, phase, since = state()
 	Expect([]string{policy, string(phase), since}).To(Equal([]string{"None", "Active", ""}), "the node back, the pool runs on (Kueue defaults the stop policy to None)")
+})
+
+// node-cpu claims two billion T4 cards through a label no inventory backs: it is left out of every pool, with an
+// event naming the label, and the T4 pool's quota stays what its inventoried cards give.
+var _ = It("leaves out a node whose card count its Devices inventory does not back", func() {
+	ctx := context.Background()
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	events := record.NewFakeRecorder(100)
+	r := &composer.Reconciler{Client: suite.Client, Recorder: events}
+	recompute := func() {
+		GinkgoHelper()
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	recompute()
+	recompute()
+	t4 := walkthrough.Step1Types[3][0]
+	quotas := func() string {
+		GinkgoHelper()
+		cq := &kueue.ClusterQueue{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: t4}, cq)).To(Succeed())
+		var out []string
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, f := range rg.Flavors {
+				for _, q := range f.Resources {
+					out = append(out, string(f.Name)+"="+string(q.Name)+":"+q.NominalQuota.String())
+				}
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	before := quotas()
+
+	node := &corev1.Node{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-cpu"}, node)).To(Succeed())
+	node.Labels[pools.AcceleratablePrefix+"nvidia-tesla-t4"] = "true"
+	node.Labels[pools.AcceleratablePrefix+"nvidia-tesla-t4.count"] = "2000000000"
+	Expect(suite.Client.Update(ctx, node)).To(Succeed())
+	recompute()
+	Expect(quotas()).To(Equal(before), "the T4 pool's quota")
+	Expect(events.Events).To(Receive(Equal("Warning InventoryDisagrees node node-cpu: label acceleratable.feature.gpustack.ai/nvidia-tesla-t4.count=2000000000 claims cards, and the node has no Devices inventory; the node is left out of every pool")))
+	generic := &workerv1.InstanceType{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: walkthrough.Step1Types[1][0]}, generic)).To(Succeed())
+	Expect(generic.Status.Summary.CPU).To(Equal("48/56"), "the generic pool without node-cpu's 16 cores")
 })
 
 // Runs the composer in a manager, as the worker does, through a client whose every third write fails with a

@@ -12,6 +12,9 @@ import (
 // ReasonComposeFailed is the Ready condition's reason while a pool cannot be composed or written.
 const ReasonComposeFailed = "ComposeFailed"
 
+// ReasonInventoryDisagrees is the event of a node whose labels claim cards its Devices inventory does not list.
+const ReasonInventoryDisagrees = "InventoryDisagrees"
+
 // ReasonDraining is the event of an InstanceType whose deletion drains its queue.
 const ReasonDraining = "Draining"
 
