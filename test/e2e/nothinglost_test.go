@@ -8,9 +8,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 )
 
 // setSetting patches a Setting's value; "" returns it to its default.
@@ -31,7 +35,7 @@ func podUID(name string) string {
 // again by itself once the pool is back. In neither does the system write spec.stop.
 var _ = DescribeTable("keeps users' work through node-management-manual flipped and reverted",
 	func(grace string, drains bool) {
-		const name, pool = "kept-demo", "gpustack--generic-linux-amd64"
+		const name, pool = "kept-demo", genericPool
 		if grace != "" {
 			setSetting(workerv1.SettingInstanceTypeDrainGracePeriod, grace)
 			DeferCleanup(setSetting, workerv1.SettingInstanceTypeDrainGracePeriod, "")
@@ -80,3 +84,53 @@ var _ = DescribeTable("keeps users' work through node-management-manual flipped 
 	Entry("within the grace period: the pool is held, and the same Pod runs on", "", false),
 	Entry("grace period 0: the queue drains the Pod, and the Instance starts again by itself", "0s", true),
 )
+
+// A crafted label: a NodeFeature of its own makes node-cpu claim two billion T4 cards. Its Devices inventory
+// (it has none) does not back them, so the node is left out of every pool with an event naming the label: the
+// T4 pool's quota stays, the generic pool loses node-cpu's 16 cores, the node shows a condition, and the
+// worker's memory does not grow with the claimed count.
+var _ = It("leaves out a CPU node whose labels claim two billion cards, and grows no memory for them", func() {
+	ctx := context.Background()
+	rss := func() float64 {
+		GinkgoHelper()
+		url, err := leaderMetricsURL()
+		Expect(err).NotTo(HaveOccurred())
+		return e2esuite.Scrape(url, "process_resident_memory_bytes", nil)
+	}
+	quota := func() string {
+		GinkgoHelper()
+		return kubectl("get", "clusterqueue", t4Pool, "-o", "jsonpath={.spec.resourceGroups}")
+	}
+	before, rssBefore := quota(), rss()
+	key := pools.AcceleratablePrefix + "nvidia-tesla-t4"
+	nf := &nfdv1alpha1.NodeFeature{
+		ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-cpu-crafted",
+			Labels: map[string]string{nfdv1alpha1.NodeFeatureObjNodeNameLabel: "node-cpu"}},
+		Spec: nfdv1alpha1.NodeFeatureSpec{Labels: map[string]string{key: "true", key + ".count": "2000000000"}},
+	}
+	Expect(k.Create(ctx, nf)).To(Succeed())
+	DeferCleanup(func() {
+		_ = k.Delete(context.Background(), nf)
+		waitTable(step1Types, "get", "instancetype")
+		eventually(time.Minute, func() (bool, string) {
+			got := kubectl("get", "node", "node-cpu", "-o", `jsonpath={.status.conditions[?(@.type=="GPUStackInventoryDisagrees")].status}`)
+			return got == "", "node-cpu's condition clears: " + got
+		})
+	})
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "events", "-n", "default", "--field-selector", "involvedObject.name=node-cpu,reason=InventoryDisagrees",
+			"-o", "jsonpath={.items[*].message}")
+		return strings.Contains(got, key+".count=2000000000 claims cards, and the node has no Devices inventory"), "node-cpu's events: " + got
+	})
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "node", "node-cpu", "-o", `jsonpath={.status.conditions[?(@.type=="GPUStackInventoryDisagrees")].status}`)
+		return got == "True", "node-cpu's GPUStackInventoryDisagrees condition: " + got
+	})
+	eventually(time.Minute, func() (bool, string) {
+		got := kubectl("get", "instancetype", genericPool, "-o", "jsonpath={.status.summary.cpu}")
+		return got == "48/56", "the generic pool without node-cpu: " + got
+	})
+	Expect(quota()).To(Equal(before), "the T4 pool's quota")
+	grown := rss() - rssBefore
+	Expect(grown).To(BeNumerically("<", 10<<20), "the worker's RSS grew by %.1f MiB", grown/(1<<20))
+})

@@ -93,4 +93,45 @@ var _ = Describe("Reconcile", func() {
 		want := corev1.ResourceList{corev1.ResourceCPU: node.Status.Capacity[corev1.ResourceCPU]}
 		Expect(cmp.Diff(want, got.Status.Capacity)).To(BeEmpty(), "capacity after the Devices object went: -want, +got")
 	})
+
+	It("shows a node whose card-count labels its inventory does not back, and clears it once they agree", func() {
+		const t4 = "acceleratable.feature.gpustack.ai/nvidia-tesla-t4"
+		node := builders.MakeNode("crafted").Capacity(corev1.ResourceCPU, "16").
+			Label(corev1.LabelOSStable, "linux").Label(corev1.LabelArchStable, "amd64").
+			Label(t4, "true").Label(t4+".count", "2000000000").Obj()
+		suite.Create(node)
+		c, writes := testenv.CountWrites(suite.Client)
+		r := &nodecapacity.Reconciler{Client: c}
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}
+		condition := func() *corev1.NodeCondition {
+			GinkgoHelper()
+			_, err := r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+			got := &corev1.Node{}
+			Expect(suite.Client.Get(ctx, req.NamespacedName, got)).To(Succeed())
+			for _, c := range got.Status.Conditions {
+				if c.Type == nodecapacity.ConditionInventoryDisagrees {
+					return &c
+				}
+			}
+			return nil
+		}
+		got := condition()
+		Expect(got).NotTo(BeNil(), "the node's condition")
+		Expect(got.Status).To(Equal(corev1.ConditionTrue))
+		Expect(got.Reason).To(Equal(nodecapacity.ReasonLabelsNotBacked))
+		Expect(got.Message).To(Equal("node crafted: label " + t4 + ".count=2000000000 claims cards, and the node has no Devices inventory; the node is left out of every pool"))
+		writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
+
+		devices := builders.MakeDevices("crafted").Cards("nvidia", "Tesla T4", 15360, 2).Obj()
+		suite.Create(devices)
+		Expect(condition().Message).To(HaveSuffix("its Devices inventory lists 2 such cards; the node is left out of every pool"))
+
+		current := &corev1.Node{}
+		Expect(suite.Client.Get(ctx, req.NamespacedName, current)).To(Succeed())
+		current.Labels[t4+".count"] = "2"
+		Expect(suite.Client.Update(ctx, current)).To(Succeed())
+		Expect(condition()).To(BeNil(), "labels and inventory agree: no condition")
+	})
 })
+
