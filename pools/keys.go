@@ -124,8 +124,12 @@ func MemoryLabel(mib int64) string {
 func EntranceName(pool string) string {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(pool))
-	return fmt.Sprintf("gpustack-fnv64-%016x", h.Sum64())
+	return fmt.Sprintf("%s%016x", EntrancePrefix, h.Sum64())
 }
+
+// EntrancePrefix begins the name of every entrance LocalQueue: the product's admission webhooks look at work
+// sent to such a queue alone.
+const EntrancePrefix = "gpustack-fnv64-"
 
 // FlavorName returns a ResourceFlavor's name: gpustack--${gKey}[--${aKey}]-${os}-${arch}-${count}{c|d}, with c
 // for the cores of a CPU flavor and d for the devices of an accelerated one.

@@ -76,7 +76,7 @@ func units(c corev1.Container) int64 {
 // The webhooks as the API server calls them: the fold covers what Kueue charges (init containers, a Job's
 // template) whatever units the client wrote, and only the worker writes which cards a Pod holds.
 var _ = Describe("the webhooks served to a real API server", Ordered, func() {
-	queued := map[string]string{"kueue.x-k8s.io/queue-name": "h100-entrance"}
+	queued := map[string]string{"kueue.x-k8s.io/queue-name": pools.EntranceName("h100")}
 	// Eighty per cent of a card, claimed to cost one credit.
 	cheap := limits("nvidia.com/gpu.sliced", "1", "nvidia.com/gpu.sliced.memory-percentage", "80", "nvidia.com/gpu.sliced.units", "1")
 	BeforeAll(serveWebhooks)
@@ -102,6 +102,19 @@ var _ = Describe("the webhooks served to a real API server", Ordered, func() {
 				Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: cheap}}}}}}
 		Expect(create(ctx, suite.Client, job)).To(Succeed())
 		Expect(units(job.Spec.Template.Spec.Containers[0])).To(Equal(pools.SliceUnits(80)))
+	})
+
+	It("leaves a Pod and a Job sent to another team's queue alone: the API server does not call the worker", func(ctx context.Context) {
+		other := map[string]string{"kueue.x-k8s.io/queue-name": "team-b-queue"}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other-queue", Labels: other},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: cheap}}}}
+		Expect(create(ctx, suite.Client, pod)).To(Succeed())
+		Expect(units(pod.Spec.Containers[0])).To(Equal(int64(1)), "the units as the client wrote them")
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other-queue-job", Labels: other},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: cheap}}}}}}
+		Expect(create(ctx, suite.Client, job)).To(Succeed())
+		Expect(units(job.Spec.Template.Spec.Containers[0])).To(Equal(int64(1)), "the units as the client wrote them")
 	})
 
 	It("leaves no way to change a Pod's units after its create: the API server refuses the update", func(ctx context.Context) {

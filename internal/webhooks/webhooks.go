@@ -15,6 +15,7 @@ import (
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
+	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // Paths and configuration names of the webhooks. The mutating configuration's name sorts before Kueue's, so
@@ -56,6 +57,10 @@ const TimeoutSeconds = 5
 var ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace,
 	deviceagent.Namespace, kueueconfig.Namespace, "node-feature-discovery"}
 
+// entranceQueue is the CEL condition that an object's queue label names one of the product's entrance
+// queues (pools.EntranceName: gpustack-fnv64-<hash>).
+var entranceQueue = "object.metadata.labels['" + instancepod.LabelQueueName + "'].startsWith('" + pools.EntrancePrefix + "')"
+
 // Configurations returns the webhook configurations, each webhook reached through clientConfig(path): a
 // Service in a cluster, a loopback URL on the local cluster.
 func Configurations(clientConfig func(path string) admissionv1.WebhookClientConfig) (*admissionv1.MutatingWebhookConfiguration, *admissionv1.ValidatingWebhookConfiguration) {
@@ -66,6 +71,9 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 	timeout := ptr.To[int32](TimeoutSeconds)
 	userNamespaces := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: ExcludedNamespaces}}}
+	// Only work sent to one of the product's entrance queues: another team's Kueue queue is none of the
+	// worker's business, and must not wait on it (nor be refused while no worker replica answers).
+	toEntrance := []admissionv1.MatchCondition{{Name: "sent-to-an-entrance-queue", Expression: entranceQueue}}
 	mutating := &admissionv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingName},
 		Webhooks: []admissionv1.MutatingWebhook{{
@@ -75,6 +83,7 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 			// Only Pods that queue: the fold is for Kueue's credits.
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: instancepod.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
+			MatchConditions:   toEntrance,
 			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
@@ -85,6 +94,7 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 				Rule: admissionv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: instancepod.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
+			MatchConditions:   toEntrance,
 			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),

@@ -8,13 +8,19 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
 
 // setSetting patches a Setting's value; "" returns it to its default.
@@ -133,4 +139,42 @@ var _ = It("leaves out a CPU node whose labels claim two billion cards, and grow
 	Expect(quota()).To(Equal(before), "the T4 pool's quota")
 	grown := rss() - rssBefore
 	Expect(grown).To(BeNumerically("<", 10<<20), "the worker's RSS grew by %.1f MiB", grown/(1<<20))
+})
+
+// The worker scaled to 0: the product's webhooks fail closed for what is sent to its entrance queues, and leave
+// every other team's Kueue work alone. A Pod and a Job labelled for a queue that is none of the product's are
+// created while no worker replica answers; a Pod sent to an entrance queue is refused, naming the webhook.
+var _ = It("lets another team's Kueue work in while no worker replica answers", func() {
+	ctx := context.Background()
+	deploy := []string{"-n", localcluster.ChartNamespace, "deployment", "gpustack-operator-worker"}
+	replicas := kubectl(append([]string{"get"}, append(deploy, "-o", "jsonpath={.spec.replicas}")...)...)
+	kubectl(append([]string{"scale"}, append(deploy, "--replicas=0")...)...)
+	DeferCleanup(func() {
+		kubectl(append([]string{"scale"}, append(deploy, "--replicas="+replicas)...)...)
+		kubectl("-n", localcluster.ChartNamespace, "rollout", "status", "deployment/gpustack-operator-worker", "--timeout=3m")
+		waitAdmitsInstances()
+	})
+	eventually(2*time.Minute, func() (bool, string) {
+		got := workerPods()
+		return len(got) == 0, fmt.Sprintf("worker Pods left: %v", got)
+	})
+
+	other := map[string]string{instancepod.LabelQueueName: "team-b-queue"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "team-b-pod", Labels: other},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: realnode.UserImage, Command: []string{"sleep", "infinity"}}}}}
+	Expect(k.Create(ctx, pod)).To(Succeed(), "a Pod for another team's queue")
+	DeferCleanup(func() { _ = k.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "team-b-job", Labels: other},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: realnode.UserImage, Command: []string{"true"}}}}}}}
+	Expect(k.Create(ctx, job)).To(Succeed(), "a Job for another team's queue")
+	DeferCleanup(func() {
+		_ = k.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
+
+	ours := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "entrance-pod",
+		Labels: map[string]string{instancepod.LabelQueueName: pools.EntranceName(genericPool)}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: realnode.UserImage, Command: []string{"sleep", "infinity"}}}}}
+	err := k.Create(ctx, ours, client.DryRunAll)
+	Expect(err).To(MatchError(ContainSubstring("pods.worker.gpustack.ai")), "a Pod sent to an entrance queue waits on the worker")
 })
