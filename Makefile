@@ -221,13 +221,20 @@ $(STAMP)/crossplane-assets: hack/tools/crossplane/go.mod
 # git-ignored charts/, so they always match the binaries built here.
 CHART := package/helm/gpustack-operator
 CHART_DEPS := $(CHART)/charts/kueue/Chart.yaml
-$(CHART_DEPS): hack/tools/kueue/go.mod hack/tools/nfd/go.mod
+$(CHART_DEPS): hack/tools/kueue/go.mod hack/tools/nfd/go.mod Makefile
 	$(call say,copying Kueue's and NFD's charts from the module cache into $(CHART)/charts)
 	rm -rf $(CHART)/charts && mkdir -p $(CHART)/charts
 	kueue=$(call moddir,kueue,sigs.k8s.io/kueue); nfd=$(call moddir,nfd,sigs.k8s.io/node-feature-discovery); \
 	cp -R $$kueue/charts/kueue $(CHART)/charts/kueue; \
 	cp -R $$nfd/deployment/helm/node-feature-discovery $(CHART)/charts/node-feature-discovery; \
-	chmod -R u+w $(CHART)/charts; touch $@
+	chmod -R u+w $(CHART)/charts
+	@# Kueue's chart renders its CRDs as templates, which helm uninstall would delete with every team's queues and
+	@# Workloads: they are kept (helm.sh/resource-policy), and a later install of the same release adopts them.
+	sed -i 's|^  annotations:$$|  annotations:\n    helm.sh/resource-policy: keep|' $(CHART)/charts/kueue/templates/crd/*.yaml
+	@n=$$(grep -l 'helm.sh/resource-policy: keep' $(CHART)/charts/kueue/templates/crd/*.yaml | wc -l); \
+	m=$$(ls $(CHART)/charts/kueue/templates/crd/*.yaml | wc -l); \
+	if [ "$$n" != "$$m" ]; then echo "kept $$n of Kueue's $$m CRD templates" >&2; exit 1; fi
+	touch $@
 
 .PHONY: chart
 chart: $(CHART_DEPS) $(STAMP)/helm-$(HELM_VERSION) ## Package the Helm chart, Kueue's and NFD's charts inside, into _output/package.

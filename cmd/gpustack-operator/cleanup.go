@@ -24,6 +24,7 @@ func runCleanup(args []string) error {
 	secret := fs.String("webhook-secret", "gpustack-worker-webhook-tls", "the worker's webhook Secret, in its namespace (POD_NAMESPACE)")
 	workerPods := fs.String("worker-pods", "", "label selector of the worker's Pods: wait until they are gone before removing anything")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the worker's Pods, and for the CRDs, to go")
+	deleteVolumes := fs.Bool("delete-volumes", false, "delete the claims of the users' InstancePersistentVolumes too; by default they are kept, orphaned")
 	_ = fs.Parse(args)
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -36,7 +37,7 @@ func runCleanup(args []string) error {
 		return errors.Wrap(err, "cannot create a client")
 	}
 	return uninstall.Cleanup(context.Background(), c, uninstall.Options{
-		Namespace: podNamespace(), WebhookSecret: *secret, WorkerPods: *workerPods, Timeout: *timeout, Log: os.Stdout,
+		Namespace: podNamespace(), WebhookSecret: *secret, WorkerPods: *workerPods, Timeout: *timeout, Log: os.Stdout, DeleteVolumes: *deleteVolumes,
 		ComposedAnnotation: composer.AnnotationComposedHash, CapacityFieldManager: nodecapacity.FieldManager, AdmissionCheck: nodedevices.Name,
 	})
 }

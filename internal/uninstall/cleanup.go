@@ -1,7 +1,8 @@
 // Package uninstall removes what the operator created at run time, which `helm uninstall` does not know of:
 // the webhook configurations, the Kueue chain, the NodeFeatures, the counting keys in
 // Node status, the finalizers that would pin objects once the worker is gone, and the operator's CRDs with
-// every object of theirs. The chart runs it as a post-delete hook when cleanupOnUninstall is true. The device
+// every object of theirs. Users' data stays: the claims behind their persistent volumes are orphaned, not
+// deleted, unless Options.DeleteVolumes says otherwise. The chart runs it as a post-delete hook when cleanupOnUninstall is true. The device
 // agents' DaemonSets go with their namespace, which the chart ships and helm removes.
 package uninstall
 
@@ -47,8 +48,11 @@ type Options struct {
 	WorkerPods string
 	// Timeout bounds each wait: for the worker's Pods and for the CRDs to go.
 	Timeout time.Duration
-	// Log receives one line per object removed.
+	// Log receives one line per object removed, and one per claim kept.
 	Log io.Writer
+	// DeleteVolumes deletes the claims of the users' InstancePersistentVolumes with them; by default they are
+	// kept, orphaned, and named in the log.
+	DeleteVolumes bool
 
 	// What the controllers name (passed in, as nothing but the binary's main imports a controller):
 	// ComposedAnnotation marks the Kueue objects the composer made; CapacityFieldManager owns the counting
@@ -69,6 +73,7 @@ type Options struct {
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=*,verbs=list;patch
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeatures,verbs=list;delete
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeaturerules,verbs=delete,resourceNames=gpustack-cpu-info
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;delete,resourceNames=devices.worker.gpustack.ai;instancepersistentvolumes.worker.gpustack.ai;instances.worker.gpustack.ai;instancetypeflavors.worker.gpustack.ai;instancetypes.worker.gpustack.ai;settings.worker.gpustack.ai
 
@@ -97,6 +102,9 @@ func Cleanup(ctx context.Context, c client.Client, o Options) error {
 	r.nodeFeatures(ctx)
 	r.nodeCapacity(ctx)
 	r.instancePods(ctx)
+	if !o.DeleteVolumes {
+		r.keepClaims(ctx)
+	}
 	r.crds(ctx, o.Timeout)
 	return errors.Join(r.errs...)
 }
@@ -181,9 +189,9 @@ func (r *remover) kueueChain(ctx context.Context) {
 	}
 }
 
-// kueueGone unpins every object of Kueue's kinds whose CRD is being deleted: helm removed the Kueue the chart
-// brought (its CRDs are among its chart's templates), and with its controller gone nothing else removes
-// Kueue's finalizers, so those CRDs would stay Terminating for ever. A Kueue that stays is left alone.
+// kueueGone unpins every object of Kueue's kinds whose CRD is being deleted (by an administrator: the chart
+// keeps the CRDs of the Kueue it brings), as with Kueue's controller gone nothing else removes its finalizers
+// and those CRDs would stay Terminating for ever. A Kueue that stays, or CRDs that are kept, are left alone.
 func (r *remover) kueueGone(ctx context.Context) {
 	list := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := r.c.List(ctx, list); err != nil {
@@ -236,6 +244,37 @@ func (r *remover) nodeCapacity(ctx context.Context) {
 // themselves go with their Instances.
 func (r *remover) instancePods(ctx context.Context) {
 	r.unpinList(ctx, &corev1.PodList{}, client.HasLabels{instancepod.LabelInstance})
+}
+
+// keepClaims orphans the claims of the users' InstancePersistentVolumes, which own them: deleting the
+// operator's CRDs would otherwise have the garbage collector delete the claims, and the users' data with them.
+// Each kept claim is named in the log.
+func (r *remover) keepClaims(ctx context.Context) {
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.c.List(ctx, list); err != nil {
+		r.fail(err)
+		return
+	}
+	for i := range list.Items {
+		pvc := &list.Items[i]
+		var kept []metav1.OwnerReference
+		for _, ref := range pvc.OwnerReferences {
+			if ref.Kind != "InstancePersistentVolume" || !strings.HasPrefix(ref.APIVersion, workerv1.GroupVersion.Group+"/") {
+				kept = append(kept, ref)
+			}
+		}
+		if len(kept) == len(pvc.OwnerReferences) {
+			continue
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		pvc.OwnerReferences = kept
+		if err := r.c.Patch(ctx, pvc, patch); err != nil {
+			r.fail(client.IgnoreNotFound(err))
+			continue
+		}
+		fmt.Fprintf(r.log, "kept PersistentVolumeClaim %s (a user's volume: its data stays; delete it when no longer needed)\n",
+			client.ObjectKeyFromObject(pvc))
+	}
 }
 
 // unpinAll removes the finalizers of every object of a CRD, read at its storage version (another would need a

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
@@ -72,6 +73,15 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 			Labels: map[string]string{"app.kubernetes.io/part-of": "gpustack-operator-worker"}}},
 		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-nfd-worker"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}})
+	// A user's volume: the claim its InstancePersistentVolume owns, and a claim another controller owns.
+	claim := func(name, apiVersion, kind string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: "uid-" + types.UID(name)}}},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	}
+	usersClaim, othersClaim := claim("datasets", "worker.gpustack.ai/v1", "InstancePersistentVolume"), claim("cache", "example.com/v1", "Cache")
+	create(usersClaim, othersClaim)
 	// The counting key, applied to Node status by its field manager, beside capacity the kubelet owns.
 	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu.sliced.units": resource.MustParse("1600000")}}}
@@ -123,6 +133,11 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 	if _, ok := got.Status.Capacity[corev1.ResourceCPU]; !ok {
 		Fail("the kubelet's capacity was removed with the counting key")
 	}
+	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(usersClaim), usersClaim)).To(Succeed())
+	Expect(usersClaim.OwnerReferences).To(BeEmpty(), "the user's claim is orphaned, so the garbage collector keeps it and its data")
+	Expect(log.String()).To(ContainSubstring("kept PersistentVolumeClaim default/datasets"))
+	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(othersClaim), othersClaim)).To(Succeed())
+	Expect(othersClaim.OwnerReferences).To(HaveLen(1), "a claim another controller owns is left as it is")
 	if !strings.Contains(log.String(), "the operator's CRDs are gone") {
 		Fail(fmt.Sprintf("the cleanup does not say the CRDs are gone:\n%s", log.String()))
 	}

@@ -61,6 +61,12 @@ func TestTemplateChain(t *testing.T) {
 	if n := countKind(objs, "CustomResourceDefinition"); n < 10 {
 		t.Errorf("Kueue's chart renders %d CRDs, want all of Kueue's", n)
 	}
+	// helm uninstall must not take every team's queues and Workloads with the release.
+	for name, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" && o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("%s is not kept on uninstall (helm.sh/resource-policy: keep)", name)
+		}
+	}
 	// Kueue's webhooks for Deployments and StatefulSets answer for integrations it does not run: failing closed,
 	// they would block every rollout while Kueue is down; the Pod one must never judge the system namespaces.
 	webhooks := convert[admissionv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/"+namespace+"/kueue-mutating-webhook-configuration"])

@@ -108,7 +108,8 @@ spec:
 // runs with the enforcers this chart delivers. helm uninstall without cleanupOnUninstall leaves them and the
 // queues; installed again with cleanupOnUninstall and uninstalled, the post-delete hook leaves no object of
 // the operator. Last, the cluster's own Kueue and NFD make way for the chart's: installed with them, the
-// pools come back, and helm uninstall with cleanupOnUninstall takes Kueue and NFD with the release.
+// pools come back, and helm uninstall with cleanupOnUninstall takes Kueue and NFD with the release but keeps
+// Kueue's CRDs and another team's Workload; installed again over them, the pools come back.
 func TestUpgradeUninstall(t *testing.T) {
 	if cluster == nil {
 		t.Skip(noServer)
@@ -208,24 +209,50 @@ func TestUpgradeUninstall(t *testing.T) {
 	// The chart's own Kueue and NFD replace the cluster's.
 	install("helm uninstall of Kueue", "uninstall", "kueue", "--namespace", "kueue-system", "--timeout", "3m")
 	install("helm uninstall of NFD", "uninstall", "nfd", "--namespace", "node-feature-discovery", "--timeout", "3m")
+	// Kueue's CRDs outlive the cluster's own Kueue's release (they are kept): this release takes them over.
 	install("helm install with Kueue and NFD", append([]string{"install", release, chart, "--set", "cleanupOnUninstall=true",
-		"--set", "kueue.controllerManager.manager.resources.requests.cpu=0"}, common...)...)
+		"--set", "kueue.controllerManager.manager.resources.requests.cpu=0", "--take-ownership"}, common...)...)
 	rolledOut()
 	step1(t, cluster.Kubeconfig)
-	// Without --wait, as by default: helm waiting for Kueue's CRDs would wait on its own post-delete hook, which
-	// removes the finalizers that Kueue, gone with the release, no longer removes.
+	// Another team's Kueue work, none of the operator's: the uninstall must leave it, and Kueue's CRDs with it.
+	kubectl("apply", "-f", writeFile(t, "team-b-work.yaml", otherTeamsWorkload))
 	install("helm uninstall with Kueue and NFD", "uninstall", release, "--namespace", namespace, "--timeout", "3m")
 	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
 		left := leftovers(ctx, t, c)
-		if out, _ := testenv.Kubectl(cluster.Kubeconfig, "get", "crd", "-o", "name"); strings.Contains(out, "kueue.x-k8s.io") {
-			left = append(left, "Kueue's CRDs")
-		}
 		if out, _ := testenv.Kubectl(cluster.Kubeconfig, "get", "deployments,daemonsets", "-A", "-o", "name"); out != "" {
 			left = append(left, "workloads: "+out)
 		}
 		return len(left) == 0, fmt.Sprintf("left behind after helm uninstall: %v", left)
 	})
+	if out, err := testenv.Kubectl(cluster.Kubeconfig, "get", "workload", "team-b-work", "-n", "default", "-o", "name"); err != nil {
+		t.Errorf("helm uninstall took another team's Workload (or Kueue's CRDs): %v %s", err, out)
+	}
+	// Installed again over the CRDs it kept, the release adopts them and the pools come back.
+	install("helm install again over Kueue's kept CRDs", append([]string{"install", release, chart,
+		"--set", "kueue.controllerManager.manager.resources.requests.cpu=0"}, common...)...)
+	rolledOut()
+	step1(t, cluster.Kubeconfig)
 }
+
+// otherTeamsWorkload is a Workload of another team's queue, which no uninstall of the operator may take.
+const otherTeamsWorkload = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: team-b-work
+  namespace: default
+spec:
+  queueName: team-b-queue
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: main
+          image: busybox
+`
+
 
 // setUp makes the release's namespace enforce the restricted Pod Security profile and returns a client of the
 // cluster.

@@ -143,6 +143,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 		cleanup(access{verb: "delete", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin"}),
 		cleanup(access{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "someone-elses"}),
 		cleanup(access{verb: "delete", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "clusterqueues.kueue.x-k8s.io"}),
+		// A user's volume claim: the cleanup orphans it (patch) and never deletes it.
+		cleanup(access{verb: "delete", resource: "persistentvolumeclaims", namespace: "default", name: "datasets"}),
 	}
 	mustAllow := []row{
 		worker(access{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}),
