@@ -85,12 +85,12 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepco
 
 ##@ Tools (built once into bin/)
 
-# The demo needs the control plane, KWOK, the real nodes' kubelet, kube-proxy and images, Kueue and nfd-master;
-# the tests need the rest as well.
-DEMO_TOOLS := $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) $(STAMP)/kwok-$(KWOK_VERSION) \
+# The demo needs the control plane, the real nodes' kubelet, kube-proxy and images, Kueue and nfd-master; the
+# scale harness KWOK as well (its simulated nodes), and the tests the rest.
+DEMO_TOOLS := $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) \
 	$(STAMP)/node-$(K8S_VERSION) $(STAMP)/node-images $(BIN)/libnvidia-ml.so.1 $(BIN)/smi-standin \
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/assets
-TEST_TOOLS := $(DEMO_TOOLS) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) $(STAMP)/crossplane-$(CROSSPLANE_VERSION) \
+TEST_TOOLS := $(DEMO_TOOLS) $(STAMP)/kwok-$(KWOK_VERSION) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) $(STAMP)/crossplane-$(CROSSPLANE_VERSION) \
 	$(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) $(STAMP)/crank-$(CRANK_VERSION) \
 	$(STAMP)/helm-$(HELM_VERSION) $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(STAMP)/crossplane-assets
 
@@ -306,7 +306,7 @@ QUIET ?= 5m
 BENCH_DIR ?= $(ROOT)/.bench-cluster
 
 .PHONY: bench-cluster
-bench-cluster: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) operator-image ## Measure the operator, installed by the chart, on a local cluster of one real node and NODES KWOK nodes (8 cards each) with WORKLOADS workloads; redraws docs/bench/cluster.png.
+bench-cluster: $(DEMO_TOOLS) $(STAMP)/kwok-$(KWOK_VERSION) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) operator-image ## Measure the operator, installed by the chart, on a local cluster of one real node and NODES KWOK nodes (8 cards each) with WORKLOADS workloads; redraws docs/bench/cluster.png.
 	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/benchcluster ./hack/localcluster
 	$(BIN)/benchcluster --bin $(BIN) --dir $(BENCH_DIR) --nodes $(NODES) --workloads $(WORKLOADS) --quiet $(QUIET) \
 		--chart $(CHART) --image $(OUTPUT)/package/images/gpustack-operator.tar --results docs/bench/cluster-results.json
