@@ -96,8 +96,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !inst.Spec.Stop && pod == nil {
 		held, err := r.queueDrains(ctx, inst, values)
 		if err != nil || held {
-			// The type's phase changes when its queue stops draining, which brings the Instance back here.
-			return reconcile.Result{}, err
+			// The type's phase changes when its queue stops draining, which brings the Instance back here; the
+			// queue itself is not watched, and may reach the cache after the type: look again in a while too.
+			return reconcile.Result{RequeueAfter: heldRecheck}, err
 		}
 	}
 	if inst.Spec.Stop {
@@ -309,6 +310,9 @@ func (r *Reconciler) queueDrains(ctx context.Context, inst *workerv1.Instance, v
 	}
 	return true, r.setStatus(ctx, inst, values, workerv1.InstanceStopped, msg, nil)
 }
+
+// heldRecheck is how often an Instance held while its queue drains looks at the queue again.
+const heldRecheck = 15 * time.Second
 
 // ReasonQueueDrains is the event of an Instance the system holds while its type's queue drains.
 const ReasonQueueDrains = "QueueDrains"
