@@ -42,9 +42,15 @@ func podUID(name string) string {
 var _ = DescribeTable("keeps users' work through node-management-manual flipped and reverted",
 	func(grace string, drains bool) {
 		const name, pool = "kept-demo", genericPool
+		// Cleanups run last first: the Instance goes, then the settings return to their defaults and the
+		// walkthrough's Step 1 is back.
+		DeferCleanup(func() {
+			setSetting(workerv1.SettingNodeManagementManual, "")
+			setSetting(workerv1.SettingInstanceTypeDrainGracePeriod, "")
+			waitTable(step1Types, "get", "instancetype")
+		})
 		if grace != "" {
 			setSetting(workerv1.SettingInstanceTypeDrainGracePeriod, grace)
-			DeferCleanup(setSetting, workerv1.SettingInstanceTypeDrainGracePeriod, "")
 		}
 		inst := builders.MakeInstance("default", name, pool).Obj()
 		Expect(k.Create(context.Background(), inst)).To(Succeed())
@@ -53,10 +59,6 @@ var _ = DescribeTable("keeps users' work through node-management-manual flipped 
 		uid := podUID(name)
 
 		setSetting(workerv1.SettingNodeManagementManual, "true")
-		DeferCleanup(func() {
-			setSetting(workerv1.SettingNodeManagementManual, "")
-			waitTable(step1Types, "get", "instancetype")
-		})
 		if drains {
 			eventually(2*time.Minute, func() (bool, string) {
 				got := podUID(name)
@@ -64,8 +66,8 @@ var _ = DescribeTable("keeps users' work through node-management-manual flipped 
 			})
 		} else {
 			eventually(time.Minute, func() (bool, string) {
-				got := kubectl("get", "instancetype", pool, "-o", "jsonpath={.status.phase} {.spec.inactive} {.status.noFlavorsSince}")
-				return strings.HasPrefix(got, "Inactive  20"), "the pool with no flavors is held, since a time its status says: " + got
+				got := kubectl("get", "instancetype", pool, "-o", "jsonpath={.status.phase} {.status.noFlavorsSince}")
+				return strings.HasPrefix(got, "Inactive 20"), "the pool with no flavors is held, since a time its status says: " + got
 			})
 			if got := podUID(name); got != uid {
 				Fail(fmt.Sprintf("the held pool drains nothing: the Instance's Pod was %s, is %q", uid, got))
