@@ -42,7 +42,7 @@ func TestCheckInventory(t *testing.T) {
 		"MoreThanInventory": {
 			reason: "A count above the inventory's is refused, naming both.",
 			labels: labels("4"), d: a10g(2),
-			want:   "node n: label acceleratable.feature.gpustack.ai/nvidia-a10g.count=4, and its Devices inventory lists 2 such cards",
+			want: "node n: label acceleratable.feature.gpustack.ai/nvidia-a10g.count=4, and its Devices inventory lists 2 such cards",
 		},
 		"OtherGroup": {
 			reason: "Cards of another product do not back the count.",

@@ -253,7 +253,6 @@ spec:
           image: busybox
 `
 
-
 // setUp makes the release's namespace enforce the restricted Pod Security profile and returns a client of the
 // cluster.
 func setUp(t *testing.T, cl *localcluster.Cluster) client.Client {

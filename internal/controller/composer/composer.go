@@ -245,14 +245,9 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		spec := xrs.InstanceTypePoolSpec{
 			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec, Deleting: deleting,
 			Flavors: embedded.PoolFlavors(it.Spec, flavors), Nodes: embedded.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
-			NoFlavorsSince: it.Status.NoFlavorsSince, Now: now,
+			NoFlavorsSince: it.Status.NoFlavorsSince, Now: now, ReservingWorkloads: reserving(cq),
 		}
-		if cq != nil {
-			spec.ReservingWorkloads = cq.Status.ReservingWorkloads
-		}
-		if at, ok := instancetype.DrainAt(&spec); ok && at.After(now.Time) && (nextDrain.IsZero() || at.Before(nextDrain)) {
-			nextDrain = at
-		}
+		nextDrain = earlierDrain(nextDrain, &spec)
 		out, status, err := embedded.InstanceType(ctx, spec)
 		if err != nil {
 			failed(it, err, false)
@@ -291,6 +286,24 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 	}
 	r.forgetGone(liveTypes)
 	return composedTypes{live: liveTypes, wantQueues: wantQueues, nextDrain: nextDrain}, errors.Join(errs...)
+}
+
+// reserving is how many Workloads a pool's queue reserves quota for; none without a queue.
+func reserving(cq *kueuev1beta2.ClusterQueue) int32 {
+	if cq == nil {
+		return 0
+	}
+	return cq.Status.ReservingWorkloads
+}
+
+// earlierDrain returns the earlier of next (zero: none yet) and the time the pool's grace ends, when that is
+// still to come.
+func earlierDrain(next time.Time, spec *xrs.InstanceTypePoolSpec) time.Time {
+	at, ok := instancetype.DrainAt(spec)
+	if !ok || !at.After(spec.Now.Time) || (!next.IsZero() && !at.Before(next)) {
+		return next
+	}
+	return at
 }
 
 // forgetGone removes the metrics of the InstanceTypes that no longer exist.

@@ -86,20 +86,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.rebuild(ctx, inst, values, pod)
 	}
 
-	if !inst.Spec.Stop {
-		drained, err := r.drain(ctx, inst)
-		if err != nil || drained {
-			// Stopping the Instance changes it, which brings it back here.
-			return reconcile.Result{}, err
-		}
-	}
-	if !inst.Spec.Stop && pod == nil {
-		held, err := r.queueDrains(ctx, inst, values)
-		if err != nil || held {
-			// The type's phase changes when its queue stops draining, which brings the Instance back here; the
-			// queue itself is not watched, and may reach the cache after the type: look again in a while too.
-			return reconcile.Result{RequeueAfter: heldRecheck}, err
-		}
+	if res, done, err := r.heldBySystem(ctx, inst, values, pod); done {
+		return res, err
 	}
 	if inst.Spec.Stop {
 		if pod != nil && pod.DeletionTimestamp == nil {
@@ -269,6 +257,29 @@ func (r *Reconciler) ensureService(ctx context.Context, inst *workerv1.Instance)
 		ports = append(ports, sp)
 	}
 	return ports, nil
+}
+
+// heldBySystem stops an Instance whose type goes (drain) and keeps one whose queue drains from creating its Pod
+// (queueDrains); done says the reconcile ends here, with res and err.
+func (r *Reconciler) heldBySystem(ctx context.Context, inst *workerv1.Instance, values settings.Values, pod *corev1.Pod) (res reconcile.Result, done bool, err error) {
+	if inst.Spec.Stop {
+		return reconcile.Result{}, false, nil
+	}
+	drained, err := r.drain(ctx, inst)
+	if err != nil || drained {
+		// Stopping the Instance changes it, which brings it back here.
+		return reconcile.Result{}, true, err
+	}
+	if pod != nil {
+		return reconcile.Result{}, false, nil
+	}
+	held, err := r.queueDrains(ctx, inst, values)
+	if err != nil || held {
+		// The type's phase changes when its queue stops draining, which brings the Instance back here; the
+		// queue itself is not watched, and may reach the cache after the type: look again in a while too.
+		return reconcile.Result{RequeueAfter: heldRecheck}, true, err
+	}
+	return reconcile.Result{}, false, nil
 }
 
 // drain stops an Instance whose type is being deleted or is gone, so the type's queue can drain and go. It

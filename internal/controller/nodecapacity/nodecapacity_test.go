@@ -134,4 +134,3 @@ var _ = Describe("Reconcile", func() {
 		Expect(condition()).To(BeNil(), "labels and inventory agree: no condition")
 	})
 })
-
