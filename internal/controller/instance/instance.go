@@ -380,10 +380,22 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		}
 		// Admission refusals (the Pod rules, Kueue's webhook) are the user's to read.
 		r.Recorder.Event(inst, corev1.EventTypeWarning, "PodRejected", err.Error())
+		if transient(err) {
+			// A webhook that could not be called (no replica answered) or an API server that could not answer
+			// refuses nothing for good: the workqueue tries again, with backoff.
+			return nil, "", errors.Wrap(err, "cannot create the Instance's Pod")
+		}
 		return nil, "the Pod was rejected: " + err.Error(), nil
 	}
 	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[instancepod.LabelQueueName])
 	return pod, "", nil
+}
+
+// transient reports whether a create failed for a cause that passes: the API server's internal error (a
+// webhook it could not call), unavailability, a timeout or throttling.
+func transient(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
 }
 
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
