@@ -176,6 +176,14 @@ var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once co
 	Expect(writes.List()).To(BeEmpty(), "Step 2: a converged Reconcile(...) wrote")
 })
 
+// recomputeWith runs one recompute of the chain and returns its result, failing the spec on an error.
+func recomputeWith(r *composer.Reconciler) reconcile.Result {
+	GinkgoHelper()
+	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
+	Expect(err).NotTo(HaveOccurred())
+	return res
+}
+
 // readyOf returns an InstanceType's Ready condition.
 func readyOf(name string) metav1.Condition {
 	GinkgoHelper()
@@ -287,11 +295,7 @@ var _ = It("retires a deleted type through HoldAndDrain: Draining, then Inactive
 	suite.Create(profiledNodes("walkthrough.yaml")...)
 	events := record.NewFakeRecorder(100)
 	r := &composer.Reconciler{Client: suite.Client, Recorder: events}
-	recompute := func() {
-		GinkgoHelper()
-		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
-		Expect(err).NotTo(HaveOccurred())
-	}
+	recompute := func() { GinkgoHelper(); recomputeWith(r) }
 	recompute()
 	recompute()
 	name := walkthrough.Step1Types[2][0]
@@ -345,12 +349,7 @@ var _ = It("holds a pool that lost its flavors for the grace period before it dr
 	suite.Create(profiledNodes("walkthrough.yaml")...)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	r := &composer.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(100), Now: func() time.Time { return now }}
-	recompute := func() reconcile.Result {
-		GinkgoHelper()
-		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
-		Expect(err).NotTo(HaveOccurred())
-		return res
-	}
+	recompute := func() reconcile.Result { GinkgoHelper(); return recomputeWith(r) }
 	recompute()
 	recompute()
 	name := walkthrough.Step1Types[2][0]
@@ -411,11 +410,7 @@ var _ = It("leaves out a node whose card count its Devices inventory does not ba
 	suite.Create(profiledNodes("walkthrough.yaml")...)
 	events := record.NewFakeRecorder(100)
 	r := &composer.Reconciler{Client: suite.Client, Recorder: events}
-	recompute := func() {
-		GinkgoHelper()
-		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}})
-		Expect(err).NotTo(HaveOccurred())
-	}
+	recompute := func() { GinkgoHelper(); recomputeWith(r) }
 	recompute()
 	recompute()
 	t4 := walkthrough.Step1Types[3][0]
