@@ -215,7 +215,11 @@ func bootstrap(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return errors.Wrap(err, "cannot create the system namespace")
 	}
-	return errors.Wrap(settings.Ensure(ctx, c), "cannot prepare the settings")
+	problems, err := settings.Ensure(ctx, c)
+	for _, p := range problems {
+		ctrl.Log.WithName("settings").Info("a Setting is left as it is", "problem", p)
+	}
+	return errors.Wrap(err, "cannot prepare the settings")
 }
 
 // setupNodeProfile sets up what describes each node to NFD: its worker NodeFeature (the profiler), its fit

@@ -116,23 +116,33 @@ func Load(ctx context.Context, c client.Reader) (Values, []string, error) {
 // back to the Secret, creating it when missing. It runs when the worker starts: patching the Secret and
 // restarting the worker changes a setting, as does patching the Setting itself at any time (SyncSecret keeps
 // the Secret in step, so a restart never reverts it).
-func Ensure(ctx context.Context, c client.Client) error {
+//
+// A Setting the API server refuses as invalid (a CRD older than this binary, as Helm leaves them on upgrade
+// until an administrator applies the new ones; a Secret's value the CRD's rules refuse) is left as it is and
+// the worker goes on: the returned problems name each. Any other failure is an error.
+func Ensure(ctx context.Context, c client.Client) ([]string, error) {
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: SecretName}, secret)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return errors.Wrap(err, "cannot get the gpustack-settings Secret")
+		return nil, errors.Wrap(err, "cannot get the gpustack-settings Secret")
 	}
+	var problems []string
 	for _, d := range workerv1.SettingDefinitions {
 		// Another writer (a second worker, the status controller) may update the Setting meanwhile.
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return ensureOne(ctx, c, secret, d) }); err != nil {
-			return err
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return ensureOne(ctx, c, secret, d) })
+		if apierrors.IsInvalid(err) {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	values, _, err := Load(ctx, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return SyncSecret(ctx, c, values)
+	return problems, SyncSecret(ctx, c, values)
 }
 
 // ensureOne creates one Setting when missing, copies the Secret's value onto it and refreshes its status.
@@ -141,7 +151,12 @@ func ensureOne(ctx context.Context, c client.Client, secret *corev1.Secret, d wo
 	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: d.Name}, s)
 	if apierrors.IsNotFound(err) {
 		s = &workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: d.Name}}
-		if err := c.Create(ctx, s); err != nil {
+		err := c.Create(ctx, s)
+		if apierrors.IsInvalid(err) {
+			return errors.Wrapf(err, "cannot create Setting %s, which a Setting CRD older than this worker refuses "+
+				"(kubectl apply --server-side --force-conflicts -f package/crds); the worker uses its default %q", d.Name, d.Default)
+		}
+		if err != nil {
 			return errors.Wrapf(err, "cannot create Setting %s", d.Name)
 		}
 	} else if err != nil {

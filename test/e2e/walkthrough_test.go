@@ -162,7 +162,7 @@ var _ = It("follows Step 5's other path", func() {
 	DeferCleanup(func() {
 		kubectl("-n", "gpustack-system", "patch", "setting", name, "--type=merge", "-p", `{"spec":{"value":"false"}}`)
 	})
-	Expect(settings.Ensure(ctx, k)).To(Succeed())
+	Expect(settings.Ensure(ctx, k)).To(BeEmpty(), "problems at start-up")
 	s := &workerv1.Setting{}
 	Expect(k.Get(ctx, client.ObjectKey{Namespace: "gpustack-system", Name: name}, s)).To(Succeed())
 	if s.Spec.Value != "true" {

@@ -3,12 +3,15 @@ package setting_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,7 +116,7 @@ var _ = DescribeTable("settings.Ensure at start-up",
 		suite.Create(s, makeSecret(map[string]string{aware: secretValue}))
 		s.Status = workerv1.SettingStatus{Value: statusValue, Default: "false", Description: awareDesc, Editable: true}
 		Expect(suite.Client.Status().Update(ctx, s)).To(Succeed(), "the status the last sync wrote")
-		Expect(settings.Ensure(ctx, suite.Client)).To(Succeed())
+		Expect(settings.Ensure(ctx, suite.Client)).To(BeEmpty(), "problems at start-up")
 		DeferCleanup(func() {
 			for _, d := range workerv1.SettingDefinitions {
 				_ = suite.Client.Delete(context.Background(), makeSetting(d.Name, ""))
@@ -129,3 +132,68 @@ var _ = DescribeTable("settings.Ensure at start-up",
 	Entry("the Setting edited while the worker was down wins, and the Secret follows", "true", "false", "false", "true"),
 	Entry("both in step: nothing changes", "true", "true", "true", "true"),
 )
+
+// A worker newer than its CRDs (Helm leaves crds/ as they were on upgrade) starts: the Setting the old CRD does
+// not know is left out with a problem that names it and the fix, and every other Setting is made.
+var _ = It("settings.Ensure starts on a Setting CRD older than the worker", func() {
+	ctx := context.Background()
+	const newest = workerv1.SettingInstanceTypeDrainGracePeriod
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "settings.worker.gpustack.ai"}, crd)).To(Succeed())
+	current := crd.DeepCopy()
+	rules := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.XValidations
+	Expect(rules[0].Rule).To(ContainSubstring("'" + newest + "', "))
+	rules[0].Rule = strings.Replace(rules[0].Rule, "'"+newest+"', ", "", 1)
+	Expect(suite.Client.Update(ctx, crd)).To(Succeed())
+	DeferCleanup(func() {
+		ctx := context.Background()
+		for _, d := range workerv1.SettingDefinitions {
+			_ = suite.Client.Delete(ctx, makeSetting(d.Name, ""))
+		}
+		_ = suite.Client.Delete(ctx, makeSecret(nil))
+		Eventually(func() error {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(current), crd); err != nil {
+				return err
+			}
+			crd.Spec = current.Spec
+			return suite.Client.Update(ctx, crd)
+		}).Should(Succeed())
+	})
+	// The API server takes the older rule in a moment after the update.
+	Eventually(func() bool {
+		s := makeSetting(newest, "")
+		err := suite.Client.Create(ctx, s)
+		if err == nil {
+			_ = suite.Client.Delete(ctx, s)
+		}
+		return apierrors.IsInvalid(err)
+	}).Should(BeTrue(), "the older CRD refuses %s", newest)
+
+	problems, err := settings.Ensure(ctx, suite.Client)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(problems).To(HaveLen(1))
+	Expect(problems[0]).To(And(ContainSubstring("cannot create Setting "+newest), ContainSubstring("kubectl apply")))
+	list := &workerv1.SettingList{}
+	Expect(suite.Client.List(ctx, list, client.InNamespace(workerv1.SystemNamespace))).To(Succeed())
+	Expect(list.Items).To(HaveLen(len(workerv1.SettingDefinitions) - 1))
+})
+
+// A key of the gpustack-settings Secret that the Setting's rules refuse is reported, and the Setting keeps its
+// value: one bad edit of the Secret does not stop the worker.
+var _ = It("settings.Ensure reports a Secret's value the Setting refuses", func() {
+	ctx := context.Background()
+	suite.Create(makeSetting(aware, "true"), makeSecret(map[string]string{aware: "maybe"}))
+	DeferCleanup(func() {
+		for _, d := range workerv1.SettingDefinitions {
+			_ = suite.Client.Delete(context.Background(), makeSetting(d.Name, ""))
+		}
+		_ = suite.Client.Delete(context.Background(), makeSecret(nil))
+	})
+	problems, err := settings.Ensure(ctx, suite.Client)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(problems).To(ConsistOf(ContainSubstring("cannot copy the gpustack-settings Secret's " + aware)))
+	got := &workerv1.Setting{}
+	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(makeSetting(aware, "")), got)).To(Succeed())
+	Expect(got.Spec.Value).To(Equal("true"))
+})
