@@ -38,6 +38,7 @@ func runWorkerGateway(args []string) error {
 	serviceName := fs.String("service-name", "gpustack-operator-worker-gateway", "the Service in --namespace the APIService sends kube-apiserver to")
 	servicePort := fs.Int("service-port", 443, "the Service's port")
 	dispatch := fs.Bool("dispatch", true, "keep, in this cluster, what Kueue's MultiKueue needs to run Instances created here on the members")
+	retention := fs.Duration("retention", 24*time.Hour, "how long what no member offers any more (a member removed for good, a type it deleted) is kept, Inactive, before it is removed from this cluster; a member's outage, Hold or re-registration never removes the types the manager's Instances run on")
 	kueueNamespace := fs.String("kueue-namespace", kueueconfig.Namespace, "the namespace of this cluster's Kueue, where MultiKueue reads the members' kubeconfigs")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -76,7 +77,7 @@ func runWorkerGateway(args []string) error {
 	g.Go(func() error { return gw.Run(ctx) })
 	if *dispatch {
 		d := &gateway.Dispatcher{Client: c, Gateway: gw, Namespace: *namespace, KueueNamespace: *kueueNamespace, Interval: *interval,
-			Log: ctrl.Log.WithName("dispatch")}
+			Retention: *retention, Log: ctrl.Log.WithName("dispatch")}
 		g.Go(func() error { return d.Run(ctx) })
 	}
 	g.Go(func() error {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -47,29 +48,33 @@ type DispatchedType struct {
 	LocalQueues  []kueue.LocalQueue
 }
 
-// Dispatch computes what the manager holds for the members: a type is dispatched to the members whose last
-// answer had it Active (MultiKueue itself stops sending to a member it cannot reach, and takes it back);
-// the manager's queue of a type has the sum of those members' quotas for each resource, so the manager
-// sends no more than the members can take. Output is sorted.
-func Dispatch(states []MemberState, namespaces []string) Dispatched {
+// Dispatch computes what the manager holds for the members. A type is dispatched once a member's last answer
+// has it Active, and stays dispatched while a member's last answer has it in any phase: a member's Hold
+// (spec.inactive) or a drain of its own stops nothing on the manager. Its config lists every member that has
+// it, and every member of the config the manager holds now (configs: type -> clusters) that has not answered
+// yet (the gateway restarted, the member's Secret made again): MultiKueue gives up a running Workload whose
+// cluster leaves its config, and sends nothing to a cluster it cannot reach or whose queue holds. The
+// manager's queue of a type has the sum of its members' quotas for each resource, so the manager sends no
+// more than the members can take; its phase is Active while a member has it Active, Inactive otherwise. Output
+// is sorted.
+func Dispatch(states []MemberState, namespaces []string, configs map[string][]string) Dispatched {
 	labels := map[string]string{gatewayv1.LabelDispatch: "true"}
 	out := Dispatched{Flavor: kueue.ResourceFlavor{TypeMeta: kueueType("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: MembersFlavor, Labels: labels}}}
-	offers := map[string]map[string]*workerv1.InstanceType{}
+	has := map[string]map[string]*workerv1.InstanceType{}
 	queues := map[string]map[string]*kueue.ClusterQueue{}
+	answered := map[string]bool{}
 	for _, s := range sorted(states) {
 		out.Clusters = append(out.Clusters, kueue.MultiKueueCluster{TypeMeta: kueueType("MultiKueueCluster"),
 			ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels},
 			Spec: kueue.MultiKueueClusterSpec{ClusterSource: kueue.ClusterSource{KubeConfig: &kueue.KubeConfig{
 				Location: MemberKubeconfigSecret(s.Name), LocationType: kueue.SecretLocationType}}}})
+		answered[s.Name] = s.Reachable || !s.LastSeen.IsZero()
 		for i := range s.InstanceTypes {
 			it := &s.InstanceTypes[i]
-			if it.Status.Phase != workerv1.InstanceTypeActive {
-				continue
+			if has[it.Name] == nil {
+				has[it.Name] = map[string]*workerv1.InstanceType{}
 			}
-			if offers[it.Name] == nil {
-				offers[it.Name] = map[string]*workerv1.InstanceType{}
-			}
-			offers[it.Name][s.Name] = it
+			has[it.Name][s.Name] = it
 		}
 		queues[s.Name] = map[string]*kueue.ClusterQueue{}
 		for i := range s.ClusterQueues {
@@ -77,16 +82,36 @@ func Dispatch(states []MemberState, namespaces []string) Dispatched {
 		}
 	}
 	for _, a := range AggregatedInstanceTypes(states) {
-		byMember := offers[a.Name]
-		if len(byMember) == 0 {
+		byMember := has[a.Name]
+		var active, others []string
+		for m, it := range byMember {
+			if it.Status.Phase == workerv1.InstanceTypeActive {
+				active = append(active, m)
+				continue
+			}
+			others = append(others, fmt.Sprintf("%s (%s)", m, it.Status.Phase))
+		}
+		_, dispatched := configs[a.Name]
+		if len(active) == 0 && !dispatched {
 			continue
 		}
 		members := make([]string, 0, len(byMember))
 		for m := range byMember {
 			members = append(members, m)
 		}
+		for _, m := range configs[a.Name] {
+			if byMember[m] == nil && !answered[m] {
+				members = append(members, m)
+				others = append(others, m+" (not read yet)")
+			}
+		}
 		sort.Strings(members)
-		source := byMember[members[0]]
+		sort.Strings(active)
+		sort.Strings(others)
+		source := byMember[sortedKeys(byMember)[0]]
+		if len(active) > 0 {
+			source = byMember[active[0]]
+		}
 		if len(a.Status.Tiers) > 0 && byMember[a.Status.Tiers[0].Winner] != nil {
 			source = byMember[a.Status.Tiers[0].Winner]
 		}
@@ -97,9 +122,16 @@ func Dispatch(states []MemberState, namespaces []string) Dispatched {
 			}
 		}
 		status := workerv1.InstanceTypeStatus{Entrance: pools.EntranceName(a.Name), Phase: workerv1.InstanceTypeActive,
-			PhaseMessage: "dispatched through MultiKueue to " + strings.Join(members, ", "),
+			PhaseMessage: "dispatched through MultiKueue to " + strings.Join(active, ", "),
 			Accelerator:  a.Status.Accelerator, AcceleratorShared: a.Status.AcceleratorShared, AcceleratorSliced: a.Status.AcceleratorSliced,
 			AcceleratorPartitioned: a.Status.AcceleratorPartitioned, CPU: a.Status.CPU, Summary: a.Status.Summary}
+		if len(others) > 0 {
+			status.PhaseMessage += "; kept in its config: " + strings.Join(others, ", ")
+		}
+		if len(active) == 0 {
+			status.Phase = workerv1.InstanceTypeInactive
+			status.PhaseMessage = "no member has it Active (" + strings.Join(others, ", ") + "): what runs keeps running, new Instances wait"
+		}
 		if !source.Spec.Acceleratable {
 			status.Accelerator, status.AcceleratorShared, status.AcceleratorSliced, status.AcceleratorPartitioned = nil, nil, nil, nil
 		} else {
@@ -107,6 +139,16 @@ func Dispatch(states []MemberState, namespaces []string) Dispatched {
 		}
 		out.Types = append(out.Types, dispatchType(source, status, members, memberQueues, namespaces, labels))
 	}
+	return out
+}
+
+// sortedKeys returns a map's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }
 

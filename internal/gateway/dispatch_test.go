@@ -36,11 +36,12 @@ func TestDispatch(t *testing.T) {
 		Name, SpecFrom, Phase, Message, Check string
 		Clusters, Quotas, LocalQueues         []string
 	}
-	active, draining := workerv1.InstanceTypeActive, workerv1.InstanceTypeDraining
+	active, draining, inactive := workerv1.InstanceTypeActive, workerv1.InstanceTypeDraining, workerv1.InstanceTypeInactive
 	cases := map[string]struct {
 		reason     string
 		states     []MemberState
 		namespaces []string
+		configs    map[string][]string
 		want       []row
 	}{
 		"SummedAndMirrored": {
@@ -67,14 +68,40 @@ func TestDispatch(t *testing.T) {
 			want: []row{{Name: "gpu", SpecFrom: "a", Phase: "Active", Message: "dispatched through MultiKueue to a, b", Check: "gpustack-multikueue-gpu",
 				Clusters: []string{"a", "b"}}},
 		},
+		"HeldKept": {
+			reason: "A type the manager dispatches stays while a member has it in any phase: a member's Hold (Inactive) keeps its " +
+				"place in the config, and with no member Active the type is Inactive, not gone (its Instances on the manager keep running).",
+			states: []MemberState{
+				{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{described(gpuType("gpu", 2, 3, 4, inactive), "a")},
+					ClusterQueues: []kueue.ClusterQueue{memberQueue("gpu", [2]string{"credits", "2000"})}},
+				{Name: "b", Reachable: true, InstanceTypes: []workerv1.InstanceType{described(gpuType("gpu", 4, 8, 8, draining), "b")}},
+			},
+			configs: map[string][]string{"gpu": {"a", "b"}},
+			want: []row{{Name: "gpu", SpecFrom: "a", Phase: "Inactive", Check: "gpustack-multikueue-gpu",
+				Message:  "no member has it Active (a (Inactive), b (Draining)): what runs keeps running, new Instances wait",
+				Clusters: []string{"a", "b"}, Quotas: []string{"credits=2k"}}},
+		},
+		"NotReadYetKept": {
+			reason: "A member in the config the manager holds that has not answered since the gateway started (or since its Secret " +
+				"was made again) stays in the config; one that answered without the type leaves it.",
+			states: []MemberState{
+				{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{described(gpuType("gpu", 2, 3, 4, active), "a")}},
+				{Name: "b", Message: "not read yet"},
+				{Name: "c", Reachable: true},
+			},
+			configs: map[string][]string{"gpu": {"a", "b", "c", "gone"}},
+			want: []row{{Name: "gpu", SpecFrom: "a", Phase: "Active", Check: "gpustack-multikueue-gpu",
+				Message:  "dispatched through MultiKueue to a; kept in its config: b (not read yet), gone (not read yet)",
+				Clusters: []string{"a", "b", "gone"}}},
+		},
 		"NothingOffered": {
-			reason: "Members whose types are all inactive offer nothing to dispatch.",
+			reason: "A type no member has Active is not dispatched when the manager does not hold it yet.",
 			states: []MemberState{{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{gpuType("gpu", 1, 1, 1, draining)}}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Dispatch(tc.states, tc.namespaces)
+			got := Dispatch(tc.states, tc.namespaces, tc.configs)
 			var rows []row
 			for _, d := range got.Types {
 				r := row{Name: d.InstanceType.Name, SpecFrom: d.InstanceType.Spec.Description, Phase: string(d.InstanceType.Status.Phase),

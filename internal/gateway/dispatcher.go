@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -49,6 +50,13 @@ type Dispatcher struct {
 	Namespace, KueueNamespace string
 	// Interval is how often the members' answers are looked at.
 	Interval time.Duration
+	// Retention is how long what no member offers any more (a member removed for good, a type it deleted) is
+	// kept before it is removed: a member's outage, restart or re-registration is shorter, and never takes
+	// from the manager the types its Instances run on.
+	Retention time.Duration
+	// FirstAnswerGrace is how long after start the dispatcher waits for every member's first answer before it
+	// writes; DefaultFirstAnswerGrace when zero.
+	FirstAnswerGrace time.Duration
 	// Log reports what cannot be written.
 	Log logr.Logger
 
@@ -60,10 +68,10 @@ type Dispatcher struct {
 	started    time.Time
 }
 
-// firstAnswerGrace is how long after start the dispatcher waits for every member's first answer before it
-// writes: a member not read yet would otherwise look as if it offered nothing, and its types, queues and
-// config would be removed (its Instances on the manager drained) only to come back a moment later.
-const firstAnswerGrace = 2 * time.Minute
+// DefaultFirstAnswerGrace is how long after start the dispatcher waits for every member's first answer
+// before it writes: a member not read yet offers nothing yet, and the manager's types would be marked as no
+// longer offered (and say so) only to be taken back a moment later.
+const DefaultFirstAnswerGrace = 2 * time.Minute
 
 // Run syncs every Interval until ctx ends. A manager without MultiKueue's API (no Kueue there) is reported
 // once and looked at again each Interval.
@@ -102,9 +110,13 @@ func (d *Dispatcher) Sync(ctx context.Context) error {
 	if !d.Gateway.Listed() {
 		return nil
 	}
+	grace := d.FirstAnswerGrace
+	if grace == 0 {
+		grace = DefaultFirstAnswerGrace
+	}
 	states, _ := d.Gateway.States()
 	for _, st := range states {
-		if st.LastSeen.IsZero() && time.Since(d.started) < firstAnswerGrace {
+		if st.LastSeen.IsZero() && time.Since(d.started) < grace {
 			d.Log.V(1).Info("waiting for every member's first answer before dispatching", "member", st.Name)
 			return nil
 		}
@@ -116,7 +128,11 @@ func (d *Dispatcher) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	plan := Dispatch(states, namespaces)
+	configs, err := d.configs(ctx)
+	if err != nil {
+		return err
+	}
+	plan := Dispatch(states, namespaces, configs)
 	secrets, err := d.kubeconfigs(ctx)
 	if err != nil {
 		return err
@@ -152,6 +168,21 @@ func (d *Dispatcher) Sync(ctx context.Context) error {
 	}
 	errs = append(errs, d.prune(ctx, want), d.reasons(ctx, states))
 	return errors.Join(errs...)
+}
+
+// configs returns the clusters of each MultiKueueConfig the gateway keeps, by type.
+func (d *Dispatcher) configs(ctx context.Context) (map[string][]string, error) {
+	var list kueue.MultiKueueConfigList
+	if err := d.Client.List(ctx, &list, client.MatchingLabels{gatewayv1.LabelDispatch: "true"}); err != nil {
+		return nil, errors.Wrap(err, "cannot list the MultiKueueConfigs the gateway keeps")
+	}
+	out := make(map[string][]string, len(list.Items))
+	for _, c := range list.Items {
+		if c.DeletionTimestamp == nil {
+			out[c.Name] = c.Spec.Clusters
+		}
+	}
+	return out, nil
 }
 
 // kubeconfigs copies each member Secret's kubeconfig into Kueue's namespace, where its MultiKueueCluster reads it.
@@ -218,10 +249,13 @@ func (d *Dispatcher) applyStatus(ctx context.Context, it *workerv1.InstanceType)
 	return nil
 }
 
-// prune deletes what carries gatewayv1.LabelDispatch and is not wanted.
+// prune keeps what carries gatewayv1.LabelDispatch and is not wanted for Retention, marked with when that was
+// noticed (a mirrored InstanceType turns Inactive, saying until when it is kept), then deletes it; what is
+// wanted again loses the mark.
 func (d *Dispatcher) prune(ctx context.Context, want map[string]bool) error {
 	lists := []client.ObjectList{&corev1.SecretList{}, &kueue.ResourceFlavorList{}, &kueue.MultiKueueClusterList{}, &kueue.MultiKueueConfigList{},
 		&kueue.AdmissionCheckList{}, &kueue.ClusterQueueList{}, &kueue.LocalQueueList{}, &workerv1.InstanceTypeList{}}
+	now := time.Now()
 	var errs []error
 	for _, list := range lists {
 		opts := []client.ListOption{client.MatchingLabels{gatewayv1.LabelDispatch: "true"}}
@@ -245,18 +279,68 @@ func (d *Dispatcher) prune(ctx context.Context, want map[string]bool) error {
 				continue
 			}
 			o.GetObjectKind().SetGroupVersionKind(gvk)
-			key := keyOf(o)
-			if want[key] || o.GetDeletionTimestamp() != nil {
-				continue
+			if o.GetDeletionTimestamp() == nil {
+				errs = append(errs, d.retain(ctx, o, want[keyOf(o)], now))
 			}
-			d.Log.Info("removing what no member offers any more", "object", key)
-			if err := d.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, errors.Wrapf(err, "cannot delete %s", key))
-			}
-			delete(d.applied, key)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RetentionFieldManager is the field manager of the gateway's gatewayv1.AnnotationUnwantedSince mark, apart
+// from DispatchFieldManager's, so marking an object never takes what the gateway applied from it.
+const RetentionFieldManager = "gpustack-worker-gateway-retention"
+
+// retain marks an object no longer wanted, deletes one unwanted for longer than Retention, and unmarks one
+// wanted again.
+func (d *Dispatcher) retain(ctx context.Context, o client.Object, wanted bool, now time.Time) error {
+	key := keyOf(o)
+	mark, marked := o.GetAnnotations()[gatewayv1.AnnotationUnwantedSince]
+	since, err := time.Parse(time.RFC3339, mark)
+	switch {
+	case wanted && !marked:
+		return nil
+	case wanted:
+		return errors.Wrapf(d.mark(ctx, o, nil), "cannot take back %s", key)
+	case marked && err == nil && now.Sub(since) >= d.Retention:
+		d.Log.Info("removing what no member has offered since the retention began", "object", key, "unwantedSince", mark)
+		delete(d.applied, key)
+		return errors.Wrapf(client.IgnoreNotFound(d.Client.Delete(ctx, o)), "cannot delete %s", key)
+	case marked && err == nil:
+		return nil
+	}
+	d.Log.Info("keeping what no member offers now until the retention ends", "object", key, "until", now.Add(d.Retention))
+	// What was applied is kept as it is: it is applied again in full once wanted.
+	delete(d.applied, key)
+	delete(d.applied, "status/"+key)
+	stamp := now.UTC().Format(time.RFC3339)
+	if err := d.mark(ctx, o, map[string]any{gatewayv1.AnnotationUnwantedSince: stamp}); err != nil {
+		return errors.Wrapf(err, "cannot mark %s as no longer offered", key)
+	}
+	it, ok := o.(*workerv1.InstanceType)
+	if !ok {
+		return nil
+	}
+	st := it.Status.DeepCopy()
+	st.Phase = workerv1.InstanceTypeInactive
+	st.PhaseMessage = fmt.Sprintf("no member offers it since %s: kept until %s, what runs keeps running, new Instances wait",
+		stamp, now.Add(d.Retention).UTC().Format(time.RFC3339))
+	return d.applyStatus(ctx, &workerv1.InstanceType{TypeMeta: it.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: it.Name}, Status: *st})
+}
+
+// mark applies the given annotations as RetentionFieldManager's only ones (none takes its mark off).
+func (d *Dispatcher) mark(ctx context.Context, o client.Object, annotations map[string]any) error {
+	meta := map[string]any{"name": o.GetName()}
+	if o.GetNamespace() != "" {
+		meta["namespace"] = o.GetNamespace()
+	}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	gvk := o.GetObjectKind().GroupVersionKind()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "metadata": meta}}
+	//nolint:staticcheck // as in apply.
+	return d.Client.Patch(ctx, u, client.Apply, client.FieldOwner(RetentionFieldManager), client.ForceOwnership)
 }
 
 // keyOf names an object by kind, namespace and name.

@@ -21,13 +21,44 @@ import (
 )
 
 // The dispatcher on a real API server with Kueue's CRDs (the manager) and a member: it writes what MultiKueue
-// needs for the member's Active types, nothing before the gateway has read the members, and removes a type's
-// objects once the member no longer has it.
+// needs for the member's Active types, nothing before the gateway has read the members, keeps a type the member
+// holds, and keeps everything while the member's Secret is made again and the gateway restarts with the member
+// unreachable; what no member offers goes only after the retention.
 var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 	const namespace = "gateway-dispatch"
 	ctx := context.Background()
 	var member *memberCluster
 	var d *gateway.Dispatcher
+	var stopGateway func()
+
+	// startGateway starts a gateway with a fresh memory, as a restarted one; its dispatcher is d.
+	startGateway := func() {
+		gw := &gateway.Gateway{Client: suite.Client, Namespace: namespace, Scheme: scheme.New(),
+			Interval: 200 * time.Millisecond, Timeout: time.Second, Log: logr.Discard()}
+		d = &gateway.Dispatcher{Client: suite.Client, Gateway: gw, Namespace: namespace, KueueNamespace: "kueue-system",
+			Interval: 200 * time.Millisecond, Retention: time.Hour, FirstAnswerGrace: 2 * time.Second, Log: logr.Discard()}
+		runCtx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = gw.Run(runCtx)
+		}()
+		stopGateway = func() {
+			cancel()
+			<-done
+		}
+	}
+	// kept reports whether the object is on the manager, marked as no longer offered.
+	kept := func(g Gomega, key client.ObjectKey, o client.Object) string {
+		g.Expect(suite.Client.Get(ctx, key, o)).To(Succeed(), "%T %s", o, key)
+		mark := o.GetAnnotations()[gatewayv1.AnnotationUnwantedSince]
+		g.Expect(mark).NotTo(BeEmpty(), "%T %s is marked", o, key)
+		return mark
+	}
+	memberSecret := func() *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "member-d",
+			Labels: map[string]string{gatewayv1.LabelMember: "true"}}, Data: map[string][]byte{gatewayv1.KubeconfigKey: member.kubeconfig}}
+	}
 
 	BeforeAll(func() {
 		for _, ns := range []string{namespace, "kueue-system"} {
@@ -37,10 +68,8 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 		member = startMemberIn(suite.Client, namespace, "member-d")
 		member.instanceType("gpu-d", true, 2, 3, 4, workerv1.InstanceTypeActive)
 		member.instanceType("old-d", true, 1, 1, 1, workerv1.InstanceTypeDraining)
-		gw := &gateway.Gateway{Client: suite.Client, Namespace: namespace, Scheme: scheme.New(),
-			Interval: 200 * time.Millisecond, Timeout: time.Second, Log: logr.Discard()}
-		d = &gateway.Dispatcher{Client: suite.Client, Gateway: gw, Namespace: namespace, KueueNamespace: "kueue-system",
-			Interval: 200 * time.Millisecond, Log: logr.Discard()}
+		startGateway()
+		DeferCleanup(func() { stopGateway() })
 
 		// What a previous run wrote stays while the gateway has not read the members: no members read is not no
 		// members.
@@ -48,17 +77,6 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 		Expect(suite.Client.Create(ctx, earlier)).To(Succeed())
 		Expect(d.Sync(ctx)).To(Succeed())
 		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(earlier), &kueue.ClusterQueue{})).To(Succeed())
-
-		runCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = gw.Run(runCtx)
-		}()
-		DeferCleanup(func() {
-			cancel()
-			<-done
-		})
 	})
 
 	It("writes MultiKueue's cluster and, per Active type, the mirrored type, its queue, check, config and entrances", func() {
@@ -94,7 +112,84 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 			"a draining type is not dispatched")
 	})
 
-	It("removes a type's objects once the member no longer has it", func() {
+	It("keeps a type the member holds, Inactive, with the member in its config", func() {
+		setPhase := func(phase workerv1.InstanceTypePhase) {
+			mit := &workerv1.InstanceType{}
+			Expect(member.client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, mit)).To(Succeed())
+			mit.Status.Phase = phase
+			Expect(member.client.Status().Update(ctx, mit)).To(Succeed())
+		}
+		setPhase(workerv1.InstanceTypeInactive)
+		it := &workerv1.InstanceType{}
+		Eventually(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, it)).To(Succeed())
+			g.Expect(it.Status.Phase).To(Equal(workerv1.InstanceTypeInactive))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(it.Status.PhaseMessage).To(ContainSubstring("member-d (Inactive)"))
+		config := &kueue.MultiKueueConfig{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, config)).To(Succeed())
+		Expect(config.Spec.Clusters).To(Equal([]string{"member-d"}))
+
+		setPhase(workerv1.InstanceTypeActive)
+		Eventually(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, it)).To(Succeed())
+			g.Expect(it.Status.Phase).To(Equal(workerv1.InstanceTypeActive))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	It("keeps everything, marked, while the member's Secret is made again and the gateway restarts with the member unreachable", func() {
+		Expect(suite.Client.Delete(ctx, memberSecret())).To(Succeed())
+		var since string
+		Eventually(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			it := &workerv1.InstanceType{}
+			since = kept(g, client.ObjectKey{Name: "gpu-d"}, it)
+			g.Expect(it.Status.Phase).To(Equal(workerv1.InstanceTypeInactive))
+			g.Expect(it.Status.PhaseMessage).To(HavePrefix("no member offers it since " + since))
+			kept(g, client.ObjectKey{Name: "member-d"}, &kueue.MultiKueueCluster{})
+			kept(g, client.ObjectKey{Name: "gpu-d"}, &kueue.MultiKueueConfig{})
+			kept(g, client.ObjectKey{Name: "gpu-d"}, &kueue.ClusterQueue{})
+			kept(g, client.ObjectKey{Namespace: "kueue-system", Name: "gpustack-member-member-d"}, &corev1.Secret{})
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+
+		// The gateway restarts, its memory gone, while the member answers nothing; its Secret is back.
+		stopGateway()
+		member.proxy.cut()
+		Expect(suite.Client.Create(ctx, memberSecret())).To(Succeed())
+		startGateway()
+		time.Sleep(3 * time.Second) // past the first-answer grace: the dispatcher writes without the member's answer
+		Consistently(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			g.Expect(kept(g, client.ObjectKey{Name: "gpu-d"}, &workerv1.InstanceType{})).To(Equal(since), "the mark outlives the restart")
+			config := &kueue.MultiKueueConfig{}
+			kept(g, client.ObjectKey{Name: "gpu-d"}, config)
+			g.Expect(config.Spec.Clusters).To(Equal([]string{"member-d"}))
+			cluster := &kueue.MultiKueueCluster{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "member-d"}, cluster)).To(Succeed())
+		}).WithTimeout(3 * time.Second).Should(Succeed())
+
+		// The member answers again: it takes its type back.
+		member.proxy.restore()
+		Eventually(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			for _, o := range []client.Object{&workerv1.InstanceType{}, &kueue.MultiKueueConfig{}, &kueue.MultiKueueCluster{}} {
+				key := client.ObjectKey{Name: "gpu-d"}
+				if _, ok := o.(*kueue.MultiKueueCluster); ok {
+					key.Name = "member-d"
+				}
+				g.Expect(suite.Client.Get(ctx, key, o)).To(Succeed())
+				g.Expect(o.GetAnnotations()).NotTo(HaveKey(gatewayv1.AnnotationUnwantedSince), "%T", o)
+			}
+			it := &workerv1.InstanceType{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, it)).To(Succeed())
+			g.Expect(it.Status.Phase).To(Equal(workerv1.InstanceTypeActive))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	It("removes a type's objects once no member has offered it for the retention", func() {
+		d.Retention = 2 * time.Second
 		Expect(member.client.Delete(ctx, &workerv1.InstanceType{ObjectMeta: metav1.ObjectMeta{Name: "gpu-d"}})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(d.Sync(ctx)).To(Succeed())
@@ -104,6 +199,8 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: pools.EntranceName("gpu-d")}, &kueue.LocalQueue{})).
 				To(Satisfy(apierrors.IsNotFound))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
-		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "member-d"}, &kueue.MultiKueueCluster{})).To(Succeed(), "the member stays")
+		cluster := &kueue.MultiKueueCluster{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "member-d"}, cluster)).To(Succeed(), "the member stays")
+		Expect(cluster.Annotations).NotTo(HaveKey(gatewayv1.AnnotationUnwantedSince))
 	})
 })

@@ -40,6 +40,12 @@ const KubeconfigKey = "kubeconfig"
 // leaves InstanceTypes carrying it (the members' types, mirrored) to the gateway.
 const LabelDispatch = "gateway.gpustack.ai/dispatch"
 
+// AnnotationUnwantedSince is set by the worker-gateway on what it dispatched and no member offers any more:
+// when it noticed (RFC 3339). The object is kept as it is, held in the cluster rather than in the gateway's
+// memory so a restart does not shorten the wait, and removed once the gateway's retention (its --retention
+// flag) has passed since; a member that offers it again takes it back.
+const AnnotationUnwantedSince = "gateway.gpustack.ai/unwanted-since"
+
 // MultiKueueCheckPrefix begins the name of the MultiKueue AdmissionCheck the worker-gateway gives each
 // dispatched type's queue on a manager cluster (the type's name follows it).
 const MultiKueueCheckPrefix = "gpustack-multikueue-"
