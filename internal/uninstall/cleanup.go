@@ -70,6 +70,7 @@ type Options struct {
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=*,verbs=list;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=localqueues;clusterqueues;resourceflavors;admissionchecks,verbs=list;delete;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=*,verbs=list;patch
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeatures,verbs=list;delete
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeaturerules,verbs=delete,resourceNames=gpustack-cpu-info
@@ -182,11 +183,15 @@ func (r *remover) kueueChain(ctx context.Context) {
 			return nil
 		})
 	}
+	// Kueue's finalizer stays on the check when Kueue goes with the release.
 	ac := &kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: r.opts.AdmissionCheck}}
 	r.delete(ctx, ac)
-	if err := r.c.Get(ctx, client.ObjectKeyFromObject(ac), ac); err == nil {
-		r.unpin(ctx, ac)
+	err := r.c.Get(ctx, client.ObjectKeyFromObject(ac), ac)
+	if err != nil {
+		r.fail(errors.Wrapf(err, "cannot get AdmissionCheck %s to remove its finalizers", ac.Name))
+		return
 	}
+	r.unpin(ctx, ac)
 }
 
 // kueueGone unpins every object of Kueue's kinds whose CRD is being deleted (by an administrator: the chart

@@ -19,12 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
+	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -68,7 +70,9 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-settings"}},
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed", Annotations: composed}},
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}},
-		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "gpustack-node-devices"}, Spec: kueue.AdmissionCheckSpec{ControllerName: "gpustack.ai/node-devices"}},
+		// Kueue's finalizer, which nothing removes once Kueue is gone with the release.
+		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "gpustack-node-devices", Finalizers: []string{kueue.ResourceInUseFinalizerName}},
+			Spec: kueue.AdmissionCheckSpec{ControllerName: "gpustack.ai/node-devices"}},
 		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-gpustack-worker",
 			Labels: map[string]string{"app.kubernetes.io/part-of": "gpustack-operator-worker"}}},
 		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-nfd-worker"}},
@@ -92,8 +96,19 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 	//nolint:staticcheck // client.Apply with a typed object that carries its TypeMeta.
 	Expect(suite.Client.Status().Patch(ctx, kubelet, client.Apply, client.FieldOwner("kubelet"))).To(Succeed())
 
+	// The cleanup runs as the hook's account, with the role generated from its markers, as the chart binds it:
+	// a request its role does not allow fails here as it would in the hook.
+	roles, err := rbac.For("cleanup", workerv1.SystemNamespace)
+	Expect(err).NotTo(HaveOccurred())
+	create(roles...)
+	hookCfg := rest.CopyConfig(suite.Config)
+	hookCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + workerv1.SystemNamespace + ":" + rbac.ServiceAccountName("cleanup"),
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + workerv1.SystemNamespace, "system:authenticated"}}
+	hook, err := client.New(hookCfg, client.Options{Scheme: suite.Client.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+
 	var log bytes.Buffer
-	err := Cleanup(ctx, suite.Client, Options{Namespace: workerv1.SystemNamespace, WebhookSecret: "gpustack-worker-webhook-tls", Timeout: time.Minute,
+	err = Cleanup(ctx, hook, Options{Namespace: workerv1.SystemNamespace, WebhookSecret: "gpustack-worker-webhook-tls", Timeout: time.Minute,
 		Log: &log, ComposedAnnotation: "gpustack.ai/composed-hash", CapacityFieldManager: capacityManager, AdmissionCheck: "gpustack-node-devices"})
 	if err != nil {
 		Fail(fmt.Sprintf("Cleanup: %v\n%s", err, log.String()))
@@ -111,6 +126,8 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 		&nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-a-gpustack-worker"}},
 		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "instancetypes.worker.gpustack.ai"}},
 	}
+	err = suite.Client.Get(ctx, client.ObjectKey{Name: "gpustack-node-devices"}, &kueue.AdmissionCheck{})
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the AdmissionCheck, Kueue's finalizer on it, is gone: %v", err)
 	for _, o := range ours {
 		if !gone(o) {
 			Fail(fmt.Sprintf("%T %s is left after the cleanup", o, o.GetName()))

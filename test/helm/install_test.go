@@ -167,6 +167,8 @@ func TestUpgradeUninstall(t *testing.T) {
 	this := append([]string{"--set", "kueue.enabled=false", "--set", "nfd.enabled=false",
 		"--set", "worker.deviceManager.enforcers.image=" + realnode.EnforcerImage}, common...)
 	leader := holder(t, cluster.Kubeconfig, "")
+	// As the README says: Helm never changes the CRDs of crds/ after the first install.
+	kubectl("apply", "--server-side", "--force-conflicts", "-f", testenv.Path("package", "crds"))
 	install("helm upgrade to this chart", append([]string{"upgrade", release, chart}, this...)...)
 	rolledOut()
 	holder(t, cluster.Kubeconfig, leader) // the new worker leads: what follows is its work, not the old one's
@@ -405,7 +407,11 @@ func leftovers(ctx context.Context, t *testing.T, c client.Client) []string {
 		}
 		for i := range l.Items {
 			if u := &l.Items[i]; keep(u) {
-				left = append(left, gvk.Kind+" "+client.ObjectKeyFromObject(u).String())
+				what := gvk.Kind + " " + client.ObjectKeyFromObject(u).String()
+				if u.GetDeletionTimestamp() != nil {
+					what += fmt.Sprintf(" (deleting, finalizers %v)", u.GetFinalizers())
+				}
+				left = append(left, what)
 			}
 		}
 	}
