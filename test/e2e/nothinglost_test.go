@@ -93,6 +93,49 @@ var _ = DescribeTable("keeps users' work through node-management-manual flipped 
 	Entry("grace period 0: the queue drains the Pod, and the Instance starts again by itself", "0s", true),
 )
 
+// A pool's labels blink: its nodes' device-manager NodeFeatures are deleted, again and again for 20 seconds,
+// and the agents then make them again. NFD takes the cards' labels off, the T4 pool loses its flavors and is
+// held (Inactive, noFlavorsSince), but within the drain grace period nothing runs out: the whole-T4 Instance's
+// Pod is the same afterwards, and nothing wrote spec.stop.
+var _ = It("drains nothing when a pool's labels vanish for 20 seconds", func() {
+	ctx := context.Background()
+	const name = "blink-t4"
+	inst := builders.MakeInstance("default", name, t4Pool).Accelerators(1).Obj()
+	Expect(k.Create(ctx, inst)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+	waitPhase(name, "Ready")
+	uid := podUID(name)
+
+	key := pools.AcceleratablePrefix + "nvidia-tesla-t4"
+	var backing []nfdv1alpha1.NodeFeature
+	list := &nfdv1alpha1.NodeFeatureList{}
+	Expect(k.List(ctx, list, client.InNamespace(workerv1.SystemNamespace))).To(Succeed())
+	for _, nf := range list.Items {
+		if nf.Spec.Labels[key] == "true" {
+			backing = append(backing, nf)
+		}
+	}
+	Expect(backing).NotTo(BeEmpty(), "the NodeFeatures that carry %s", key)
+	held := false
+	for start := time.Now(); time.Since(start) < 20*time.Second || !held; time.Sleep(time.Second) {
+		Expect(time.Since(start)).To(BeNumerically("<", 2*time.Minute), "the T4 pool never lost its flavors")
+		for i := range backing {
+			_ = k.Delete(ctx, &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: backing[i].Namespace, Name: backing[i].Name}})
+		}
+		got := kubectl("get", "instancetype", t4Pool, "-o", "jsonpath={.status.phase} {.status.noFlavorsSince}")
+		held = held || strings.HasPrefix(got, "Inactive 20")
+	}
+	// The agents make their NodeFeatures again on their next report.
+	eventually(2*time.Minute, func() (bool, string) {
+		got := kubectl("get", "instancetype", t4Pool, "-o", "jsonpath={.status.phase} {.status.noFlavorsSince}")
+		return got == "Active ", "the T4 pool is Active again and noFlavorsSince clears: " + got
+	})
+	waitPhase(name, "Ready")
+	Expect(podUID(name)).To(Equal(uid), "the Pod that ran through the blink")
+	got := kubectl("get", "instance", name, "-n", "default", "-o", "jsonpath={.spec.stop}")
+	Expect(got).To(Or(BeEmpty(), Equal("false")), "spec.stop after the blink")
+})
+
 // A crafted label: a NodeFeature of its own makes node-cpu claim two billion T4 cards. Its Devices inventory
 // (it has none) does not back them, so the node is left out of every pool with an event naming the label: the
 // T4 pool's quota stays, the generic pool loses node-cpu's 16 cores, the node shows a condition, and the
