@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/base64"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +22,8 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 )
 
-// FieldManager is the field manager the worker applies its webhook configurations with.
+// FieldManager is the field manager the worker applies whole webhook configurations with, where the chart
+// rendered none (before v0.2.0).
 const FieldManager = "gpustack-operator"
 
 // Serving says how the API server reaches the worker's webhooks and where their key pair lives.
@@ -66,13 +69,17 @@ func (s Serving) clientConfig(ca []byte) func(path string) admissionv1.WebhookCl
 	}
 }
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=create
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch,resourceNames=gpustack-worker-mutation;gpustack-worker-validation
+
+// CAFieldManager is the field manager the worker writes the webhooks' caBundle with: the configurations are
+// the chart's, and the CA bundle is the only field of theirs the worker owns.
+const CAFieldManager = "gpustack-operator-webhook-ca"
 
 // Provision makes the webhooks reachable before the manager starts: it takes the key pair from the Secret
 // when that covers the hosts, and otherwise self-signs one and stores it there, so that restarts and replicas
 // share it (with cert-manager, it waits up to timeout for the issued Secret instead); it writes the pair into
-// CertDir and applies both webhook configurations with the CA bundle.
+// CertDir and the CA into each webhook of the chart's two configurations. A configuration that is not there
+// (a chart older than v0.2.0 rendered none, and its role lets the worker make them) is applied whole.
 func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, timeout time.Duration) error {
 	hosts, err := s.Hosts()
 	if err != nil {
@@ -93,18 +100,79 @@ func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, t
 	mutating, validating := Configurations(s.clientConfig(pair.CA))
 	mutating.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"}
 	validating.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
-	for _, o := range []client.Object{mutating, validating} {
-		o.SetLabels(map[string]string{"app.kubernetes.io/part-of": "gpustack-operator"})
-		u, err := scheme.ForApply(o)
+	type target struct {
+		config   client.Object
+		webhooks []string
+	}
+	targets := []target{{config: mutating}, {config: validating}}
+	for _, w := range mutating.Webhooks {
+		targets[0].webhooks = append(targets[0].webhooks, w.Name)
+	}
+	for _, w := range validating.Webhooks {
+		targets[1].webhooks = append(targets[1].webhooks, w.Name)
+	}
+	for _, t := range targets {
+		o := t.config
+		chartMade, err := chartMade(ctx, c, o, timeout)
 		if err != nil {
 			return err
 		}
-		//nolint:staticcheck // client.Apply with an unstructured object is the documented way to server-side apply it.
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return errors.Wrapf(err, "cannot apply webhook configuration %s", o.GetName())
+		if !chartMade {
+			continue
+		}
+		if err := applyCA(ctx, c, o, t.webhooks, pair.CA); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// chartMade reports whether the chart made the configuration. One that is not there is applied whole where
+// the worker's role allows it (a chart before v0.2.0); where it does not (this chart's role), the chart has not
+// made it yet (helm creates webhook configurations after Deployments), and it is waited for up to timeout.
+func chartMade(ctx context.Context, c client.Client, o client.Object, timeout time.Duration) (bool, error) {
+	live := o.DeepCopyObject().(client.Object)
+	err := c.Get(ctx, client.ObjectKeyFromObject(o), live)
+	if err == nil {
+		return true, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, errors.Wrapf(err, "cannot get webhook configuration %s", o.GetName())
+	}
+	err = applyWhole(ctx, c, o)
+	if !apierrors.IsForbidden(err) {
+		return false, errors.Wrapf(err, "cannot apply webhook configuration %s", o.GetName())
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, false, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(o), live)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	return true, errors.Wrapf(err, "webhook configuration %s is not there after %s: the chart installs it (helm upgrade brings it back)", o.GetName(), timeout)
+}
+
+// applyCA writes ca into the caBundle of each named webhook of the configuration, and nothing else.
+func applyCA(ctx context.Context, c client.Client, o client.Object, webhooks []string, ca []byte) error {
+	entries := make([]any, 0, len(webhooks))
+	for _, name := range webhooks {
+		entries = append(entries, map[string]any{"name": name, "clientConfig": map[string]any{"caBundle": base64.StdEncoding.EncodeToString(ca)}})
+	}
+	gvk := o.GetObjectKind().GroupVersionKind()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind,
+		"metadata": map[string]any{"name": o.GetName()}, "webhooks": entries}}
+	//nolint:staticcheck // client.Apply with an unstructured object is the documented way to server-side apply it.
+	err := c.Patch(ctx, u, client.Apply, client.FieldOwner(CAFieldManager), client.ForceOwnership)
+	return errors.Wrapf(err, "cannot write the CA bundle into webhook configuration %s", o.GetName())
+}
+
+// applyWhole applies a whole configuration, as the worker did before the chart rendered them.
+func applyWhole(ctx context.Context, c client.Client, o client.Object) error {
+	o.SetLabels(map[string]string{"app.kubernetes.io/part-of": "gpustack-operator"})
+	u, err := scheme.ForApply(o)
+	if err != nil {
+		return err
+	}
+	//nolint:staticcheck // as in applyCA.
+	return c.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
 }
 
 // keyPair returns the Secret's key pair when it covers the hosts; otherwise a new self-signed one, stored in

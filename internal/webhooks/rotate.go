@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -45,7 +47,8 @@ func (r *Rotation) Start(ctx context.Context) error {
 }
 
 // Check provisions again when the Secret's pair is not the one being served (renewed), or no longer covers the
-// hosts (it then signs a new one, or waits for cert-manager's); otherwise it writes nothing.
+// hosts (it then signs a new one, or waits for cert-manager's), or a webhook's CA bundle is not the pair's;
+// otherwise it writes nothing.
 func (r *Rotation) Check(ctx context.Context) error {
 	now := time.Now
 	if r.Now != nil {
@@ -63,9 +66,38 @@ func (r *Rotation) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if bytes.Equal(served, pair.Cert) {
-		return nil
+	if !bytes.Equal(served, pair.Cert) {
+		r.Log.Info("the webhook certificate changed: serving the new one")
+		return Provision(ctx, r.Client, r.Serving, now(), time.Minute)
 	}
-	r.Log.Info("the webhook certificate changed: serving the new one")
+	stale, err := r.staleCA(ctx, pair.CA)
+	if err != nil || stale == "" {
+		return err
+	}
+	// helm adopting or upgrading the configurations may drop a CA bundle, or add a webhook without one.
+	r.Log.Info("a webhook's CA bundle is not the served pair's: writing it again", "webhook", stale)
 	return Provision(ctx, r.Client, r.Serving, now(), time.Minute)
+}
+
+// staleCA names a webhook of the two configurations whose CA bundle is not ca; "" when all carry it, or when
+// a configuration is not there (Provision says so).
+func (r *Rotation) staleCA(ctx context.Context, ca []byte) (string, error) {
+	mutating, validating := &admissionv1.MutatingWebhookConfiguration{}, &admissionv1.ValidatingWebhookConfiguration{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: MutatingName}, mutating); err != nil {
+		return "", errors.Wrap(client.IgnoreNotFound(err), "cannot get the mutating webhook configuration")
+	}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: ValidatingName}, validating); err != nil {
+		return "", errors.Wrap(client.IgnoreNotFound(err), "cannot get the validating webhook configuration")
+	}
+	for _, w := range mutating.Webhooks {
+		if !bytes.Equal(w.ClientConfig.CABundle, ca) {
+			return MutatingName + "/" + w.Name, nil
+		}
+	}
+	for _, w := range validating.Webhooks {
+		if !bytes.Equal(w.ClientConfig.CABundle, ca) {
+			return ValidatingName + "/" + w.Name, nil
+		}
+	}
+	return "", nil
 }

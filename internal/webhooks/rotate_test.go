@@ -37,7 +37,8 @@ func der(certPEM []byte) []byte {
 
 // Rotates the webhooks' certificate under a running webhook server, twice: cert-manager renews the Secret, and
 // later the self-signed pair nears its end (a clock moved on). Each time the server presents the new
-// certificate without a restart, and the configurations carry the new CA.
+// certificate without a restart, and the configurations carry the new CA; a CA bundle dropped by someone else
+// is written again.
 var _ = It("rotates the webhook certificate without a restart", func() {
 	ctx := context.Background()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -77,6 +78,14 @@ var _ = It("rotates the webhook certificate without a restart", func() {
 	r := &Rotation{Client: suite.Client, Serving: s, Every: time.Hour, Log: logr.Discard()}
 	Expect(r.Check(ctx)).To(Succeed())
 	Expect(caBundle()).To(Equal(issued.CA), "nothing changed: the same CA")
+
+	// helm adopting the configuration drops a webhook's CA bundle: the next check writes it again.
+	m := &admissionv1.MutatingWebhookConfiguration{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: MutatingName}, m)).To(Succeed())
+	m.Webhooks[0].ClientConfig.CABundle = nil
+	Expect(suite.Client.Update(ctx, m, client.FieldOwner("helm"))).To(Succeed())
+	Expect(r.Check(ctx)).To(Succeed())
+	Expect(caBundle()).To(Equal(issued.CA), "the CA bundle written again")
 
 	// cert-manager renews the Secret.
 	renewed, err := SelfSigned([]string{"127.0.0.1"}, now)

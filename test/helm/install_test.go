@@ -106,7 +106,7 @@ spec:
 // CRDs', not v0.1.0's binary. helm upgrade to this chart (kueue.enabled and nfd.enabled false: the cluster's
 // own are used) keeps every Instance (its Pod not restarted), InstanceType and ledger entry, and Step 3's slice
 // runs with the enforcers this chart delivers. helm uninstall without cleanupOnUninstall leaves them and the
-// queues; installed again with cleanupOnUninstall and uninstalled, the post-delete hook leaves no object of
+// queues, and no webhook configuration; installed again with cleanupOnUninstall and uninstalled, the post-delete hook leaves no object of
 // the operator. Last, the cluster's own Kueue and NFD make way for the chart's: installed with them, the
 // pools come back, and helm uninstall with cleanupOnUninstall takes Kueue and NFD with the release but keeps
 // Kueue's CRDs and another team's Workload; installed again over them, the pools come back.
@@ -169,7 +169,8 @@ func TestUpgradeUninstall(t *testing.T) {
 	leader := holder(t, cluster.Kubeconfig, "")
 	// As the README says: Helm never changes the CRDs of crds/ after the first install.
 	kubectl("apply", "--server-side", "--force-conflicts", "-f", testenv.Path("package", "crds"))
-	install("helm upgrade to this chart", append([]string{"upgrade", release, chart}, this...)...)
+	// v0.1.0's worker made the webhook configurations, which this chart renders: the upgrade adopts them.
+	install("helm upgrade to this chart", append([]string{"upgrade", release, chart, "--take-ownership"}, this...)...)
 	rolledOut()
 	holder(t, cluster.Kubeconfig, leader) // the new worker leads: what follows is its work, not the old one's
 	sameViews()
@@ -194,6 +195,10 @@ func TestUpgradeUninstall(t *testing.T) {
 		if out, err := testenv.Kubectl(cluster.Kubeconfig, "get", kind, "-A", "-o", "name"); err != nil || !strings.Contains(out, "gpustack") {
 			t.Errorf("helm uninstall without cleanupOnUninstall removed the operator's %s: %v %s", kind, err, out)
 		}
+	}
+	// The webhook configurations are the chart's: no fail-closed webhook outlives the worker that answered it.
+	if out, err := testenv.Kubectl(cluster.Kubeconfig, "get", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "-o", "name"); err != nil || strings.Contains(out, "gpustack") {
+		t.Errorf("helm uninstall without cleanupOnUninstall left webhook configurations of the operator: %v %s", err, out)
 	}
 
 	install("helm install again", append([]string{"install", release, chart, "--set", "cleanupOnUninstall=true"}, this...)...)

@@ -129,6 +129,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "delete", resource: "nodes", name: "node-a"}),
 		worker(access{verb: "update", resource: "nodes", name: "node-a"}),
 		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "someone-elses"}),
+		// The chart renders the two configurations; the worker writes their CA bundles only.
+		worker(access{verb: "create", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"}),
 		worker(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: "kube-system"}),
 		worker(access{verb: "create", group: "certificates.k8s.io", resource: "certificatesigningrequests"}),
 		agent(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}),
@@ -151,7 +153,6 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "create", resource: "pods", namespace: "team-a"}),
 		worker(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}),
 		worker(access{verb: "create", group: "apps", resource: "daemonsets", namespace: deviceagent.Namespace}),
-		worker(access{verb: "create", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"}),
 		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: webhooks.MutatingName}),
 		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: webhooks.ValidatingName}),
 		worker(access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: system, name: "gpustack-operator-worker"}),
