@@ -1,0 +1,116 @@
+package multicluster
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+)
+
+// Nothing a member says about itself stops the manager's Instances. member-a has the only A10G: the manager's
+// Instance on it stays Ready, with no spec.stop written and its Pod on member-a the same, through member-a's
+// Hold of its A10G type, member-a's Secret deleted and made again, and the worker-gateway restarted while
+// member-a's API server is down for three minutes (longer than the gateway waits for a member's first answer).
+var _ = It("keeps the manager's Instances through a member's Hold, its Secret made again and a gateway restart during an outage", func() {
+	const a10gType = "gpustack--nvidia-a10g-linux-amd64"
+	waitAggregated(bothAnswer)
+	ctx, k := context.Background(), managerClient
+	a := members["member-a"]
+	e2esuite.WaitFor(6*time.Minute, func() (bool, string) {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "multikueueclusters", "member-a", "-o", "jsonpath={.status.conditions[?(@.type=='Active')].status}")
+		typ, _ := testenv.Kubectl(manager.Kubeconfig, "get", "instancetype", a10gType, "-o", "jsonpath={.status.phase}")
+		return out == "True" && typ == string(workerv1.InstanceTypeActive), "member-a Active: " + out + "; the manager's " + a10gType + ": " + typ
+	})
+	inst := builders.MakeInstance("default", "kept-a10g", a10gType).Accelerators(1).Obj()
+	Eventually(func() error { return k.Create(ctx, inst) }, 30*time.Second, time.Second).Should(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+	e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
+		s := instanceState(inst.Name)
+		return strings.HasPrefix(s, "Ready/member-a/"), "the manager's Instance (phase/cluster/message): " + s
+	})
+	uid := a.Kubectl("-n", "default", "get", "pod", inst.Name, "-o", "jsonpath={.metadata.uid}")
+	// stillRunning checks that the manager's Instance runs on, unstopped, on the same Pod of member-a.
+	stillRunning := func(after string) {
+		GinkgoHelper()
+		e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
+			s := instanceState(inst.Name)
+			pod, _ := testenv.Kubectl(a.Cluster.Kubeconfig, "-n", "default", "get", "pod", inst.Name, "-o", "jsonpath={.metadata.uid} {.status.phase}")
+			return strings.HasPrefix(s, "Ready/member-a/") && pod == uid+" Running",
+				after + ": the manager's Instance (phase/cluster/message): " + s + "; member-a's Pod (uid phase): " + pod + ", was " + uid
+		})
+		notStopped(after, client.ObjectKeyFromObject(inst))
+	}
+	// managerType is the manager's type's phase and when the gateway marked it as no longer offered.
+	managerType := func() string {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "instancetype", a10gType, "-o",
+			"jsonpath={.status.phase} {.metadata.annotations."+strings.ReplaceAll(gatewayv1.AnnotationUnwantedSince, ".", `\.`)+"}")
+		return out
+	}
+	waitType := func(prefix string) {
+		GinkgoHelper()
+		e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
+			t := managerType()
+			return strings.HasPrefix(t, prefix), "the manager's type (phase, unwanted since): " + t
+		})
+	}
+	const active, held, marked = "Active ", "Inactive ", "Inactive 2"
+
+	By("member-a holding its A10G type: the manager's type turns Inactive and stays")
+	a.Kubectl("patch", "instancetype", a10gType, "--type=merge", "-p", `{"spec":{"inactive":true}}`)
+	waitType(held)
+	stillRunning("held")
+	a.Kubectl("patch", "instancetype", a10gType, "--type=merge", "-p", `{"spec":{"inactive":false}}`)
+	waitType(active)
+
+	By("member-a's Secret deleted and made again: the manager keeps its type, marked, and takes it back")
+	secret := &corev1.Secret{}
+	Expect(k.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: "member-a"}, secret)).To(Succeed())
+	Expect(k.Delete(ctx, secret)).To(Succeed())
+	waitType(marked)
+	stillRunning("member-a's Secret deleted")
+	again := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secret.Namespace, Name: secret.Name, Labels: secret.Labels}, Data: secret.Data}
+	Expect(k.Create(ctx, again)).To(Succeed())
+	waitType(active)
+	stillRunning("member-a's Secret made again")
+
+	By("the worker-gateway restarted during a three-minute outage of member-a")
+	if err := a.Cluster.Kill("kube-apiserver"); err != nil {
+		Fail(err.Error())
+	}
+	down := time.Now()
+	for _, args := range [][]string{{"rollout", "restart", "deployment/gpustack-operator-worker-gateway"},
+		{"rollout", "status", "deployment/gpustack-operator-worker-gateway", "--timeout=2m"}} {
+		out, err := testenv.Kubectl(manager.Kubeconfig, append([]string{"-n", workerv1.SystemNamespace}, args...)...)
+		Expect(err).NotTo(HaveOccurred(), out)
+	}
+	// Past its first-answer grace, the new gateway writes without member-a's answer: it keeps the type, marked.
+	waitType(marked)
+	time.Sleep(3*time.Minute - time.Since(down))
+	notStopped("member-a down for three minutes", client.ObjectKeyFromObject(inst))
+	restartCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := a.Cluster.Restart(restartCtx, "kube-apiserver"); err != nil {
+		Fail(err.Error())
+	}
+	stillRunning("member-a back after three minutes")
+	waitType(active)
+})
+
+// notStopped checks that nothing wrote spec.stop into the manager's Instance.
+func notStopped(after string, key client.ObjectKey) {
+	GinkgoHelper()
+	got := &workerv1.Instance{}
+	Expect(managerClient.Get(context.Background(), key, got)).To(Succeed())
+	Expect(got.Spec.Stop).To(BeFalse(), "%s: the manager's Instance's spec.stop", after)
+}
