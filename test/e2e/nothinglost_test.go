@@ -136,6 +136,34 @@ var _ = It("drains nothing when a pool's labels vanish for 20 seconds", func() {
 	Expect(got).To(Or(BeEmpty(), Equal("false")), "spec.stop after the blink")
 })
 
+// A real node's kubelet restarted as a crash would (killed, started again), its containers running on: the
+// whole-T4 Instance on it is Ready again, on the same Pod, nothing wrote spec.stop, and the node's cards are
+// allocatable again (the device agents register with the new kubelet). A Pod a reboot fails is rebuilt at any
+// age (the instance controller's envtest specs); the harness cannot reboot a node under running containers.
+var _ = It("keeps an Instance Ready through its node's kubelet restarted", func() {
+	ctx := context.Background()
+	const name = "kubelet-restart"
+	inst := builders.MakeInstance("default", name, t4Pool).Accelerators(1).Obj()
+	Expect(k.Create(ctx, inst)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+	waitPhase(name, "Ready")
+	uid := podUID(name)
+	node := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.spec.nodeName}")
+	allocatable := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
+	Expect(cluster.RestartKubelet(ctx, node)).To(Succeed())
+	eventually(2*time.Minute, func() (bool, string) {
+		ready := kubectl("get", "node", node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		now := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
+		return ready == "True" && now == allocatable, node + " Ready: " + ready + "; allocatable: " + now + ", was " + allocatable
+	})
+	waitPhase(name, "Ready")
+	Expect(podUID(name)).To(Equal(uid), "the Pod that ran through the kubelet's restart")
+	restarts := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.status.containerStatuses[*].restartCount}")
+	Expect(strings.Fields(restarts)).To(HaveEach("0"), "the containers ran on through the kubelet's restart")
+	got := kubectl("get", "instance", name, "-n", "default", "-o", "jsonpath={.spec.stop}")
+	Expect(got).To(Or(BeEmpty(), Equal("false")), "spec.stop after the kubelet's restart")
+})
+
 // A crafted label: a NodeFeature of its own makes node-cpu claim two billion T4 cards. Its Devices inventory
 // (it has none) does not back them, so the node is left out of every pool with an event naming the label: the
 // T4 pool's quota stays, the generic pool loses node-cpu's 16 cores, the node shows a condition, and the

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -87,3 +88,34 @@ func (c *Cluster) Log(name string) (string, error) {
 
 // EtcdURL is the address of etcd's client endpoint.
 func (c *Cluster) EtcdURL() string { return "http://127.0.0.1:" + strconv.Itoa(c.ports.etcdClient) }
+
+// RestartKubelet restarts a real node's kubelet as a crash would (its supervisor kills it on SIGHUP and starts
+// it again), the node's containers running on, and waits until the new kubelet has started.
+func (c *Cluster) RestartKubelet(ctx context.Context, node string) error {
+	data, err := os.ReadFile(c.path("pids", nodeComponent(node)+".pid"))
+	if err != nil {
+		return errors.Wrapf(err, "node %s is not running", node)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return errors.Wrapf(err, "node %s's pid file", node)
+	}
+	log := c.path("nodes", node, "kubelet.log")
+	starts := func() int {
+		data, _ := os.ReadFile(log) //nolint:gosec // the node's own log
+		return strings.Count(string(data), kubeletStarted)
+	}
+	before := starts()
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		return errors.Wrapf(err, "cannot signal node %s's supervisor", node)
+	}
+	return c.waitFor(ctx, "node "+node+"'s kubelet after its restart", time.Minute, func(context.Context) error {
+		if starts() > before {
+			return nil
+		}
+		return errors.Errorf("%s logs no new start", log)
+	})
+}
+
+// kubeletStarted is what the kubelet logs once as it starts.
+const kubeletStarted = `"Kubelet version"`

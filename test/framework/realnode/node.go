@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -165,6 +166,9 @@ func runNode(ctx context.Context, cfg Config) error {
 		}
 	}()
 	exited := make(chan error, 3)
+	// restarting is set while the kubelet is restarted on SIGHUP: its exit then ends nothing.
+	var restarting atomic.Bool
+	kubeletExited := make(chan struct{}, 1)
 	startChild := func(name string, argv ...string) error {
 		cmd := exec.Command(argv[0], argv[1:]...)                                                                //nolint:gosec // the node's own components
 		log, err := os.OpenFile(filepath.Join(cfg.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) //nolint:gosec // the node's log
@@ -179,6 +183,10 @@ func runNode(ctx context.Context, cfg Config) error {
 		children = append(children, cmd)
 		go func() {
 			err := cmd.Wait()
+			if name == "kubelet" && restarting.Load() {
+				kubeletExited <- struct{}{}
+				return
+			}
 			exited <- errors.Errorf("%s exited: %v; its log (%s) ends with:\n%s", name, err, log.Name(), lastLines(log.Name(), 8))
 		}()
 		return nil
@@ -198,19 +206,38 @@ func runNode(ctx context.Context, cfg Config) error {
 			return errors.Wrapf(err, "cannot import image %s: %s", img, out)
 		}
 	}
-	if err := startChild("kubelet", cfg.Kubelet, "--config", filepath.Join(cfg.Dir, "kubelet.yaml"),
-		"--kubeconfig", cfg.Kubeconfig, "--hostname-override", cfg.Name, "--node-ip", NodeIP(cfg.Index),
-		"--node-labels", labelFlag(cfg.Labels), "--v=2"); err != nil {
+	startKubelet := func() error {
+		return startChild("kubelet", cfg.Kubelet, "--config", filepath.Join(cfg.Dir, "kubelet.yaml"),
+			"--kubeconfig", cfg.Kubeconfig, "--hostname-override", cfg.Name, "--node-ip", NodeIP(cfg.Index),
+			"--node-labels", labelFlag(cfg.Labels), "--v=2")
+	}
+	if err := startKubelet(); err != nil {
 		return err
 	}
+	kubelet := children[len(children)-1]
 	if err := startChild("kube-proxy", cfg.KubeProxy, "--config", filepath.Join(cfg.Dir, "kube-proxy.yaml"), "--v=2"); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-exited:
-		return err
+	// SIGHUP restarts the kubelet as a crash would (SIGKILL), the containers running on.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-exited:
+			return err
+		case <-hup:
+			restarting.Store(true)
+			_ = kubelet.Process.Kill()
+			<-kubeletExited
+			restarting.Store(false)
+			if err := startKubelet(); err != nil {
+				return err
+			}
+			kubelet = children[len(children)-1]
+		}
 	}
 }
 
