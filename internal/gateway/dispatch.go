@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -95,10 +97,7 @@ func Dispatch(states []MemberState, namespaces []string, configs map[string][]st
 		if len(active) == 0 && !dispatched {
 			continue
 		}
-		members := make([]string, 0, len(byMember))
-		for m := range byMember {
-			members = append(members, m)
-		}
+		members := slices.Collect(maps.Keys(byMember))
 		for _, m := range configs[a.Name] {
 			if byMember[m] == nil && !answered[m] {
 				members = append(members, m)
@@ -108,7 +107,7 @@ func Dispatch(states []MemberState, namespaces []string, configs map[string][]st
 		sort.Strings(members)
 		sort.Strings(active)
 		sort.Strings(others)
-		source := byMember[sortedKeys(byMember)[0]]
+		source := byMember[slices.Sorted(maps.Keys(byMember))[0]]
 		if len(active) > 0 {
 			source = byMember[active[0]]
 		}
@@ -139,16 +138,6 @@ func Dispatch(states []MemberState, namespaces []string, configs map[string][]st
 		}
 		out.Types = append(out.Types, dispatchType(source, status, members, memberQueues, namespaces, labels))
 	}
-	return out
-}
-
-// sortedKeys returns a map's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
