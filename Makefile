@@ -133,15 +133,15 @@ $(eval $(call tool,golangci-lint,$(GOLANGCI_LINT_VERSION),golangci-lint,github.c
 # The three control-plane binaries come from one wrapper module.
 $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
 	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION) (a first build takes about 10 minutes))
-	cd hack/tools/k8s && for c in kube-apiserver kube-controller-manager kube-scheduler; do \
-		echo ">>   $$c" >&2; go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/$$c k8s.io/kubernetes/cmd/$$c; done
+	@# One go build of the three: the packages they share compile once and the links run side by side.
+	mkdir -p $(BIN) && cd hack/tools/k8s && go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
 	@mkdir -p $(STAMP) && touch $@
 
 # A real node's kubelet and kube-proxy come from the same wrapper module.
 $(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
 	$(call say,building kubelet kube-proxy $(K8S_VERSION) (a first build takes minutes))
-	cd hack/tools/k8s && for c in kubelet kube-proxy; do \
-		echo ">>   $$c" >&2; go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/$$c k8s.io/kubernetes/cmd/$$c; done
+	mkdir -p $(BIN) && cd hack/tools/k8s && go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
 	@mkdir -p $(STAMP) && touch $@
 
 # The images every real node holds before anything is pulled (there is no registry): Kubernetes' own pause.c
