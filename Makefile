@@ -130,12 +130,11 @@ $(eval $(call tool,opa,$(OPA_VERSION),opa,github.com/open-policy-agent/opa))
 $(eval $(call tool,gator,$(GATEKEEPER_VERSION),gator,github.com/open-policy-agent/gatekeeper/v3/cmd/gator))
 $(eval $(call tool,golangci-lint,$(GOLANGCI_LINT_VERSION),golangci-lint,github.com/golangci/golangci-lint/v2/cmd/golangci-lint))
 
-# The three control-plane binaries come from one wrapper module.
+# The three control-plane binaries come from one wrapper module, in one go build: the packages they share
+# compile once and the links run side by side (as the node's two below).
 $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
 	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION) (a first build takes about 10 minutes))
-	@# One go build of the three: the packages they share compile once and the links run side by side.
-	mkdir -p $(BIN) && cd hack/tools/k8s && go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+	mkdir -p $(BIN) && cd hack/tools/k8s && go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler)
 	@mkdir -p $(STAMP) && touch $@
 
 # A real node's kubelet and kube-proxy come from the same wrapper module.

@@ -25,7 +25,8 @@ func TestDemoBuildsOnlyWhatItUses(t *testing.T) {
 		}
 	}
 	plan := strings.Join(builds, "\n")
-	for _, want := range []string{"k8s.io/kubernetes/cmd/$c", "go.etcd.io/etcd/server/v3",
+	for _, want := range []string{"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
+		"k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-proxy", "go.etcd.io/etcd/server/v3",
 		"sigs.k8s.io/kueue/cmd/kueue", "cmd/nfd-master", "helm.sh/helm/v3/cmd/helm", "./cmd/gpustack-operator", "./hack/localcluster"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("make -n demo does not build %s; its builds:\n%s", want, plan)
