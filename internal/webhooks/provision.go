@@ -100,19 +100,7 @@ func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, t
 	mutating, validating := Configurations(s.clientConfig(pair.CA))
 	mutating.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"}
 	validating.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
-	type target struct {
-		config   client.Object
-		webhooks []string
-	}
-	targets := []target{{config: mutating}, {config: validating}}
-	for _, w := range mutating.Webhooks {
-		targets[0].webhooks = append(targets[0].webhooks, w.Name)
-	}
-	for _, w := range validating.Webhooks {
-		targets[1].webhooks = append(targets[1].webhooks, w.Name)
-	}
-	for _, t := range targets {
-		o := t.config
+	for _, o := range []client.Object{mutating, validating} {
 		chartMade, err := chartMade(ctx, c, o, timeout)
 		if err != nil {
 			return err
@@ -120,7 +108,7 @@ func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, t
 		if !chartMade {
 			continue
 		}
-		if err := applyCA(ctx, c, o, t.webhooks, pair.CA); err != nil {
+		if err := applyCA(ctx, c, o, pair.CA); err != nil {
 			return err
 		}
 	}
@@ -150,10 +138,26 @@ func chartMade(ctx context.Context, c client.Client, o client.Object, timeout ti
 	return true, errors.Wrapf(err, "webhook configuration %s is not there after %s: the chart installs it (helm upgrade brings it back)", o.GetName(), timeout)
 }
 
-// applyCA writes ca into the caBundle of each named webhook of the configuration, and nothing else.
-func applyCA(ctx context.Context, c client.Client, o client.Object, webhooks []string, ca []byte) error {
-	entries := make([]any, 0, len(webhooks))
-	for _, name := range webhooks {
+// webhookNames returns the names of a configuration's webhooks.
+func webhookNames(o client.Object) []string {
+	var names []string
+	switch cfg := o.(type) {
+	case *admissionv1.MutatingWebhookConfiguration:
+		for _, w := range cfg.Webhooks {
+			names = append(names, w.Name)
+		}
+	case *admissionv1.ValidatingWebhookConfiguration:
+		for _, w := range cfg.Webhooks {
+			names = append(names, w.Name)
+		}
+	}
+	return names
+}
+
+// applyCA writes ca into the caBundle of each webhook of the configuration, and nothing else.
+func applyCA(ctx context.Context, c client.Client, o client.Object, ca []byte) error {
+	var entries []any
+	for _, name := range webhookNames(o) {
 		entries = append(entries, map[string]any{"name": name, "clientConfig": map[string]any{"caBundle": base64.StdEncoding.EncodeToString(ca)}})
 	}
 	gvk := o.GetObjectKind().GroupVersionKind()

@@ -35,6 +35,16 @@ func podUID(name string) string {
 	return kubectl("get", "pods", "-n", "default", "--field-selector", "metadata.name="+name, "-o", "jsonpath={.items[*].metadata.uid}")
 }
 
+// runReady creates an Instance in default, deleted when the spec ends, waits until it is Ready and returns its
+// Pod's UID.
+func runReady(inst *workerv1.Instance) string {
+	GinkgoHelper()
+	Expect(k.Create(context.Background(), inst)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+	waitPhase(inst.Name, "Ready")
+	return podUID(inst.Name)
+}
+
 // A setting flipped and reverted: node-management-manual=true takes gpustack.ai/managed off every node, so every
 // pool loses its flavors. Within instance-type-drain-grace-period the pools are only held and the running
 // Instance's Pod is the same after the revert; with a grace of 0 the queue drains it, and the Instance starts
@@ -53,10 +63,7 @@ var _ = DescribeTable("keeps users' work through node-management-manual flipped 
 			setSetting(workerv1.SettingInstanceTypeDrainGracePeriod, grace)
 		}
 		inst := builders.MakeInstance("default", name, pool).Obj()
-		Expect(k.Create(context.Background(), inst)).To(Succeed())
-		DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
-		waitPhase(name, "Ready")
-		uid := podUID(name)
+		uid := runReady(inst)
 
 		setSetting(workerv1.SettingNodeManagementManual, "true")
 		if drains {
@@ -101,10 +108,7 @@ var _ = It("drains nothing when a pool's labels vanish for 20 seconds", func() {
 	ctx := context.Background()
 	const name = "blink-t4"
 	inst := builders.MakeInstance("default", name, t4Pool).Accelerators(1).Obj()
-	Expect(k.Create(ctx, inst)).To(Succeed())
-	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
-	waitPhase(name, "Ready")
-	uid := podUID(name)
+	uid := runReady(inst)
 
 	key := pools.AcceleratablePrefix + "nvidia-tesla-t4"
 	var backing []nfdv1alpha1.NodeFeature
@@ -144,10 +148,7 @@ var _ = It("keeps an Instance Ready through its node's kubelet restarted", func(
 	ctx := context.Background()
 	const name = "kubelet-restart"
 	inst := builders.MakeInstance("default", name, t4Pool).Accelerators(1).Obj()
-	Expect(k.Create(ctx, inst)).To(Succeed())
-	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
-	waitPhase(name, "Ready")
-	uid := podUID(name)
+	uid := runReady(inst)
 	node := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.spec.nodeName}")
 	allocatable := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
 	Expect(cluster.RestartKubelet(ctx, node)).To(Succeed())
