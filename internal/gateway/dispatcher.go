@@ -185,7 +185,9 @@ func (d *Dispatcher) configs(ctx context.Context) (map[string][]string, error) {
 	return out, nil
 }
 
-// kubeconfigs copies each member Secret's kubeconfig into Kueue's namespace, where its MultiKueueCluster reads it.
+// kubeconfigs copies each member Secret's checked kubeconfig (ParseMemberKubeconfig: its server, CA and inline
+// credentials, nothing else) into Kueue's namespace, where its MultiKueueCluster reads it. A refused one is not
+// copied; the member's state says why.
 func (d *Dispatcher) kubeconfigs(ctx context.Context) ([]corev1.Secret, error) {
 	var members corev1.SecretList
 	if err := d.Client.List(ctx, &members, client.InNamespace(d.Namespace), client.MatchingLabels{gatewayv1.LabelMember: "true"}); err != nil {
@@ -193,9 +195,17 @@ func (d *Dispatcher) kubeconfigs(ctx context.Context) ([]corev1.Secret, error) {
 	}
 	out := make([]corev1.Secret, 0, len(members.Items))
 	for _, m := range members.Items {
+		kc, err := ParseMemberKubeconfig(m.Data[gatewayv1.KubeconfigKey])
+		if err != nil {
+			continue
+		}
+		data, err := kc.Kubeconfig()
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: d.KueueNamespace, Name: MemberKubeconfigSecret(m.Name), Labels: map[string]string{gatewayv1.LabelDispatch: "true"}},
-			Data:       map[string][]byte{"kubeconfig": m.Data[gatewayv1.KubeconfigKey]}})
+			Data:       map[string][]byte{"kubeconfig": data}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -93,7 +93,12 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 
 		secret := &corev1.Secret{}
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "kueue-system", Name: "gpustack-member-member-d"}, secret)).To(Succeed())
-		Expect(secret.Data["kubeconfig"]).To(Equal(member.kubeconfig))
+		// The copy holds what the gateway checked of the member's kubeconfig, nothing else.
+		copied, err := gateway.ParseMemberKubeconfig(secret.Data["kubeconfig"])
+		Expect(err).NotTo(HaveOccurred())
+		checked, err := gateway.ParseMemberKubeconfig(member.kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(copied).To(Equal(checked))
 		cluster := &kueue.MultiKueueCluster{}
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "member-d"}, cluster)).To(Succeed())
 		Expect(cluster.Spec.ClusterSource.KubeConfig.Location).To(Equal(secret.Name))

@@ -12,7 +12,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -147,12 +146,14 @@ func (g *Gateway) startMember(ctx context.Context, s *corev1.Secret) {
 	go g.readLoop(memberCtx, s.Name, m, reader)
 }
 
-// readerOf makes a client of the member from its Secret's kubeconfig; reads time out after Timeout.
+// readerOf makes a client of the member from its Secret's kubeconfig, refused before any request when it holds
+// more than a server, a CA and inline credentials; reads time out after Timeout.
 func (g *Gateway) readerOf(s *corev1.Secret) (client.Reader, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[gatewayv1.KubeconfigKey])
+	kc, err := ParseMemberKubeconfig(s.Data[gatewayv1.KubeconfigKey])
 	if err != nil {
-		return nil, errors.Wrapf(err, "cannot read the kubeconfig of member %s (Secret %s/%s, key %s)", s.Name, s.Namespace, s.Name, gatewayv1.KubeconfigKey)
+		return nil, errors.Wrapf(err, "the kubeconfig of member %s (Secret %s/%s, key %s) is refused", s.Name, s.Namespace, s.Name, gatewayv1.KubeconfigKey)
 	}
+	cfg := kc.RESTConfig()
 	cfg.Timeout = g.Timeout
 	c, err := client.New(cfg, client.Options{Scheme: g.Scheme})
 	if err != nil {
