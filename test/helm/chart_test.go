@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -259,6 +261,14 @@ func TestTemplateOptions(t *testing.T) {
 		t.Errorf("the cleanup Job is not a post-delete hook running cleanup: %+v", job)
 	}
 	checkRestricted(t, job.Spec.Template.Spec)
+	// The hook's rights go with it whether it succeeds or fails.
+	for _, key := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+		rights := convert[metav1.PartialObjectMetadata](t, objs[key+"/gpustack-operator-cleanup"])
+		policy := strings.Split(rights.Annotations["helm.sh/hook-delete-policy"], ",")
+		if !slices.Contains(policy, "hook-succeeded") || !slices.Contains(policy, "hook-failed") {
+			t.Errorf("the cleanup hook's %s is not removed whether the hook succeeds or fails: hook-delete-policy %v", key, policy)
+		}
+	}
 	for kind, ns := range map[string]string{"ClusterRole": "", "Role": namespace} {
 		got := convert[rbacv1.ClusterRole](t, objs[kind+"/gpustack-operator-cleanup"])
 		if diff := cmp.Diff(generatedRules(t, "cleanup", kind, ns), got.Rules); diff != "" {
