@@ -140,29 +140,53 @@ var _ = It("drains nothing when a pool's labels vanish for 20 seconds", func() {
 	Expect(got).To(Or(BeEmpty(), Equal("false")), "spec.stop after the blink")
 })
 
-// A real node's kubelet restarted as a crash would (killed, started again), its containers running on: the
-// whole-T4 Instance on it is Ready again, on the same Pod, nothing wrote spec.stop, and the node's cards are
-// allocatable again (the device agents register with the new kubelet). A Pod a reboot fails is rebuilt at any
-// age (the instance controller's envtest specs); the harness cannot reboot a node under running containers.
-var _ = It("keeps an Instance Ready through its node's kubelet restarted", func() {
+// A real node's kubelet restarted as a crash would (killed, started again), its containers running on, then the
+// node rebooted (every process of it killed at once, containers included, what it keeps in memory lost), under
+// an Instance older than five minutes. After the kubelet's restart the whole-T4 Instance on it is Ready on the
+// same Pod, and the node's cards are allocatable again (the device agents register with the new kubelet).
+// After the reboot the Instance is Ready again with no one acting, and nothing wrote spec.stop.
+var _ = It("keeps an Instance older than five minutes Ready through its node's kubelet restarted and the node rebooted", func() {
 	ctx := context.Background()
-	const name = "kubelet-restart"
+	const name = "long-lived"
 	inst := builders.MakeInstance("default", name, t4Pool).Accelerators(1).Obj()
 	uid := runReady(inst)
+	// An Instance older than five minutes: the age past which a failed Pod was once left failed for good.
+	Expect(k.Get(ctx, client.ObjectKeyFromObject(inst), inst)).To(Succeed())
+	time.Sleep(time.Until(inst.CreationTimestamp.Add(5*time.Minute + time.Second)))
 	node := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.spec.nodeName}")
 	allocatable := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
+	nodeBack := func() {
+		GinkgoHelper()
+		eventually(2*time.Minute, func() (bool, string) {
+			ready := kubectl("get", "node", node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+			now := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
+			return ready == "True" && now == allocatable, node + " Ready: " + ready + "; allocatable: " + now + ", was " + allocatable
+		})
+	}
 	Expect(cluster.RestartKubelet(ctx, node)).To(Succeed())
-	eventually(2*time.Minute, func() (bool, string) {
-		ready := kubectl("get", "node", node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
-		now := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
-		return ready == "True" && now == allocatable, node + " Ready: " + ready + "; allocatable: " + now + ", was " + allocatable
-	})
+	nodeBack()
 	waitPhase(name, "Ready")
 	Expect(podUID(name)).To(Equal(uid), "the Pod that ran through the kubelet's restart")
 	restarts := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.status.containerStatuses[*].restartCount}")
 	Expect(strings.Fields(restarts)).To(HaveEach("0"), "the containers ran on through the kubelet's restart")
+
+	Expect(cluster.RebootNode(ctx, node)).To(Succeed())
+	nodeBack()
+	waitPhase(name, "Ready")
+	// The kubelet that boots admits the Pod again before the device agents have registered their plugins, so
+	// it usually refuses it (UnexpectedAdmissionError: no healthy devices) and the Instance builds it again;
+	// had the plugins come first, the same Pod would run with its containers started again.
+	if now := podUID(name); now == uid {
+		again := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.status.containerStatuses[*].restartCount}")
+		Expect(strings.Fields(again)).NotTo(ContainElement("0"), "the same Pod after the reboot, its containers started again")
+	} else {
+		// The rebuild count ends with the Ready Pod; the event stays.
+		events := kubectl("get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Instance,involvedObject.name="+name+",reason=PodRebuilt",
+			"-o", "jsonpath={.items[*].message}")
+		Expect(events).To(ContainSubstring("the Pod failed ("), "the Instance's PodRebuilt event says why Pod %s, failed by the reboot, was built again", uid)
+	}
 	got := kubectl("get", "instance", name, "-n", "default", "-o", "jsonpath={.spec.stop}")
-	Expect(got).To(Or(BeEmpty(), Equal("false")), "spec.stop after the kubelet's restart")
+	Expect(got).To(Or(BeEmpty(), Equal("false")), "spec.stop after the kubelet's restart and the reboot")
 })
 
 // A crafted label: a NodeFeature of its own makes node-cpu claim two billion T4 cards. Its Devices inventory

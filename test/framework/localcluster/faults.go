@@ -92,6 +92,18 @@ func (c *Cluster) EtcdURL() string { return "http://127.0.0.1:" + strconv.Itoa(c
 // RestartKubelet restarts a real node's kubelet as a crash would (its supervisor kills it on SIGHUP and starts
 // it again), the node's containers running on, and waits until the new kubelet has started.
 func (c *Cluster) RestartKubelet(ctx context.Context, node string) error {
+	return c.signalNode(ctx, node, syscall.SIGHUP, "its kubelet's restart")
+}
+
+// RebootNode power-cycles a real node (its supervisor does on SIGUSR1): every process of it is killed at once,
+// containers included, what a machine keeps in memory is lost (mounts, containerd's state, the Pods' network
+// namespaces), what it keeps on disk stays, and it boots again. It waits until the new kubelet has started.
+func (c *Cluster) RebootNode(ctx context.Context, node string) error {
+	return c.signalNode(ctx, node, syscall.SIGUSR1, "its reboot")
+}
+
+// signalNode signals a real node's supervisor and waits until the node's kubelet logs a new start.
+func (c *Cluster) signalNode(ctx context.Context, node string, sig syscall.Signal, what string) error {
 	data, err := os.ReadFile(c.path("pids", nodeComponent(node)+".pid"))
 	if err != nil {
 		return errors.Wrapf(err, "node %s is not running", node)
@@ -106,10 +118,10 @@ func (c *Cluster) RestartKubelet(ctx context.Context, node string) error {
 		return strings.Count(string(data), kubeletStarted)
 	}
 	before := starts()
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+	if err := syscall.Kill(pid, sig); err != nil {
 		return errors.Wrapf(err, "cannot signal node %s's supervisor", node)
 	}
-	return c.waitFor(ctx, "node "+node+"'s kubelet after its restart", time.Minute, func(context.Context) error {
+	return c.waitFor(ctx, "node "+node+"'s kubelet after "+what, time.Minute, func(context.Context) error {
 		if starts() > before {
 			return nil
 		}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -156,87 +155,33 @@ func runNode(ctx context.Context, cfg Config) error {
 	if err := writeFiles(cfg); err != nil {
 		return err
 	}
-	var children []*exec.Cmd
-	defer func() {
-		for i := len(children) - 1; i >= 0; i-- {
-			_ = children[i].Process.Signal(syscall.SIGTERM)
-		}
-		for i := len(children) - 1; i >= 0; i-- {
-			_ = children[i].Wait()
-		}
-	}()
-	exited := make(chan error, 3)
-	// restarting is set while the kubelet is restarted on SIGHUP: its exit then ends nothing.
-	var restarting atomic.Bool
-	kubeletExited := make(chan struct{}, 1)
-	startChild := func(name string, argv ...string) error {
-		cmd := exec.Command(argv[0], argv[1:]...)                                                                //nolint:gosec // the node's own components
-		log, err := os.OpenFile(filepath.Join(cfg.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) //nolint:gosec // the node's log
-		if err != nil {
-			return errors.Wrapf(err, "cannot open the log of %s", name)
-		}
-		cmd.Stdout, cmd.Stderr = log, log
-		cmd.Env = os.Environ()
-		if err := cmd.Start(); err != nil {
-			return errors.Wrapf(err, "cannot start %s", name)
-		}
-		children = append(children, cmd)
-		go func() {
-			err := cmd.Wait()
-			if name == "kubelet" && restarting.Load() {
-				kubeletExited <- struct{}{}
-				return
-			}
-			exited <- errors.Errorf("%s exited: %v; its log (%s) ends with:\n%s", name, err, log.Name(), lastLines(log.Name(), 8))
-		}()
-		return nil
-	}
-	if err := startChild("containerd", "containerd", "--config", filepath.Join(cfg.Dir, "containerd.toml")); err != nil {
+	c := newComponents(cfg)
+	defer c.terminate(componentOrder)
+	if err := c.boot(ctx, true); err != nil {
 		return err
 	}
-	if err := waitForSocket(ctx, "/run/containerd/containerd.sock", exited); err != nil {
-		return err
-	}
-	// The images are imported but not unpacked: containerd's CRI unpacks an image into the snapshotter when a
-	// container first needs it, so a node pays only for the images its Pods run (most run three or four of ten).
-	for _, img := range cfg.Images {
-		out, err := exec.CommandContext(ctx, "ctr", "--address", "/run/containerd/containerd.sock", "--namespace", "k8s.io",
-			"images", "import", "--no-unpack", img).CombinedOutput() //nolint:gosec // the cluster's own images
-		if err != nil {
-			return errors.Wrapf(err, "cannot import image %s: %s", img, out)
-		}
-	}
-	startKubelet := func() error {
-		return startChild("kubelet", cfg.Kubelet, "--config", filepath.Join(cfg.Dir, "kubelet.yaml"),
-			"--kubeconfig", cfg.Kubeconfig, "--hostname-override", cfg.Name, "--node-ip", NodeIP(cfg.Index),
-			"--node-labels", labelFlag(cfg.Labels), "--v=2")
-	}
-	if err := startKubelet(); err != nil {
-		return err
-	}
-	kubelet := children[len(children)-1]
-	if err := startChild("kube-proxy", cfg.KubeProxy, "--config", filepath.Join(cfg.Dir, "kube-proxy.yaml"), "--v=2"); err != nil {
-		return err
-	}
-	// SIGHUP restarts the kubelet as a crash would (SIGKILL), the containers running on.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	// SIGHUP restarts the kubelet as a crash would (SIGKILL), the containers running on; SIGUSR1 reboots the
+	// node.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-exited:
+		case err := <-c.exited:
 			return err
-		case <-hup:
-			restarting.Store(true)
-			_ = kubelet.Process.Kill()
-			<-kubeletExited
-			restarting.Store(false)
-			if err := startKubelet(); err != nil {
+		case sig := <-sigs:
+			if sig == syscall.SIGUSR1 {
+				if err := c.reboot(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			c.kill("kubelet")
+			if err := c.startKubelet(); err != nil {
 				return err
 			}
-			kubelet = children[len(children)-1]
 		}
 	}
 }
