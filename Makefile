@@ -282,7 +282,7 @@ test-unit: ## Unit tests with the race detector; no control plane.
 	env -u GPUSTACK_BIN go test -race -count=1 ./...
 
 .PHONY: test-integration
-test-integration: $(TEST_TOOLS) build ## Tests on envtest's API server, and the policies through OPA, gator and a real API server.
+test-integration: $(TEST_TOOLS) $(CHART_DEPS) build ## Tests on envtest's API server, and the policies through OPA, gator and a real API server.
 	$(TEST_ENV) go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e

@@ -80,15 +80,19 @@ func crdNames() []string {
 }
 
 // The roles generated from the code's RBAC markers, bound as the chart binds them, asked of the real API
-// server's authorizer: what each component must be refused (anything that would let it grant itself more,
+// server's authorizer: what each component (the worker, the worker-gateway, the agents, the CPU reporters, the
+// cleanup) must be refused (anything that would let it grant itself more,
 // reach other namespaces' secrets or system workloads, or act as someone else), and what it needs.
 var _ = Describe("the generated roles", Ordered, func() {
 	system := workerv1.SystemNamespace
 	BeforeAll(func() {
 		ctx := context.Background()
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}
-		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
-		for component, namespace := range map[string]string{"worker": system, "device-manager": deviceagent.Namespace, "cpu-info": deviceagent.Namespace, "cleanup": system} {
+		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}},
+			{ObjectMeta: metav1.ObjectMeta{Name: system}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}}} {
+			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
+		}
+		for component, namespace := range map[string]string{"worker": system, "worker-gateway": system, "device-manager": deviceagent.Namespace,
+			"cpu-info": deviceagent.Namespace, "cleanup": system} {
 			objs, err := rbac.For(component, namespace)
 			Expect(err).NotTo(HaveOccurred())
 			for _, o := range objs {
@@ -106,6 +110,7 @@ var _ = Describe("the generated roles", Ordered, func() {
 	agent := func(a access) row { return row{"device-manager", deviceagent.Namespace, a} }
 	reporter := func(a access) row { return row{"cpu-info", deviceagent.Namespace, a} }
 	cleanup := func(a access) row { return row{"cleanup", system, a} }
+	gateway := func(a access) row { return row{"worker-gateway", system, a} }
 	mustDeny := []row{
 		reporter(access{verb: "create", group: workerv1.GroupVersion.Group, resource: "devices"}),
 		reporter(access{verb: "list", resource: "pods"}),
@@ -139,6 +144,16 @@ var _ = Describe("the generated roles", Ordered, func() {
 		agent(access{verb: "update", group: workerv1.GroupVersion.Group, resource: "instances", namespace: "team-a", name: "demo"}),
 		agent(access{verb: "update", group: workerv1.GroupVersion.Group, resource: "devices", subresource: "status", name: "node-a"}),
 		agent(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: "node-feature-discovery"}),
+		gateway(access{verb: "create", resource: "pods", namespace: "team-a"}),
+		gateway(access{verb: "get", resource: "secrets", namespace: "kube-system", name: "any"}),
+		gateway(access{verb: "create", resource: "secrets", namespace: system}),
+		gateway(access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: "kueue-system", name: "kueue-controller-manager"}),
+		gateway(access{verb: "impersonate", resource: "users", name: "admin"}),
+		gateway(access{verb: "create", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations"}),
+		gateway(access{verb: "patch", group: "apiregistration.k8s.io", resource: "apiservices", name: "v1beta1.metrics.k8s.io"}),
+		gateway(access{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}),
+		gateway(access{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: "kueue-system"}),
+		gateway(access{verb: "update", resource: "configmaps", namespace: "kube-system", name: "extension-apiserver-authentication"}),
 		cleanup(access{verb: "delete", resource: "namespaces", name: "default"}),
 		cleanup(access{verb: "delete", resource: "secrets", namespace: system, name: "gpustack-settings"}),
 		cleanup(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}),
@@ -166,6 +181,11 @@ var _ = Describe("the generated roles", Ordered, func() {
 		agent(access{verb: "list", resource: "pods"}),
 		reporter(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system}),
 		reporter(access{verb: "update", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system, name: "node-a-gpustack-cpu-info"}),
+		gateway(access{verb: "list", resource: "secrets", namespace: system}),
+		gateway(access{verb: "create", resource: "secrets", namespace: "kueue-system"}),
+		gateway(access{verb: "patch", group: "apiregistration.k8s.io", resource: "apiservices", name: "v1.gateway.gpustack.ai"}),
+		gateway(access{verb: "create", group: "kueue.x-k8s.io", resource: "multikueueclusters"}),
+		gateway(access{verb: "get", resource: "configmaps", namespace: "kube-system", name: "extension-apiserver-authentication"}),
 		cleanup(access{verb: "delete", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}),
 		cleanup(access{verb: "delete", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: webhooks.MutatingName}),
 		cleanup(access{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}),

@@ -57,3 +57,8 @@ otherwise. */}}
 {{ .Values.kueueNamespace }}
 {{- end -}}
 {{- end }}
+
+{{/* celList writes a list of strings as the items of a CEL list literal: 'a', 'b'. */}}
+{{- define "gpustack-operator.celList" -}}
+{{- range $i, $s := . }}{{ if $i }}, {{ end }}{{ squote $s }}{{ end }}
+{{- end }}
