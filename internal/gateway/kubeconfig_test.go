@@ -48,7 +48,7 @@ func TestParseMemberKubeconfig(t *testing.T) {
 			want:   want{kc: MemberKubeconfig{Server: "https://member.example:6443", CAData: []byte("ca"), Token: "token"}},
 		},
 		"ClientCertificate": {
-			reason: "An inline client certificate and key are credentials too; the TLS server name is kept.",
+			reason:  "An inline client certificate and key are credentials too; the TLS server name is kept.",
 			cluster: func(c *clientcmdapi.Cluster) { c.TLSServerName = "api.member" },
 			user: func(a *clientcmdapi.AuthInfo) {
 				a.Token, a.ClientCertificateData, a.ClientKeyData = "", []byte("cert"), []byte("key")
@@ -58,13 +58,17 @@ func TestParseMemberKubeconfig(t *testing.T) {
 		},
 		"Exec": {
 			reason: "The gateway runs no command a Secret names.",
-			user:   func(a *clientcmdapi.AuthInfo) { a.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", APIVersion: "client.authentication.k8s.io/v1"} },
-			want:   want{err: `user "m": exec is not allowed: the gateway runs no command a Secret names`},
+			user: func(a *clientcmdapi.AuthInfo) {
+				a.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", APIVersion: "client.authentication.k8s.io/v1"}
+			},
+			want: want{err: `user "m": exec is not allowed: the gateway runs no command a Secret names`},
 		},
 		"TokenFile": {
 			reason: "A token file would send the gateway's own service account token to the Secret's server.",
-			user:   func(a *clientcmdapi.AuthInfo) { a.Token, a.TokenFile = "", "/var/run/secrets/kubernetes.io/serviceaccount/token" },
-			want:   want{err: `user "m": tokenFile is not allowed: use token`},
+			user: func(a *clientcmdapi.AuthInfo) {
+				a.Token, a.TokenFile = "", "/var/run/secrets/kubernetes.io/serviceaccount/token"
+			},
+			want: want{err: `user "m": tokenFile is not allowed: use token`},
 		},
 		"ClientCertificateFile": {
 			reason: "No file of the gateway's is read.",
@@ -97,22 +101,22 @@ func TestParseMemberKubeconfig(t *testing.T) {
 			want:   want{err: `user "m": no credentials: a token or client-certificate-data and client-key-data are needed`},
 		},
 		"HTTP": {
-			reason: "A member is reached over TLS only.",
+			reason:  "A member is reached over TLS only.",
 			cluster: func(c *clientcmdapi.Cluster) { c.Server = "http://member.example:8080" },
 			want:    want{err: `cluster "m": server "http://member.example:8080" is not an https URL`},
 		},
 		"InsecureSkipTLSVerify": {
-			reason: "The member's certificate is always verified.",
+			reason:  "The member's certificate is always verified.",
 			cluster: func(c *clientcmdapi.Cluster) { c.InsecureSkipTLSVerify, c.CertificateAuthorityData = true, nil },
 			want:    want{err: `cluster "m": insecure-skip-tls-verify is not allowed: the member's certificate must be verified`},
 		},
 		"CAFile": {
-			reason: "No file of the gateway's is read.",
+			reason:  "No file of the gateway's is read.",
 			cluster: func(c *clientcmdapi.Cluster) { c.CertificateAuthority = "/etc/ca.crt" },
 			want:    want{err: `cluster "m": certificate-authority (a file) is not allowed: use certificate-authority-data`},
 		},
 		"Proxy": {
-			reason: "Requests go to the server, through no proxy the Secret names.",
+			reason:  "Requests go to the server, through no proxy the Secret names.",
 			cluster: func(c *clientcmdapi.Cluster) { c.ProxyURL = "http://attacker.example:3128" },
 			want:    want{err: `cluster "m": proxy-url is not allowed`},
 		},
