@@ -5,13 +5,13 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
 
 	"context"
-	"errors"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
