@@ -10,6 +10,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -17,17 +18,19 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/settings"
 )
 
-// Options returns the worker's cache options: Secrets and NodeFeatures of its own namespace only (it reads
-// one Secret, gpustack-settings, and writes its NodeFeatures there; its role grants no more), managedFields
-// dropped everywhere, Pods trimmed by TrimPod.
+// Options returns the worker's cache options: of Secrets only gpustack-settings, listed and watched by name
+// (its role may read no other Secret by list: not the webhook's key, not Helm's release Secrets),
+// NodeFeatures of its own namespace only (it writes its NodeFeatures there), managedFields dropped
+// everywhere, Pods trimmed by TrimPod.
 func Options() cache.Options {
 	system := map[string]cache.Config{workerv1.SystemNamespace: {}}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:           {Namespaces: system},
+			&corev1.Secret{}:           {Namespaces: system, Field: fields.OneTermEqualSelector("metadata.name", settings.SecretName)},
 			&nfdv1alpha1.NodeFeature{}: {Namespaces: system},
 			&corev1.Pod{}:              {Transform: TrimPod},
 		},

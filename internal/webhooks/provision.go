@@ -70,6 +70,8 @@ func (s Serving) clientConfig(ca []byte) func(path string) admissionv1.WebhookCl
 }
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch,resourceNames=gpustack-worker-mutation;gpustack-worker-validation
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;update,resourceNames=gpustack-worker-webhook-tls
 
 // CAFieldManager is the field manager the worker writes the webhooks' caBundle with: the configurations are
 // the chart's, and the CA bundle is the only field of theirs the worker owns.

@@ -38,9 +38,12 @@ func chartBounds() []*unstructured.Unstructured {
 	if skip != "" {
 		Skip(skip)
 	}
-	out, err := exec.Command(filepath.Join(bin, "helm"), "template", "gpustack-operator", testenv.Path("package", "helm", "gpustack-operator"), //nolint:gosec // the tool built here
-		"--namespace", workerv1.SystemNamespace, "--kube-version", "1.35.4", "--show-only", "templates/bounds.yaml").Output()
-	Expect(err).NotTo(HaveOccurred(), "helm template: %s", out)
+	cmd := exec.Command(filepath.Join(bin, "helm"), "template", "gpustack-operator", testenv.Path("package", "helm", "gpustack-operator"), //nolint:gosec // the tool built here
+		"--namespace", workerv1.SystemNamespace, "--kube-version", "1.35.4", "--show-only", "templates/bounds.yaml")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred(), "helm template (make chart brings the subcharts): %s", stderr.String())
 	var objs []*unstructured.Unstructured
 	d := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(out)), 4096)
 	for {
@@ -182,6 +185,16 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 		for name, r := range rows {
 			Expect(r.write()).To(MatchError(ContainSubstring(r.want)), name)
 		}
+	})
+
+	// The worker's cache lists and watches Secrets with a metadata.name field selector, which the API server
+	// authorizes by name: gpustack-settings and nothing else of its namespace, Helm's release Secrets included.
+	It("lets the worker list its settings Secret by name, and no other Secret", func(ctx context.Context) {
+		list := &corev1.SecretList{}
+		Expect(worker.List(ctx, list, client.InNamespace(workerv1.SystemNamespace), client.MatchingFields{"metadata.name": "gpustack-settings"})).To(Succeed())
+		Expect(worker.List(ctx, list, client.InNamespace(workerv1.SystemNamespace))).To(MatchError(ContainSubstring("forbidden")))
+		Expect(worker.List(ctx, list, client.InNamespace(workerv1.SystemNamespace),
+			client.MatchingFields{"metadata.name": "sh.helm.release.v1.gpustack-operator.v1"})).To(MatchError(ContainSubstring("forbidden")))
 	})
 
 	It("lets the components do their work", func(ctx context.Context) {

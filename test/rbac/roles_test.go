@@ -127,6 +127,11 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "patch", resource: "namespaces", name: "default"}),
 		worker(access{verb: "get", resource: "secrets", namespace: "kube-system", name: "any"}),
 		worker(access{verb: "list", resource: "secrets"}),
+		// In its own namespace it reads two Secrets by name: not Helm's release Secrets, not the others.
+		worker(access{verb: "list", resource: "secrets", namespace: system}),
+		worker(access{verb: "watch", resource: "secrets", namespace: system}),
+		worker(access{verb: "get", resource: "secrets", namespace: system, name: "sh.helm.release.v1.gpustack-operator.v1"}),
+		worker(access{verb: "update", resource: "secrets", namespace: system, name: "sh.helm.release.v1.gpustack-operator.v1"}),
 		worker(access{verb: "get", resource: "secrets", namespace: "team-a", name: "demo-ssh-host-keys"}),
 		worker(access{verb: "impersonate", resource: "users", name: "admin"}),
 		worker(access{verb: "impersonate", resource: "serviceaccounts", namespace: "kube-system", name: "default"}),
@@ -167,6 +172,11 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}),
 		worker(access{verb: "create", resource: "pods", namespace: "team-a"}),
 		worker(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}),
+		// Its cache lists and watches gpustack-settings by a metadata.name field selector.
+		worker(access{verb: "list", resource: "secrets", namespace: system, name: "gpustack-settings"}),
+		worker(access{verb: "watch", resource: "secrets", namespace: system, name: "gpustack-settings"}),
+		worker(access{verb: "update", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}),
+		worker(access{verb: "create", resource: "secrets", namespace: system}),
 		worker(access{verb: "create", group: "apps", resource: "daemonsets", namespace: deviceagent.Namespace}),
 		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: webhooks.MutatingName}),
 		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: webhooks.ValidatingName}),

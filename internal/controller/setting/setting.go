@@ -25,7 +25,8 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;list;watch;update,resourceNames=gpustack-settings
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile writes the Setting's status when it changed.
