@@ -108,10 +108,6 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.19.0.1"}},
 			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}}
 		Expect(suite.Client.Status().Update(ctx, node)).To(Succeed())
-		// The API server enforces a new policy once its informers hold it and its binding.
-		Eventually(func(ctx context.Context) error {
-			return worker.Create(ctx, plainPod("kube-system"), client.DryRunAll)
-		}).WithContext(ctx).WithTimeout(time.Minute).Should(MatchError(ContainSubstring("never writes in kube-system")))
 	})
 
 	It("refuses the components what leaves the product's work", func(ctx context.Context) {
@@ -145,8 +141,7 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 			},
 			"the worker creates a Secret in kube-system": {
 				write: func() error {
-					return worker.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "token",
-						Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}, Type: corev1.SecretTypeServiceAccountToken}, client.DryRunAll)
+					return worker.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "keys"}}, client.DryRunAll)
 				},
 				want: "may not create secrets in kube-system: the gpustack-operator never writes in kube-system",
 			},
@@ -182,8 +177,10 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 				want: "may not change the conditions of Node node-bounds but GPUStackInventoryDisagrees",
 			},
 		}
+		// The API server enforces a new policy once its informers hold it and its binding: until then a write
+		// passes, and a dry run stores nothing.
 		for name, r := range rows {
-			Expect(r.write()).To(MatchError(ContainSubstring(r.want)), name)
+			Eventually(r.write).WithTimeout(time.Minute).Should(MatchError(ContainSubstring(r.want)), name)
 		}
 	})
 

@@ -208,6 +208,58 @@ var _ = Describe("the generated roles", Ordered, func() {
 	mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: deviceagent.Namespace,
 		name: deviceagent.CPUInfoDaemonSetName}))
 
+	// Every component is refused each of these, but where its work needs the verb: then RBAC grants it and
+	// the chart's component bounds (bounds_test.go) refuse what leaves the product's work, or the exception
+	// says why it stays.
+	everyone := []access{
+		{verb: "create", resource: "pods", namespace: "kube-system"},
+		{verb: "create", resource: "pods", namespace: "team-a"},
+		{verb: "patch", resource: "pods", namespace: "team-a", name: "training"},
+		{verb: "create", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations"},
+		{verb: "create", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
+		{verb: "get", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"},
+		{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"},
+		{verb: "get", resource: "secrets", namespace: system, name: "sh.helm.release.v1.gpustack-operator.v1"},
+		{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: system, name: "gpustack-operator-worker"},
+		{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"},
+	}
+	needs := map[string]map[access]string{
+		"worker": {
+			{verb: "create", resource: "pods", namespace: "kube-system"}:                               "bounds: Instance Pods only, never in kube-system",
+			{verb: "create", resource: "pods", namespace: "team-a"}:                                    "bounds: Instance Pods only",
+			{verb: "patch", resource: "pods", namespace: "team-a", name: "training"}:                   "the card ledger; bounds: no image or security context",
+			{verb: "get", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}: "it serves the webhooks",
+			{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}:           "it reads the settings",
+			{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}:                  "the counting keys; bounds: nothing else",
+		},
+		"worker-gateway": {
+			{verb: "patch", resource: "pods", namespace: "team-a", name: "training"}: "the dispatch reasons; bounds: no image or security context",
+			// It lists the member Secrets of its namespace by label, which RBAC cannot express (issue 33).
+			{verb: "get", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}:             "member Secrets by label",
+			{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}:                       "member Secrets by label",
+			{verb: "get", resource: "secrets", namespace: system, name: "sh.helm.release.v1.gpustack-operator.v1"}: "member Secrets by label",
+		},
+		"cleanup": {
+			{verb: "patch", resource: "pods", namespace: "team-a", name: "training"}:  "finalizers; bounds: no image or security context",
+			{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}: "the counting keys; bounds: nothing else",
+		},
+	}
+	It("refuses every component the accesses no component needs", func(ctx context.Context) {
+		for _, component := range []string{"worker", "worker-gateway", "device-manager", "cpu-info", "cleanup"} {
+			namespace := system
+			if component == "device-manager" || component == "cpu-info" {
+				namespace = deviceagent.Namespace
+			}
+			for _, a := range everyone {
+				if why, ok := needs[component][a]; ok {
+					Expect(can(ctx, component, namespace, a)).To(BeTrue(), "%s is listed as needing %s (%s), which it may not", component, a, why)
+					continue
+				}
+				Expect(can(ctx, component, namespace, a)).To(BeFalse(), "%s may %s", component, a)
+			}
+		}
+	})
+
 	It("refuses each component what it must not do", func(ctx context.Context) {
 		for _, r := range mustDeny {
 			Expect(can(ctx, r.component, r.namespace, r.access)).To(BeFalse(), "%s may %s", r.component, r.access)
