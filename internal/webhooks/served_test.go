@@ -132,8 +132,9 @@ var _ = Describe("the webhooks served to a real API server", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		agents := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace}}
 		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, agents))).To(Succeed())
+		// Another spec may have made them already.
 		for _, o := range roles {
-			Expect(create(ctx, suite.Client, o)).To(Succeed())
+			Expect(client.IgnoreAlreadyExists(create(ctx, suite.Client, o))).To(Succeed())
 		}
 		workerCfg := rest.CopyConfig(suite.Config)
 		workerCfg.Impersonate = rest.ImpersonationConfig{UserName: WorkerUser}
