@@ -152,6 +152,12 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 				},
 				want: "may not write Secret team-bounds/token: the gpustack-operator makes no service account token",
 			},
+			"the gateway overwrites the settings Secret in Kueue's namespace": {
+				write: func() error {
+					return gateway.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: "gpustack-settings"}}, client.DryRunAll)
+				},
+				want: "may not create Secret kueue-system/gpustack-settings: the worker-gateway writes only its copies of the member kubeconfigs",
+			},
 			"the worker moves a Node's address": {
 				write: func() error {
 					return patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) { st.Addresses[0].Address = "203.0.113.7" })
@@ -200,6 +206,8 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 		p.Annotations = map[string]string{"cards.gpustack.ai/example": "0"}
 		Expect(worker.Patch(ctx, p, client.MergeFrom(userPod), client.DryRunAll)).To(Succeed(), "the worker annotates a Pod")
 		Expect(gateway.Patch(ctx, p, client.MergeFrom(userPod), client.DryRunAll)).To(Succeed(), "the gateway annotates a Pod")
+		member := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: "gpustack-member-member-a"}}
+		Expect(gateway.Create(ctx, member, client.DryRunAll)).To(Succeed(), "the gateway copies a member's kubeconfig")
 		Expect(patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) {
 			st.Capacity["nvidia.com/gpu.sliced.units"] = resource.MustParse("40")
 			st.Allocatable["nvidia.com/gpu.sliced.units"] = resource.MustParse("40")
