@@ -156,7 +156,7 @@ func runNode(ctx context.Context, cfg Config) error {
 		return err
 	}
 	c := newComponents(cfg)
-	defer c.terminate(componentOrder)
+	defer c.terminate()
 	if err := c.boot(ctx, true); err != nil {
 		return err
 	}

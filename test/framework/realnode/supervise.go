@@ -100,11 +100,11 @@ func (c *components) kill(names ...string) {
 }
 
 // terminate stops every component (SIGTERM), the last started first, and waits for them.
-func (c *components) terminate(order []string) {
-	for i := len(order) - 1; i >= 0; i-- {
-		waits := c.expect(order[i])
+func (c *components) terminate() {
+	for i := len(componentOrder) - 1; i >= 0; i-- {
+		waits := c.expect(componentOrder[i])
 		c.mu.Lock()
-		if cmd, ok := c.running[order[i]]; ok {
+		if cmd, ok := c.running[componentOrder[i]]; ok {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 		}
 		c.mu.Unlock()
@@ -124,10 +124,12 @@ func (c *components) boot(ctx context.Context, importImages bool) error {
 	}
 	// The images are imported but not unpacked: containerd's CRI unpacks an image into the snapshotter when a
 	// container first needs it, so a node pays only for the images its Pods run (most run three or four of ten).
-	for _, img := range c.cfg.Images {
-		if !importImages {
-			break
-		}
+	// A node that boots again has them on its disk.
+	images := c.cfg.Images
+	if !importImages {
+		images = nil
+	}
+	for _, img := range images {
 		out, err := exec.CommandContext(ctx, "ctr", "--address", "/run/containerd/containerd.sock", "--namespace", "k8s.io",
 			"images", "import", "--no-unpack", img).CombinedOutput() //nolint:gosec // the cluster's own images
 		if err != nil {
