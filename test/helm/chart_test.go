@@ -196,8 +196,21 @@ func TestTemplateWorker(t *testing.T) {
 			t.Errorf("%s is rendered although the device agents are off", name)
 		}
 	}
-	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 10 {
-		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel and the device agents' node scope", n)
+	// The 9 rules of policies/cel, the device agents' node scope, and the component bounds unless turned off.
+	bounds := []string{"gpustack-operator-bounds-gateway-secrets", "gpustack-operator-bounds-node-status",
+		"gpustack-operator-bounds-pods", "gpustack-operator-bounds-system-namespaces", "gpustack-operator-bounds-token-secrets"}
+	for _, name := range bounds {
+		for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+			if objs[kind+"/"+name] == nil {
+				t.Errorf("the chart renders no %s %s", kind, name)
+			}
+		}
+	}
+	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 10+len(bounds) {
+		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel, the device agents' node scope and %d bounds", n, len(bounds))
+	}
+	if n := countKind(render(t, "componentBounds.enabled=false"), "ValidatingAdmissionPolicy"); n != 10 {
+		t.Errorf("with componentBounds.enabled=false the chart renders %d admission policies, want 10", n)
 	}
 	scope, err := rbac.NodeScope()
 	if err != nil {
