@@ -124,20 +124,12 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 				want:  "may not create Pod team-bounds/shell: the gpustack-operator creates only Instance Pods",
 			},
 			"the worker patches a Pod's image": {
-				write: func() error {
-					p := userPod.DeepCopy()
-					p.Spec.Containers[0].Image = "example.com/miner:1"
-					return worker.Patch(ctx, p, client.MergeFrom(userPod), client.DryRunAll)
-				},
-				want: "may not change Pod team-bounds/training: the gpustack-operator never changes the image or the security context of a container",
+				write: func() error { return patchImage(ctx, worker, userPod) },
+				want:  "may not change Pod team-bounds/training: the gpustack-operator never changes the image or the security context of a container",
 			},
 			"the gateway patches a Pod's image": {
-				write: func() error {
-					p := userPod.DeepCopy()
-					p.Spec.Containers[0].Image = "example.com/miner:1"
-					return gateway.Patch(ctx, p, client.MergeFrom(userPod), client.DryRunAll)
-				},
-				want: "may not change Pod team-bounds/training",
+				write: func() error { return patchImage(ctx, gateway, userPod) },
+				want:  "may not change Pod team-bounds/training",
 			},
 			"the worker creates a Secret in kube-system": {
 				write: func() error {
@@ -215,6 +207,13 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 		})).To(Succeed(), "the worker writes a Node's counting keys and its inventory condition")
 	})
 })
+
+// patchImage patches the image of a Pod's first container as c, a dry run.
+func patchImage(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	changed := pod.DeepCopy()
+	changed.Spec.Containers[0].Image = "example.com/miner:1"
+	return c.Patch(ctx, changed, client.MergeFrom(pod), client.DryRunAll)
+}
 
 // patchNodeStatus patches a Node's status as c, a dry run, with what edit changes of it.
 func patchNodeStatus(ctx context.Context, c client.Client, node *corev1.Node, edit func(*corev1.NodeStatus)) error {
