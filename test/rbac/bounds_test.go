@@ -76,7 +76,7 @@ func asComponent(component string) client.Client {
 var _ = Describe("the chart's component bounds", Ordered, func() {
 	const users = "team-bounds"
 	var worker, gateway client.Client
-	var userPod *corev1.Pod
+	var userPod, systemPod *corev1.Pod
 	var node *corev1.Node
 	BeforeAll(func(ctx context.Context) {
 		// The roles' namespaces (the device agents' as the other specs make it) and a user's.
@@ -100,6 +100,10 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "example.com/train:1"}}}}
 		Expect(suite.Client.Create(ctx, userPod)).To(Succeed())
 		DeferCleanup(func(ctx context.Context) { _ = suite.Client.Delete(ctx, userPod) })
+		systemPod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "gpu-monitor"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "example.com/monitor:1"}}}}
+		Expect(suite.Client.Create(ctx, systemPod)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { _ = suite.Client.Delete(ctx, systemPod) })
 		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-bounds"}}
 		Expect(suite.Client.Create(ctx, node)).To(Succeed())
 		DeferCleanup(func(ctx context.Context) { _ = suite.Client.Delete(ctx, node) })
@@ -130,6 +134,14 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 			"the gateway patches a Pod's image": {
 				write: func() error { return patchImage(ctx, gateway, userPod) },
 				want:  "may not change Pod team-bounds/training",
+			},
+			"the worker deletes a Pod in kube-system": {
+				write: func() error { return worker.Delete(ctx, systemPod.DeepCopy(), client.DryRunAll) },
+				want:  "may not delete pods in kube-system: the gpustack-operator never writes in kube-system",
+			},
+			"the worker patches a Pod's image in kube-system": {
+				write: func() error { return patchImage(ctx, worker, systemPod) },
+				want:  "may not change Pod kube-system/gpu-monitor",
 			},
 			"the worker creates a Secret in kube-system": {
 				write: func() error {
@@ -198,6 +210,10 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 		p.Annotations = map[string]string{"cards.gpustack.ai/example": "0"}
 		Expect(worker.Patch(ctx, p, client.MergeFrom(userPod), client.DryRunAll)).To(Succeed(), "the worker annotates a Pod")
 		Expect(gateway.Patch(ctx, p, client.MergeFrom(userPod), client.DryRunAll)).To(Succeed(), "the gateway annotates a Pod")
+		// A Pod of kube-system that holds cards has them recorded by the ledger like any other.
+		q := systemPod.DeepCopy()
+		q.Annotations = map[string]string{"cards.gpustack.ai/example": "0"}
+		Expect(worker.Patch(ctx, q, client.MergeFrom(systemPod), client.DryRunAll)).To(Succeed(), "the worker annotates a Pod in kube-system")
 		member := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: "gpustack-member-member-a"}}
 		Expect(gateway.Create(ctx, member, client.DryRunAll)).To(Succeed(), "the gateway copies a member's kubeconfig")
 		Expect(patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) {
