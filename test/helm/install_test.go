@@ -353,9 +353,14 @@ func instanceReady(t *testing.T, kubeconfig, name string) {
 		if err == nil && out == "Ready" {
 			return true, ""
 		}
-		// What keeps it: the Instance's conditions, and its Pod's phase and containers' states.
+		// What keeps it: the Instance's conditions, and its Pod's phase, containers' states and where it may
+		// go (against the nodes' labels, for an unschedulable Pod).
 		why, _ := testenv.Kubectl(kubeconfig, "-n", "default", "get", "instance,pod", name, "-o",
-			`jsonpath={range .items[*]}{.kind}: {.status.phase} {.status.conditions[*].message} {.status.containerStatuses[*].state}{"\n"}{end}`)
+			`jsonpath={range .items[*]}{.kind}: {.status.phase} {.status.conditions[*].message} {.status.containerStatuses[*].state} {.spec.nodeSelector} {.spec.affinity}{"\n"}{end}`)
+		if strings.Contains(why, "didn't match Pod's node affinity/selector") {
+			labels, _ := testenv.Kubectl(kubeconfig, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}: {.metadata.labels}{"\n"}{end}`)
+			why += "Nodes:\n" + labels
+		}
 		return false, fmt.Sprintf("instance %s phase %q: %v\n%s", name, out, err, why)
 	})
 }

@@ -178,7 +178,7 @@ func runNode(ctx context.Context, cfg Config) error {
 				}
 				continue
 			}
-			c.kill("kubelet")
+			c.stop(syscall.SIGKILL, "kubelet")
 			if err := c.startKubelet(); err != nil {
 				return err
 			}

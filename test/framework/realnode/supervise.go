@@ -84,13 +84,14 @@ func (c *components) expect(names ...string) []chan struct{} {
 	return out
 }
 
-// kill stops the named components as a crash would (SIGKILL) and waits until they have exited.
-func (c *components) kill(names ...string) {
+// stop sends sig to the named components and waits until they have exited: SIGKILL as a crash would,
+// SIGTERM as a shutdown does.
+func (c *components) stop(sig syscall.Signal, names ...string) {
 	waits := c.expect(names...)
 	c.mu.Lock()
 	for _, n := range names {
 		if cmd, ok := c.running[n]; ok {
-			_ = cmd.Process.Kill()
+			_ = cmd.Process.Signal(sig)
 		}
 	}
 	c.mu.Unlock()
@@ -101,16 +102,8 @@ func (c *components) kill(names ...string) {
 
 // terminate stops every component (SIGTERM), the last started first, and waits for them.
 func (c *components) terminate() {
-	for i := len(componentOrder) - 1; i >= 0; i-- {
-		waits := c.expect(componentOrder[i])
-		c.mu.Lock()
-		if cmd, ok := c.running[componentOrder[i]]; ok {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-		}
-		c.mu.Unlock()
-		for _, w := range waits {
-			<-w
-		}
+	for _, n := range slices.Backward(componentOrder) {
+		c.stop(syscall.SIGTERM, n)
 	}
 }
 
