@@ -24,12 +24,14 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 )
 
-// runWorkerGateway reads the member clusters named by the kubeconfig Secrets of its namespace and serves their
-// InstanceTypes, Instances and members, and each InstanceType aggregated across them, on a unix socket.
+// runWorkerGateway reads the member clusters named by the kubeconfig Secrets of the members' namespace and
+// serves their InstanceTypes, Instances and members, and each InstanceType aggregated across them, on a unix
+// socket.
 func runWorkerGateway(args []string) error {
 	fs := flag.NewFlagSet("worker-gateway", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster holding the member Secrets; in-cluster configuration when empty")
-	namespace := fs.String("namespace", workerv1.SystemNamespace, "the namespace of the member Secrets (labelled gateway.gpustack.ai/member=true, key kubeconfig)")
+	namespace := fs.String("namespace", workerv1.SystemNamespace, "the gateway's own namespace, where its Service is")
+	members := fs.String("members-namespace", gatewayv1.MembersNamespace, "the namespace of the member Secrets (labelled gateway.gpustack.ai/member=true, key kubeconfig); give it nothing else, as the gateway reads every Secret there")
 	socket := fs.String("socket", "/var/lib/gpustack/gpustack-operator-worker-gateway.sock", "the unix socket the API is served on")
 	interval := fs.Duration("interval", 5*time.Second, "how often the member Secrets are looked at and each member is read")
 	timeout := fs.Duration("read-timeout", 5*time.Second, "how long one read of a member may take before it counts as unreachable")
@@ -48,7 +50,7 @@ func runWorkerGateway(args []string) error {
 	if err != nil {
 		return err
 	}
-	gw := &gateway.Gateway{Client: c, Namespace: *namespace, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger}
+	gw := &gateway.Gateway{Client: c, Namespace: *members, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger}
 	ctx := ctrl.SetupSignalHandler()
 	lis, err := listenUnix(*socket)
 	if err != nil {
@@ -76,7 +78,7 @@ func runWorkerGateway(args []string) error {
 	}
 	g.Go(func() error { return gw.Run(ctx) })
 	if *dispatch {
-		d := &gateway.Dispatcher{Client: c, Gateway: gw, Namespace: *namespace, KueueNamespace: *kueueNamespace, Interval: *interval,
+		d := &gateway.Dispatcher{Client: c, Gateway: gw, Namespace: *members, KueueNamespace: *kueueNamespace, Interval: *interval,
 			Retention: *retention, Log: ctrl.Log.WithName("dispatch")}
 		g.Go(func() error { return d.Run(ctx) })
 	}

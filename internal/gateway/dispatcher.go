@@ -36,7 +36,7 @@ const resync = 5 * time.Minute
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instancetypes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instancetypes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",namespace=kueue-system,resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=kueue-system,resources=secrets,verbs=create;patch;delete
 
 // Dispatcher keeps, on the manager cluster, what MultiKueue needs to send Instances to the members the
 // Gateway reads (Dispatch): the members' kubeconfigs in Kueue's namespace, a MultiKueueCluster per member,
@@ -262,17 +262,17 @@ func (d *Dispatcher) applyStatus(ctx context.Context, it *workerv1.InstanceType)
 // prune keeps what carries gatewayv1.LabelDispatch and is not wanted for Retention, marked with when that was
 // noticed (a mirrored InstanceType turns Inactive, saying until when it is kept), then deletes it; what is
 // wanted again loses the mark.
+//
+// The kubeconfig copies are not listed: the gateway may not read Secrets in Kueue's namespace (with the chart's
+// Kueue that is the operator's own, holding the webhook key and Helm's releases). Each copy goes with its
+// member's MultiKueueCluster.
 func (d *Dispatcher) prune(ctx context.Context, want map[string]bool) error {
-	lists := []client.ObjectList{&corev1.SecretList{}, &kueue.ResourceFlavorList{}, &kueue.MultiKueueClusterList{}, &kueue.MultiKueueConfigList{},
+	lists := []client.ObjectList{&kueue.ResourceFlavorList{}, &kueue.MultiKueueClusterList{}, &kueue.MultiKueueConfigList{},
 		&kueue.AdmissionCheckList{}, &kueue.ClusterQueueList{}, &kueue.LocalQueueList{}, &workerv1.InstanceTypeList{}}
 	now := time.Now()
 	var errs []error
 	for _, list := range lists {
-		opts := []client.ListOption{client.MatchingLabels{gatewayv1.LabelDispatch: "true"}}
-		if _, ok := list.(*corev1.SecretList); ok {
-			opts = append(opts, client.InNamespace(d.KueueNamespace))
-		}
-		if err := d.Client.List(ctx, list, opts...); err != nil {
+		if err := d.Client.List(ctx, list, client.MatchingLabels{gatewayv1.LabelDispatch: "true"}); err != nil {
 			errs = append(errs, errors.Wrap(err, "cannot list what the gateway dispatched"))
 			continue
 		}
@@ -315,7 +315,13 @@ func (d *Dispatcher) retain(ctx context.Context, o client.Object, wanted bool, n
 	case marked && err == nil && now.Sub(since) >= d.Retention:
 		d.Log.Info("removing what no member has offered since the retention began", "object", key, "unwantedSince", mark)
 		delete(d.applied, key)
-		return errors.Wrapf(client.IgnoreNotFound(d.Client.Delete(ctx, o)), "cannot delete %s", key)
+		if err := client.IgnoreNotFound(d.Client.Delete(ctx, o)); err != nil {
+			return errors.Wrapf(err, "cannot delete %s", key)
+		}
+		if _, ok := o.(*kueue.MultiKueueCluster); ok {
+			return d.deleteKubeconfig(ctx, o.GetName())
+		}
+		return nil
 	case marked && err == nil:
 		return nil
 	}
@@ -336,6 +342,13 @@ func (d *Dispatcher) retain(ctx context.Context, o client.Object, wanted bool, n
 	st.PhaseMessage = fmt.Sprintf("no member offers it since %s: kept until %s, what runs keeps running, new Instances wait",
 		stamp, now.Add(d.Retention).UTC().Format(time.RFC3339))
 	return d.applyStatus(ctx, &workerv1.InstanceType{TypeMeta: it.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: it.Name}, Status: *st})
+}
+
+// deleteKubeconfig deletes the copy of a member's kubeconfig in Kueue's namespace, by name.
+func (d *Dispatcher) deleteKubeconfig(ctx context.Context, member string) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: d.KueueNamespace, Name: MemberKubeconfigSecret(member)}}
+	delete(d.applied, "Secret/"+s.Namespace+"/"+s.Name)
+	return errors.Wrapf(client.IgnoreNotFound(d.Client.Delete(ctx, s)), "cannot delete %s/%s", s.Namespace, s.Name)
 }
 
 // mark applies the given annotations as RetentionFieldManager's only ones (none takes its mark off).

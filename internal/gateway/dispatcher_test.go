@@ -156,7 +156,8 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 			kept(g, client.ObjectKey{Name: "member-d"}, &kueue.MultiKueueCluster{})
 			kept(g, client.ObjectKey{Name: "gpu-d"}, &kueue.MultiKueueConfig{})
 			kept(g, client.ObjectKey{Name: "gpu-d"}, &kueue.ClusterQueue{})
-			kept(g, client.ObjectKey{Namespace: "kueue-system", Name: "gpustack-member-member-d"}, &corev1.Secret{})
+			// The copy of its kubeconfig stays with its cluster, unmarked: the gateway may not read Secrets there.
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "kueue-system", Name: "gpustack-member-member-d"}, &corev1.Secret{})).To(Succeed())
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		// The gateway restarts, its memory gone, while the member answers nothing; its Secret is back.
@@ -207,5 +208,16 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 		cluster := &kueue.MultiKueueCluster{}
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "member-d"}, cluster)).To(Succeed(), "the member stays")
 		Expect(cluster.Annotations).NotTo(HaveKey(gatewayv1.AnnotationUnwantedSince))
+	})
+
+	It("removes a member's cluster and the copy of its kubeconfig once its Secret has been gone for the retention", func() {
+		d.Retention = 2 * time.Second
+		Expect(suite.Client.Delete(ctx, memberSecret())).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "member-d"}, &kueue.MultiKueueCluster{})).To(Satisfy(apierrors.IsNotFound))
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "kueue-system", Name: "gpustack-member-member-d"}, &corev1.Secret{})).
+				To(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 })

@@ -19,10 +19,10 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
-// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=gpustack-members,resources=secrets,verbs=get;list;watch
 
-// Gateway reads the member clusters the Secrets of its namespace name, each on its own loop, and keeps what
-// each last answered.
+// Gateway reads the member clusters the Secrets of the members' namespace name, each on its own loop, and
+// keeps what each last answered.
 type Gateway struct {
 	// Client reads the member Secrets (labelled gateway.gpustack.ai/member=true) on the gateway's own cluster.
 	Client client.Reader

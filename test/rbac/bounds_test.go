@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
@@ -81,7 +82,7 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 	BeforeAll(func(ctx context.Context) {
 		// The roles' namespaces (the device agents' as the other specs make it) and a user's.
 		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}},
-			{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}, {ObjectMeta: metav1.ObjectMeta{Name: users}}} {
+			{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}, {ObjectMeta: metav1.ObjectMeta{Name: users}}} {
 			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 		}
 		for _, component := range []string{"worker", "worker-gateway"} {

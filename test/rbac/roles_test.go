@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
@@ -88,7 +89,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 	BeforeAll(func() {
 		ctx := context.Background()
 		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}},
-			{ObjectMeta: metav1.ObjectMeta{Name: system}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}}} {
+			{ObjectMeta: metav1.ObjectMeta{Name: system}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}} {
 			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 		}
 		for component, namespace := range map[string]string{"worker": system, "worker-gateway": system, "device-manager": deviceagent.Namespace,
@@ -152,6 +154,9 @@ var _ = Describe("the generated roles", Ordered, func() {
 		gateway(access{verb: "create", resource: "pods", namespace: "team-a"}),
 		gateway(access{verb: "get", resource: "secrets", namespace: "kube-system", name: "any"}),
 		gateway(access{verb: "create", resource: "secrets", namespace: system}),
+		gateway(access{verb: "list", resource: "secrets", namespace: system}),
+		gateway(access{verb: "list", resource: "secrets", namespace: "kueue-system"}),
+		gateway(access{verb: "get", resource: "secrets", namespace: "kueue-system", name: "kueue-webhook-server-cert"}),
 		gateway(access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: "kueue-system", name: "kueue-controller-manager"}),
 		gateway(access{verb: "impersonate", resource: "users", name: "admin"}),
 		gateway(access{verb: "create", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations"}),
@@ -191,8 +196,13 @@ var _ = Describe("the generated roles", Ordered, func() {
 		agent(access{verb: "list", resource: "pods"}),
 		reporter(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system}),
 		reporter(access{verb: "update", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system, name: "node-a-gpustack-cpu-info"}),
-		gateway(access{verb: "list", resource: "secrets", namespace: system}),
+		// It finds the members by listing their namespace, and writes its copies of their kubeconfigs where
+		// Kueue reads them, without reading anything there.
+		gateway(access{verb: "list", resource: "secrets", namespace: gatewayv1.MembersNamespace}),
+		gateway(access{verb: "watch", resource: "secrets", namespace: gatewayv1.MembersNamespace}),
 		gateway(access{verb: "create", resource: "secrets", namespace: "kueue-system"}),
+		gateway(access{verb: "patch", resource: "secrets", namespace: "kueue-system", name: "gpustack-member-member-a"}),
+		gateway(access{verb: "delete", resource: "secrets", namespace: "kueue-system", name: "gpustack-member-member-a"}),
 		gateway(access{verb: "patch", group: "apiregistration.k8s.io", resource: "apiservices", name: "v1.gateway.gpustack.ai"}),
 		gateway(access{verb: "create", group: "kueue.x-k8s.io", resource: "multikueueclusters"}),
 		gateway(access{verb: "get", resource: "configmaps", namespace: "kube-system", name: "extension-apiserver-authentication"}),
@@ -234,10 +244,6 @@ var _ = Describe("the generated roles", Ordered, func() {
 		},
 		"worker-gateway": {
 			{verb: "patch", resource: "pods", namespace: "team-a", name: "training"}: "the dispatch reasons; bounds: no image or security context",
-			// It lists the member Secrets of its namespace by label, which RBAC cannot express (issue 33).
-			{verb: "get", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}:             "member Secrets by label",
-			{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}:                       "member Secrets by label",
-			{verb: "get", resource: "secrets", namespace: system, name: "sh.helm.release.v1.gpustack-operator.v1"}: "member Secrets by label",
 		},
 		"cleanup": {
 			{verb: "patch", resource: "pods", namespace: "team-a", name: "training"}:  "finalizers; bounds: no image or security context",

@@ -28,9 +28,14 @@ var (
 // APIServiceName is the APIService that puts this group version behind kube-apiserver.
 const APIServiceName = "v1.gateway.gpustack.ai"
 
-// LabelMember marks a Secret in the gateway's namespace as a member cluster: the Secret's name is the
+// LabelMember marks a Secret in the members' namespace as a member cluster: the Secret's name is the
 // member's name and its data key KubeconfigKey holds a kubeconfig to read it with.
 const LabelMember = "gateway.gpustack.ai/member"
+
+// MembersNamespace is the default namespace of the member Secrets (the gateway's --members-namespace, the
+// chart's workerGateway.membersNamespace). It holds nothing else, so the gateway, which must list it to find
+// its members, reads no Secret of the operator's own namespace.
+const MembersNamespace = "gpustack-members"
 
 // KubeconfigKey is the data key of a member Secret that holds the member's kubeconfig.
 const KubeconfigKey = "kubeconfig"

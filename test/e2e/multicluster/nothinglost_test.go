@@ -75,7 +75,7 @@ var _ = It("keeps the manager's Instances through a member's Hold, its Secret ma
 
 	By("member-a's Secret deleted and made again: the manager keeps its type, marked, and takes it back")
 	secret := &corev1.Secret{}
-	Expect(k.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: "member-a"}, secret)).To(Succeed())
+	Expect(k.Get(ctx, client.ObjectKey{Namespace: gatewayv1.MembersNamespace, Name: "member-a"}, secret)).To(Succeed())
 	Expect(k.Delete(ctx, secret)).To(Succeed())
 	waitType(marked)
 	stillRunning("member-a's Secret deleted")

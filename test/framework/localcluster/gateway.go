@@ -75,7 +75,7 @@ func (c *Cluster) AddMember(ctx context.Context, name string, member *Cluster) e
 	if err != nil {
 		return errors.Wrap(err, "cannot create client")
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name,
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: gatewayv1.MembersNamespace, Name: name,
 		Labels: map[string]string{gatewayv1.LabelMember: "true"}}, Data: map[string][]byte{gatewayv1.KubeconfigKey: data}}
 	if _, err := cs.CoreV1().Secrets(secret.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return errors.Wrapf(err, "cannot create the member Secret %s", name)
