@@ -28,6 +28,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -368,9 +369,25 @@ func TestTemplateOptions(t *testing.T) {
 	if !contains(convert[appsv1.Deployment](t, noDispatch["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec.Containers[0].Args, "--dispatch=false") {
 		t.Error("with dispatch off, the gateway still dispatches")
 	}
-	if diff := cmp.Diff(generatedRules(t, "worker-gateway", "Role", namespace),
-		convert[rbacv1.ClusterRole](t, noDispatch["Role/gpustack-system/gpustack-operator-worker-gateway"]).Rules); diff != "" {
-		t.Errorf("with dispatch off, the gateway may still write Kueue's Secrets: -want, +got:\n%s", diff)
+	if noDispatch["Role/gpustack-system/gpustack-operator-worker-gateway"] != nil {
+		t.Error("with dispatch off, the gateway may still write Kueue's Secrets")
+	}
+	// The member Secrets have a namespace of their own, which an uninstall keeps; the gateway reads Secrets
+	// there and nowhere else.
+	members := gatewayv1.MembersNamespace
+	if ns := objs["Namespace/"+members]; ns == nil || ns.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+		t.Errorf("with the worker-gateway, the members' namespace %s is not rendered, or not kept on uninstall", members)
+	}
+	if !contains(gw.Containers[0].Args, "--members-namespace="+members) {
+		t.Errorf("the gateway does not read the member Secrets in %s: %v", members, gw.Containers[0].Args)
+	}
+	inRelease := render(t, "workerGateway.enabled=true", "workerGateway.membersNamespace="+namespace)
+	if inRelease["Namespace/"+namespace] != nil {
+		t.Errorf("with the member Secrets in the release's namespace, the chart renders that namespace")
+	}
+	if diff := cmp.Diff(append(generatedRules(t, "worker-gateway", "Role", members), generatedRules(t, "worker-gateway", "Role", "kueue-system")...),
+		convert[rbacv1.ClusterRole](t, inRelease["Role/gpustack-system/gpustack-operator-worker-gateway"]).Rules); diff != "" {
+		t.Errorf("with the member Secrets in the release's namespace, the gateway's Role there: -want, +got:\n%s", diff)
 	}
 	// The markers grant the gateway rights in kueue-system; they land where Kueue runs: with the chart's Kueue,
 	// this release's namespace (one Role, both sets of rules), otherwise kueueNamespace.
@@ -382,11 +399,11 @@ func TestTemplateOptions(t *testing.T) {
 		t.Errorf("with an existing Kueue the gateway copies the kubeconfigs into kueueNamespace: %v", args)
 	}
 	for key, want := range map[string][]rbacv1.PolicyRule{
-		"ClusterRole/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "ClusterRole", ""),
-		"Role/gpustack-system/gpustack-operator-worker-gateway": append(generatedRules(t, "worker-gateway", "Role", namespace),
-			generatedRules(t, "worker-gateway", "Role", "kueue-system")...),
-		"Role/kube-system/gpustack-operator-worker-gateway":   generatedRules(t, "worker-gateway", "Role", "kube-system"),
-		"ClusterRole/gpustack-operator-worker-gateway-member": memberRole.Rules,
+		"ClusterRole/gpustack-operator-worker-gateway":           generatedRules(t, "worker-gateway", "ClusterRole", ""),
+		"Role/gpustack-system/gpustack-operator-worker-gateway":  generatedRules(t, "worker-gateway", "Role", "kueue-system"),
+		"Role/gpustack-members/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "Role", "gpustack-members"),
+		"Role/kube-system/gpustack-operator-worker-gateway":      generatedRules(t, "worker-gateway", "Role", "kube-system"),
+		"ClusterRole/gpustack-operator-worker-gateway-member":    memberRole.Rules,
 	} {
 		if objs[key] == nil {
 			t.Errorf("with the worker-gateway, %s is not rendered", key)
