@@ -82,8 +82,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case !metav1.IsControlledBy(pod, inst):
 		return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting,
 			fmt.Sprintf("a Pod named %s that this Instance does not own is in the way", pod.Name), nil)
-	case !inst.Spec.Stop && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodFailed:
-		return r.rebuild(ctx, inst, values, pod)
+	}
+	why, recheck, err := r.mustRebuild(ctx, inst, pod)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if why != "" {
+		return r.rebuild(ctx, inst, values, pod, why)
 	}
 
 	if res, done, err := r.heldBySystem(ctx, inst, values, pod); done {
@@ -140,46 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ports != nil {
 		st.Ports = ports
 	}
-	return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
-}
-
-// rebuild deletes a Pod that failed, whatever failed it (its node rebooted or shut down, the kubelet evicted it
-// or refused it at admission: an Instance's containers restart in place, so only the node fails a Pod), for the
-// Pod to be built again; each rebuild in a row first waits out RebuildBackoff, and the Instance says why.
-func (r *Reconciler) rebuild(ctx context.Context, inst *workerv1.Instance, values settings.Values, pod *corev1.Pod) (reconcile.Result, error) {
-	why := firstNonEmpty(pod.Status.Reason, "Failed") + ": " + firstNonEmpty(pod.Status.Message, "the Pod failed")
-	if inst.Status.LastRebuildTime != nil {
-		if wait := inst.Status.LastRebuildTime.Add(RebuildBackoff(inst.Status.Rebuilds)).Sub(r.now()); wait > 0 {
-			// Nothing else brings the Instance back when its wait is over.
-			return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting,
-				fmt.Sprintf("the Pod failed (%s); building it again in %s", why, wait.Round(time.Second)), pod)
-		}
-	}
-	// The Pod's deletion brings the Instance back here, to create it again.
-	if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-		return reconcile.Result{}, errors.Wrap(err, "cannot delete the Pod that failed")
-	}
-	r.Recorder.Eventf(inst, corev1.EventTypeWarning, "PodRebuilt", "the Pod failed (%s); building it again", why)
-	st := inst.Status.DeepCopy()
-	st.Cluster = ""
-	st.Rebuilds++
-	last := metav1.NewTime(r.now()).Rfc3339Copy()
-	st.LastRebuildTime = &last
-	return reconcile.Result{}, r.setStatusFrom(ctx, inst, st, values, workerv1.InstanceStarting, "rebuilding the Pod that failed ("+why+")", nil)
-}
-
-// RebuildBackoff is how long after the last rebuild the next one in a row waits, once that many rebuilds came
-// before it: 10 seconds after the first, doubling up to 5 minutes, so a node that fails every Pod it gets is
-// not hammered, and one that failed once is left at once.
-func RebuildBackoff(rebuilds int32) time.Duration {
-	if rebuilds <= 0 {
-		return 0
-	}
-	const first, most = 10 * time.Second, 5 * time.Minute
-	if rebuilds > 6 {
-		return most
-	}
-	return min(first<<(rebuilds-1), most)
+	return reconcile.Result{RequeueAfter: recheck}, r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
 }
 
 // claimRecheck is how often an Instance held by an unbound claim looks at it again.

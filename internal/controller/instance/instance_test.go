@@ -174,7 +174,7 @@ var _ = Describe("a Pod that failed", func() {
 		got, gone, events := reconcileOnce(inst)
 		Expect(gone).To(BeNil(), "the refused Pod is deleted")
 		Expect(events).To(ContainElement(HavePrefix("Warning PodRebuilt the Pod failed (UnexpectedAdmissionError: Allocate failed")))
-		Expect(got.Status.PhaseMessage).To(HavePrefix("rebuilding the Pod that failed (UnexpectedAdmissionError"))
+		Expect(got.Status.PhaseMessage).To(SatisfyAll(HavePrefix("the Pod failed (UnexpectedAdmissionError"), HaveSuffix("); building it again")))
 		Expect(got.Status.Rebuilds).To(Equal(int32(1)), "status.rebuilds")
 		_, again, _ := reconcileOnce(inst)
 		Expect(again).NotTo(BeNil(), "a new Pod")
@@ -331,4 +331,68 @@ var _ = It("names the vendor's RuntimeClass in an accelerated Pod when the class
 	_, pod, _ = reconcileOnce(after)
 	Expect(pod).NotTo(BeNil())
 	Expect(pod.Spec.RuntimeClassName).To(HaveValue(Equal("nvidia")))
+})
+
+var _ = It("rebuilds an admitted Pod whose node selector no node matches any more, after a grace, and never one that waits for room", func() {
+	ctx := context.Background()
+	typ := builders.MakeInstanceType("stranded").Obj()
+	node := builders.MakeNode("stranded-node").Label(corev1.LabelHostname, "stranded.example").Obj()
+	inst := builders.MakeInstance("default", "stranded", typ.Name).NodeName(node.Name).Obj()
+	suite.Create(typ, node, inst)
+	_, pod, _ := reconcileOnce(inst)
+	Expect(pod).NotTo(BeNil(), "the Instance's Pod")
+	Expect(pod.Spec.NodeSelector).To(HaveKeyWithValue(corev1.LabelHostname, "stranded.example"))
+	if len(pod.Spec.SchedulingGates) > 0 {
+		pod.Spec.SchedulingGates = nil // admitted
+		Expect(suite.Client.Update(ctx, pod)).To(Succeed())
+	}
+	start := time.Now().Truncate(time.Second)
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu.", LastTransitionTime: metav1.NewTime(start)}}
+	Expect(suite.Client.Status().Update(ctx, pod)).To(Succeed())
+
+	events := record.NewFakeRecorder(10)
+	now := start
+	r := &instance.Reconciler{Client: suite.Client, Recorder: events, Now: func() time.Time { return now }}
+	reconcileAt := func(at time.Time) (reconcile.Result, *workerv1.Instance, *corev1.Pod) {
+		GinkgoHelper()
+		now = at
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
+		Expect(err).NotTo(HaveOccurred())
+		got, p := &workerv1.Instance{}, &corev1.Pod{}
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), got)).To(Succeed())
+		if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), p); err != nil {
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Get of the Pod: %v", err)
+			return res, got, nil
+		}
+		DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), p) })
+		return res, got, p
+	}
+
+	res, got, p := reconcileAt(start.Add(time.Hour))
+	Expect(p).NotTo(BeNil(), "a Pod that waits for room on a node its selector matches is left to wait, however long")
+	Expect(p.UID).To(Equal(pod.UID))
+	Expect(res.RequeueAfter).To(BeZero())
+	Expect(got.Status.PhaseMessage).To(Equal("unschedulable: 0/1 nodes are available: 1 Insufficient cpu."))
+
+	// The node's labels change after admission: the Pod's selector now matches no node.
+	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+	node.Labels[corev1.LabelHostname] = "renamed.example"
+	Expect(suite.Client.Update(ctx, node)).To(Succeed())
+	res, _, p = reconcileAt(start.Add(10 * time.Second))
+	Expect(p).NotTo(BeNil(), "within the grace the Pod is kept: labels that blink come back")
+	Expect(res.RequeueAfter).To(Equal(instance.StrandedGrace-10*time.Second), "looked at again when the grace is over")
+
+	_, got, p = reconcileAt(start.Add(instance.StrandedGrace))
+	Expect(p).To(BeNil(), "a Pod stranded past the grace is deleted")
+	Expect(got.Spec.Stop).To(BeFalse(), "spec.stop")
+	Expect(got.Status.Rebuilds).To(Equal(int32(1)), "status.rebuilds")
+	Expect(got.Status.PhaseMessage).To(Equal("the Pod cannot be scheduled: its node selector matches no node (the node labels it was admitted by changed); building it again"))
+	Expect(events.Events).To(Receive(HavePrefix("Warning PodRebuilt the Pod cannot be scheduled: its node selector matches no node")))
+
+	_, _, p = reconcileAt(start.Add(instance.StrandedGrace))
+	Expect(p).NotTo(BeNil(), "the new Pod")
+	Expect(p.UID).NotTo(Equal(pod.UID))
+	Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(corev1.LabelHostname, "renamed.example"), "built for the node as it is now")
 })

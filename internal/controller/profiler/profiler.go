@@ -5,6 +5,7 @@ package profiler
 
 import (
 	"context"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +106,9 @@ func (r *Reconciler) publish(ctx context.Context, node *corev1.Node, manual, mix
 	return errors.Wrap(r.Client.Update(ctx, nf), "cannot update worker NodeFeature")
 }
 
-// stampDevices copies the node's platform, managed flag and CPU key onto its Devices object.
+// stampDevices copies the node's platform, managed flag and CPU key onto its Devices object. Once the node's
+// CPU key is known, a key it had before (the fallback key before its CPU's brand was read, as after an upgrade
+// from a chart without the cpu-info reporter) is taken off: the profiler writes no other general labels there.
 func (r *Reconciler) stampDevices(ctx context.Context, node *corev1.Node) error {
 	d := &workerv1.Devices{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: node.Name}, d); err != nil {
@@ -115,10 +118,17 @@ func (r *Reconciler) stampDevices(ctx context.Context, node *corev1.Node) error 
 		pools.LabelOS: node.Labels[pools.LabelOS], pools.LabelArch: node.Labels[pools.LabelArch],
 		pools.LabelManaged: node.Labels[pools.LabelManaged],
 	}
-	if n, err := pools.NodeFromLabels(node.Name, node.Labels, node.Annotations); err == nil && n.CPU.Key != pools.Generic {
-		want[pools.GeneralPrefix+n.CPU.Key] = "true"
-	}
 	changed := false
+	if n, err := pools.NodeFromLabels(node.Name, node.Labels, node.Annotations); err == nil && n.CPU.Key != pools.Generic {
+		key := pools.GeneralPrefix + n.CPU.Key
+		want[key] = "true"
+		for k := range d.Labels {
+			if strings.HasPrefix(k, pools.GeneralPrefix) && k != key {
+				delete(d.Labels, k)
+				changed = true
+			}
+		}
+	}
 	for k, v := range want {
 		if v == "" || d.Labels[k] == v {
 			continue

@@ -52,6 +52,12 @@ func with(l map[string]string, k, v string) map[string]string {
 	return out
 }
 
+// withLabel returns d with the label k=v.
+func withLabel(d *workerv1.Devices, k, v string) *workerv1.Devices {
+	d.Labels = with(d.Labels, k, v)
+	return d
+}
+
 // want is what a spec reads back: the worker NodeFeature's labels and the Devices object's identity labels.
 type want struct {
 	Feature       map[string]string
@@ -95,6 +101,15 @@ var _ = Describe("Reconcile", func() {
 				Label("general.feature.gpustack.ai/amd-epyc-7r13", "true").Label("general.feature.gpustack.ai/amd-epyc-7r13.count", "16").
 				Annotation(pools.AnnotationCPUName, "AMD EPYC 7R13 Processor").Capacity(corev1.ResourceCPU, "16").Obj(),
 				builders.MakeDevices("stamped").Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj()},
+			want{Feature: with(epyc, pools.LabelManaged, "true"), DevicesLabels: map[string]string{
+				pools.LabelOS: "linux", pools.LabelArch: "amd64", pools.LabelManaged: "true",
+				"general.feature.gpustack.ai/amd-epyc-7r13": "true"}}),
+		Entry("a CPU key the Devices object had before (the fallback, before the brand was read) is taken off",
+			[]client.Object{builders.MakeNode("restamped").Label(pools.LabelCPUVendor, "AMD").Label(pools.LabelManaged, "true").
+				Label("general.feature.gpustack.ai/amd-epyc-7r13", "true").Label("general.feature.gpustack.ai/amd-epyc-7r13.count", "16").
+				Annotation(pools.AnnotationCPUName, "AMD EPYC 7R13 Processor").Capacity(corev1.ResourceCPU, "16").Obj(),
+				withLabel(builders.MakeDevices("restamped").Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj(),
+					"general.feature.gpustack.ai/amd-23-1", "true")},
 			want{Feature: with(epyc, pools.LabelManaged, "true"), DevicesLabels: map[string]string{
 				pools.LabelOS: "linux", pools.LabelArch: "amd64", pools.LabelManaged: "true",
 				"general.feature.gpustack.ai/amd-epyc-7r13": "true"}}),
