@@ -346,8 +346,9 @@ func (d *Dispatcher) retain(ctx context.Context, o client.Object, wanted bool, n
 
 // deleteKubeconfig deletes the copy of a member's kubeconfig in Kueue's namespace, by name.
 func (d *Dispatcher) deleteKubeconfig(ctx context.Context, member string) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: d.KueueNamespace, Name: MemberKubeconfigSecret(member)}}
-	delete(d.applied, "Secret/"+s.Namespace+"/"+s.Name)
+	s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.KueueNamespace, Name: MemberKubeconfigSecret(member)}}
+	delete(d.applied, keyOf(s))
 	return errors.Wrapf(client.IgnoreNotFound(d.Client.Delete(ctx, s)), "cannot delete %s/%s", s.Namespace, s.Name)
 }
 
