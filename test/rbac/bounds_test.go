@@ -111,7 +111,11 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 		node.Status = corev1.NodeStatus{Capacity: corev1.ResourceList{"cpu": resource.MustParse("16"), "nvidia.com/gpu": resource.MustParse("4")},
 			Allocatable: corev1.ResourceList{"cpu": resource.MustParse("16"), "nvidia.com/gpu": resource.MustParse("4")},
 			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.19.0.1"}},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}}
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
+			Images:      []corev1.ContainerImage{{Names: []string{"example.com/train:1"}, SizeBytes: 1 << 30}},
+			RuntimeHandlers: []corev1.NodeRuntimeHandler{{Name: "runc",
+				Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: ptr.To(true), UserNamespaces: ptr.To(true)}}},
+			Features: &corev1.NodeFeatures{SupplementalGroupsPolicy: ptr.To(true)}}
 		Expect(suite.Client.Status().Update(ctx, node)).To(Succeed())
 	})
 
@@ -180,6 +184,28 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 					return patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) { delete(st.Allocatable, "nvidia.com/gpu") })
 				},
 				want: "may not change allocatable of Node node-bounds",
+			},
+			"the worker claims a Node holds an image (the scheduler's image locality trusts it)": {
+				write: func() error {
+					return patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) {
+						st.Images = append(st.Images, corev1.ContainerImage{Names: []string{"example.com/other:1"}, SizeBytes: 1})
+					})
+				},
+				want: "may not change status.images of Node node-bounds",
+			},
+			"the worker gives a Node a runtime handler": {
+				write: func() error {
+					return patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) {
+						st.RuntimeHandlers = append(st.RuntimeHandlers, corev1.NodeRuntimeHandler{Name: "nvidia"})
+					})
+				},
+				want: "may not change status.runtimeHandlers of Node node-bounds",
+			},
+			"the worker changes a Node's features": {
+				write: func() error {
+					return patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) { st.Features.SupplementalGroupsPolicy = ptr.To(false) })
+				},
+				want: "may not change status.features of Node node-bounds",
 			},
 			"the worker marks a Node not Ready": {
 				write: func() error {
