@@ -276,3 +276,46 @@ var _ = It("lets another team's Kueue work in while no worker replica answers", 
 	err := k.Create(ctx, ours, client.DryRunAll)
 	Expect(err).To(MatchError(ContainSubstring("pods.worker.gpustack.ai")), "a Pod sent to an entrance queue waits on the worker")
 })
+
+// A Pod stranded by its labels: Kueue admits an Instance pinned to node-cpu's flavor, and the per-card check pins
+// it there, while node-cpu is cordoned, so the Pod waits for the scheduler. The node then leaves the pools
+// (gpustack.ai/managed=false on its worker NodeFeature, as an administrator does): the Pod's node selector, the
+// flavor's labels, matches no node any more and would wait for good. The Instance builds it again (a PodRebuilt
+// event naming the cause) and, once the node is back and uncordoned, is Ready.
+var _ = It("builds again an admitted Pod whose node labels changed before it was scheduled", func() {
+	const name, node = "stranded-cpu", "node-cpu"
+	managed := func(v string) {
+		kubectl("-n", "gpustack-system", "patch", "nodefeature", node+"-gpustack-worker", "--type=merge",
+			"-p", fmt.Sprintf(`{"spec":{"labels":{"gpustack.ai/managed":%q}}}`, v))
+	}
+	// Cleanups run last first: the Instance goes, then the node is back and the walkthrough's Step 1 with it.
+	DeferCleanup(func() {
+		managed("true")
+		kubectl("uncordon", node)
+		waitTable(step1Types, "get", "instancetype")
+	})
+	kubectl("cordon", node)
+	inst := builders.MakeInstance("default", name, genericPool).NodeName(node).Obj()
+	Expect(k.Create(context.Background(), inst)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+	eventually(2*time.Minute, func() (bool, string) {
+		got := kubectl("get", "pods", "-n", "default", "--field-selector", "metadata.name="+name, "-o",
+			`jsonpath={.items[*].spec.schedulingGates} {.items[*].status.conditions[?(@.type=="PodScheduled")].reason}`)
+		return got == " Unschedulable", "the Pod admitted and waiting for the cordoned node (gates, PodScheduled reason): " + got
+	})
+	uid := podUID(name)
+
+	managed("false")
+	eventually(2*time.Minute, func() (bool, string) {
+		got := kubectl("get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Instance,involvedObject.name="+name+",reason=PodRebuilt",
+			"-o", "jsonpath={.items[*].message}")
+		return strings.Contains(got, "its node selector matches no node"), "the Instance's PodRebuilt event: " + got
+	})
+	Expect(podUID(name)).NotTo(Equal(uid), "the stranded Pod is gone")
+
+	managed("true")
+	kubectl("uncordon", node)
+	waitPhase(name, "Ready")
+	got := kubectl("get", "instance", name, "-n", "default", "-o", "jsonpath={.spec.stop}")
+	Expect(got).To(Or(BeEmpty(), Equal("false")), "spec.stop")
+})

@@ -5,6 +5,7 @@ package instance
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -38,8 +39,12 @@ import (
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	// Now is the clock that paces rebuilding a Pod that failed; time.Now when nil.
+	// Now is the clock that paces rebuilding a Pod that failed or is stranded; time.Now when nil.
 	Now func() time.Time
+
+	// noMatchSince holds, by Pod UID, since when an admitted Pod that waits for the scheduler has matched no
+	// node. It is lost with the process: a new leader waits out the grace again, which only delays a rebuild.
+	noMatchSince sync.Map
 }
 
 // now reads the reconciler's clock.

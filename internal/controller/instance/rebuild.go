@@ -55,8 +55,8 @@ func RebuildBackoff(rebuilds int32) time.Duration {
 	return min(first<<(rebuilds-1), most)
 }
 
-// mustRebuild returns why the Instance's Pod must be built again ("" when it need not) and, while a Pod may yet
-// turn out stranded, how long until that is decided: nothing else wakes the Instance then, as the scheduler's
+// mustRebuild returns why the Instance's Pod must be built again ("" when it need not) and, for a Pod that may
+// yet turn out stranded, when to look at it again: nothing else wakes the Instance then, as the scheduler's
 // condition stays as it is.
 func (r *Reconciler) mustRebuild(ctx context.Context, inst *workerv1.Instance, pod *corev1.Pod) (string, time.Duration, error) {
 	if pod == nil || inst.Spec.Stop || pod.DeletionTimestamp != nil {
@@ -69,26 +69,19 @@ func (r *Reconciler) mustRebuild(ctx context.Context, inst *workerv1.Instance, p
 }
 
 // StrandedGrace is how long an admitted Pod may wait unschedulable, with a placement no node matches, before it
-// is built again: a node's labels that blink (NFD writing them again) are back well within it.
+// is built again: a node's labels that blink (NFD writing them again) are back well within it. It is also how
+// often an admitted Pod that waits for the scheduler is looked at again: node labels wake no Instance.
 const StrandedGrace = 30 * time.Second
 
 // stranded returns why an admitted Pod can never be scheduled as it stands ("" when it can, or may yet) and,
-// while that is not decided, how long until it is. Kueue admitted the Pod to a flavor and the per-card check
-// pinned it to a node, both by node labels; when those labels change after admission (a node's CPU identity or
-// management flag moved, or the node went), no node matches the Pod's selector and nothing would ever schedule
-// it. Built again, it queues anew and is admitted to the flavors of the nodes as they are now. A Pod that waits
-// for room or for a taint to go is not stranded: some node matches its selector.
+// while it waits for the scheduler, when to look at it again. Kueue admitted the Pod to a flavor and the
+// per-card check pinned it to a node, both by node labels; when those labels change after admission (a node's
+// CPU identity or management flag moved, or the node went), no node matches the Pod's selector and nothing
+// would ever schedule it. Built again, it queues anew and is admitted to the flavors of the nodes as they are
+// now. A Pod that waits for room or for a taint to go is not stranded: some node matches its selector.
 func (r *Reconciler) stranded(ctx context.Context, pod *corev1.Pod) (string, time.Duration, error) {
-	if gated(pod) || pod.Spec.NodeName != "" || pod.Status.Phase != corev1.PodPending {
-		return "", 0, nil
-	}
-	var since time.Time
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			since = c.LastTransitionTime.Time
-		}
-	}
-	if since.IsZero() {
+	if gated(pod) || pod.Spec.NodeName != "" || pod.Status.Phase != corev1.PodPending || !unschedulable(pod) {
+		r.noMatchSince.Delete(pod.UID)
 		return "", 0, nil
 	}
 	var nodes corev1.NodeList
@@ -99,11 +92,25 @@ func (r *Reconciler) stranded(ctx context.Context, pod *corev1.Pod) (string, tim
 	for i := range nodes.Items {
 		// A term that cannot be parsed matches no node, as the scheduler reads it.
 		if ok, _ := affinity.Match(&nodes.Items[i]); ok {
-			return "", 0, nil
+			r.noMatchSince.Delete(pod.UID)
+			return "", StrandedGrace, nil
 		}
 	}
-	if wait := since.Add(StrandedGrace).Sub(r.now()); wait > 0 {
+	now := r.now()
+	since, _ := r.noMatchSince.LoadOrStore(pod.UID, now)
+	if wait := since.(time.Time).Add(StrandedGrace).Sub(now); wait > 0 {
 		return "", wait, nil
 	}
+	r.noMatchSince.Delete(pod.UID)
 	return "the Pod cannot be scheduled: its node selector matches no node (the node labels it was admitted by changed)", 0, nil
+}
+
+// unschedulable reports whether the scheduler found no node for the Pod.
+func unschedulable(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
 }
