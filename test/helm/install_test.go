@@ -214,7 +214,9 @@ func TestUpgradeUninstall(t *testing.T) {
 	instanceReady(t, cluster.Kubeconfig, "whole-t4")
 	// A user's volume: the cleanup deletes the operator's CRDs, and the claim the volume owns must outlive them.
 	kubectl("apply", "-f", writeFile(t, "users-volume.yaml", usersVolume))
-	t.Cleanup(func() { _, _ = testenv.Kubectl(cluster.Kubeconfig, "delete", "pvc", "users-data", "-n", "default", "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = testenv.Kubectl(cluster.Kubeconfig, "delete", "pvc", "users-data", "-n", "default", "--ignore-not-found")
+	})
 	var claim string
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
 		out, err := testenv.Kubectl(cluster.Kubeconfig, "get", "pvc", "users-data", "-n", "default", "-o",
