@@ -32,26 +32,31 @@ func TestInstance(t *testing.T) { testenv.RunSuite(t, "instance controller suite
 // they stand after it, with the events it recorded.
 func reconcileOnce(inst *workerv1.Instance) (*workerv1.Instance, *corev1.Pod, []string) {
 	GinkgoHelper()
-	ctx := context.Background()
 	events := record.NewFakeRecorder(10)
-	r := &instance.Reconciler{Client: suite.Client, Recorder: events}
-	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
-	Expect(err).NotTo(HaveOccurred())
-	got := &workerv1.Instance{}
-	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), got)).To(Succeed())
-	pod := &corev1.Pod{}
-	if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), pod); err != nil {
-		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Get of the Pod: %v", err)
-		pod = nil
-	} else {
-		DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), pod) })
-	}
+	_, got, pod := reconcileWith(&instance.Reconciler{Client: suite.Client, Recorder: events}, inst)
 	close(events.Events)
 	var recorded []string
 	for e := range events.Events {
 		recorded = append(recorded, e)
 	}
 	return got, pod, recorded
+}
+
+// reconcileWith runs one reconcile of the Instance by r and returns its result, and the Instance and its Pod
+// (nil when none) as they stand after it; the Pod is deleted when the spec ends.
+func reconcileWith(r *instance.Reconciler, inst *workerv1.Instance) (reconcile.Result, *workerv1.Instance, *corev1.Pod) {
+	GinkgoHelper()
+	ctx := context.Background()
+	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
+	Expect(err).NotTo(HaveOccurred())
+	got, pod := &workerv1.Instance{}, &corev1.Pod{}
+	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), got)).To(Succeed())
+	if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), pod); err != nil {
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Get of the Pod: %v", err)
+		return res, got, nil
+	}
+	DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), pod) })
+	return res, got, pod
 }
 
 var _ = DescribeTable("holds an Instance, before creating its Pod, only while its queue drains, and never writes its spec",
@@ -188,16 +193,7 @@ var _ = Describe("a Pod that failed", func() {
 		r := &instance.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10), Now: func() time.Time { return now }}
 		reconcileAt := func() (reconcile.Result, *workerv1.Instance, *corev1.Pod) {
 			GinkgoHelper()
-			res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
-			Expect(err).NotTo(HaveOccurred())
-			got, p := &workerv1.Instance{}, &corev1.Pod{}
-			Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), got)).To(Succeed())
-			if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), p); err != nil {
-				Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Get of the Pod: %v", err)
-				return res, got, nil
-			}
-			DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), p) })
-			return res, got, p
+			return reconcileWith(r, inst)
 		}
 		shutDown := func(p *corev1.Pod) {
 			GinkgoHelper()
@@ -358,16 +354,7 @@ var _ = It("rebuilds an admitted Pod whose node selector no node matches any mor
 	reconcileAt := func(at time.Time) (reconcile.Result, *workerv1.Instance, *corev1.Pod) {
 		GinkgoHelper()
 		now = at
-		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
-		Expect(err).NotTo(HaveOccurred())
-		got, p := &workerv1.Instance{}, &corev1.Pod{}
-		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), got)).To(Succeed())
-		if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(inst), p); err != nil {
-			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Get of the Pod: %v", err)
-			return res, got, nil
-		}
-		DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), p) })
-		return res, got, p
+		return reconcileWith(r, inst)
 	}
 
 	res, got, p := reconcileAt(start.Add(time.Hour))
