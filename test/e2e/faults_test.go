@@ -343,12 +343,8 @@ var _ = It("relists after its watches expire (410 Gone) and misses no change", f
 	for _, c := range frozen {
 		Expect(cluster.Freeze(c.node, c.id, true)).To(Succeed(), "freeze %s", c.pod)
 	}
-	patch := func(v string) {
-		kubectl("-n", "gpustack-system", "patch", "nodefeature", "node-a10g-gpustack-worker", "--type=merge",
-			"-p", fmt.Sprintf(`{"spec":{"labels":{"gpustack.ai/managed":%q}}}`, v))
-	}
-	patch("false")
-	DeferCleanup(func() { patch("true"); waitTable(step1Types, "get", "instancetype") })
+	setManaged("node-a10g", "false")
+	DeferCleanup(func() { setManaged("node-a10g", "true"); waitTable(step1Types, "get", "instancetype") })
 	eventually(time.Minute, func() (bool, string) {
 		got := kubectl("get", "node", "node-a10g", "-o", `jsonpath={.metadata.labels.gpustack\.ai/managed}`)
 		return got == "false", "NFD carries managed=false onto node-a10g: " + got

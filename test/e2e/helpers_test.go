@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,14 @@ func workerPods() []string {
 func killPod(namespace, pod string) {
 	GinkgoHelper()
 	kubectl("-n", namespace, "delete", "pod", pod, "--grace-period=0", "--force", "--wait=false")
+}
+
+// setManaged sets gpustack.ai/managed on a node's worker NodeFeature, as an administrator takes a node out of
+// the pools ("false") and back ("true"); NFD carries it onto the node.
+func setManaged(node, value string) {
+	GinkgoHelper()
+	kubectl("-n", localcluster.ChartNamespace, "patch", "nodefeature", node+"-gpustack-worker", "--type=merge",
+		"-p", fmt.Sprintf(`{"spec":{"labels":{"gpustack.ai/managed":%q}}}`, value))
 }
 
 // deleteLabelled deletes the Instances a spec labelled e2e=label and waits for the walkthrough's Step 1 again.

@@ -284,13 +284,9 @@ var _ = It("lets another team's Kueue work in while no worker replica answers", 
 // event naming the cause) and, once the node is back and uncordoned, is Ready.
 var _ = It("builds again an admitted Pod whose node labels changed before it was scheduled", func() {
 	const name, node = "stranded-cpu", "node-cpu"
-	managed := func(v string) {
-		kubectl("-n", "gpustack-system", "patch", "nodefeature", node+"-gpustack-worker", "--type=merge",
-			"-p", fmt.Sprintf(`{"spec":{"labels":{"gpustack.ai/managed":%q}}}`, v))
-	}
 	// Cleanups run last first: the Instance goes, then the node is back and the walkthrough's Step 1 with it.
 	DeferCleanup(func() {
-		managed("true")
+		setManaged(node, "true")
 		kubectl("uncordon", node)
 		waitTable(step1Types, "get", "instancetype")
 	})
@@ -305,7 +301,7 @@ var _ = It("builds again an admitted Pod whose node labels changed before it was
 	})
 	uid := podUID(name)
 
-	managed("false")
+	setManaged(node, "false")
 	eventually(2*time.Minute, func() (bool, string) {
 		got := kubectl("get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Instance,involvedObject.name="+name+",reason=PodRebuilt",
 			"-o", "jsonpath={.items[*].message}")
@@ -313,7 +309,7 @@ var _ = It("builds again an admitted Pod whose node labels changed before it was
 	})
 	Expect(podUID(name)).NotTo(Equal(uid), "the stranded Pod is gone")
 
-	managed("true")
+	setManaged(node, "true")
 	kubectl("uncordon", node)
 	waitPhase(name, "Ready")
 	got := kubectl("get", "instance", name, "-n", "default", "-o", "jsonpath={.spec.stop}")

@@ -79,12 +79,8 @@ var _ = Describe("the walkthrough's Step 1", func() {
 // Follows Step 2: flipping gpustack.ai/managed on the node's worker NodeFeature takes its card out
 // of the A10G pool and its cores out of the generic pool, and back.
 var _ = It("follows Step 2", func() {
-	patch := func(v string) {
-		kubectl("-n", "gpustack-system", "patch", "nodefeature", "node-a10g-gpustack-worker", "--type=merge",
-			"-p", fmt.Sprintf(`{"spec":{"labels":{"gpustack.ai/managed":%q}}}`, v))
-	}
-	patch("false")
-	DeferCleanup(func() { patch("true") })
+	setManaged("node-a10g", "false")
+	DeferCleanup(func() { setManaged("node-a10g", "true") })
 	waitTable([][]string{
 		step1Types[0],
 		{"gpustack--generic-linux-amd64", "gpustack-fnv64-3b93966fd73eb9ec", "1/2Gi/100Gi", "0/0 0/0 0/0 0/0", "48/68", "Active"},
@@ -96,7 +92,7 @@ var _ = It("follows Step 2", func() {
 		got := kubectlTable("get", "resourceflavor", "-o", "custom-columns=NAME:.metadata.name")
 		return len(got) == 1+5, fmt.Sprintf("node-a10g's two flavors should be retired; flavors now: %v", got[1:])
 	})
-	patch("true")
+	setManaged("node-a10g", "true")
 	waitTable(step1Types, "get", "instancetype")
 })
 

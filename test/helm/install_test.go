@@ -230,10 +230,11 @@ func TestUpgradeUninstall(t *testing.T) {
 		left := leftovers(ctx, t, c)
 		return len(left) == 0, fmt.Sprintf("left behind after helm uninstall: %v", left)
 	})
-	// The CRDs are gone, and with them the volume: the garbage collector has had its turn at the claim.
+	// The CRDs are gone, and with them the volume: the garbage collector has had its turn at the claim, which
+	// stays, freed of its owner (no reference to a kind that no longer exists, which would hold it for good).
 	if out, err := testenv.Kubectl(cluster.Kubeconfig, "get", "pvc", "users-data", "-n", "default", "-o",
-		"jsonpath={.metadata.uid} {.metadata.deletionTimestamp}"); err != nil || out != claim+" " {
-		t.Errorf("helm uninstall with cleanupOnUninstall took a user's claim (uid %s before): %v %q", claim, err, out)
+		"jsonpath={.metadata.uid} {.metadata.deletionTimestamp} {.metadata.ownerReferences[*].kind}"); err != nil || out != claim+"  " {
+		t.Errorf("helm uninstall with cleanupOnUninstall took a user's claim, or left it owned (uid %s before; want \"uid  \"): %v %q", claim, err, out)
 	}
 
 	// The chart's own Kueue and NFD replace the cluster's.

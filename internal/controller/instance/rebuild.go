@@ -84,8 +84,9 @@ func (r *Reconciler) stranded(ctx context.Context, pod *corev1.Pod) (string, tim
 		r.noMatchSince.Delete(pod.UID)
 		return "", 0, nil
 	}
+	// The selector narrows the list in the cache, so a waiting Pod does not copy every node every grace.
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabels(pod.Spec.NodeSelector)); err != nil {
 		return "", 0, errors.Wrap(err, "cannot list nodes")
 	}
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)

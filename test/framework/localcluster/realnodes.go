@@ -108,6 +108,9 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 	images = append(images, c.cfg.Images...)
 	nodes := c.cfg.Inventory.Nodes
 	first := max(c.cfg.FirstNodeIndex, 1)
+	if err := realnode.RaiseInotifyLimit(first + len(nodes) - 1); err != nil {
+		return err
+	}
 	for i, n := range nodes {
 		labels := n.Labels
 		if c.cfg.KWOKNodes != nil {
