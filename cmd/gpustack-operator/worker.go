@@ -270,15 +270,19 @@ func deployAgents(ctx context.Context, c client.Client, d deviceagent.Deployment
 	return errors.Join(errs...)
 }
 
-// watchKueueConfig checks the running Kueue's configuration (the ConfigMap namespace/name) every minute and
-// tells the composer, which says on every InstanceType what it lacks.
+// watchKueueConfig checks the running Kueue's configuration (the ConfigMap namespace/name) when it changes, and
+// every minute, and tells the composer, which says on every InstanceType what it lacks.
 func watchKueueConfig(mgr ctrl.Manager, comp *composer.Reconciler, where string) error {
 	ns, name, ok := strings.Cut(where, "/")
 	if !ok || ns == "" || name == "" {
 		return errors.Errorf("--kueue-config %q: want namespace/name", where)
 	}
+	watcher, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return errors.Wrap(err, "cannot create the client that watches Kueue's configuration")
+	}
 	changed := make(chan event.GenericEvent, 1)
-	watch := &kueueconfig.Watch{Reader: mgr.GetAPIReader(), Namespace: ns, Name: name, Log: ctrl.Log.WithName("kueue-config"),
+	watch := &kueueconfig.Watch{Reader: mgr.GetAPIReader(), Watcher: watcher, Namespace: ns, Name: name, Log: ctrl.Log.WithName("kueue-config"),
 		Changed: func() {
 			// One pending event is enough: the composer reads the latest answer.
 			select {

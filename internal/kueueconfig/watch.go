@@ -13,13 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,resourceNames=kueue-manager-config
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,resourceNames=kueue-manager-config
 
-// Watch reads the running Kueue's configuration every interval and keeps what it lacks. The worker reads it by
-// name only (no cache, no right to list ConfigMaps), so a change shows within one interval.
+// Watch reads the running Kueue's configuration when it changes, and every interval, and keeps what it lacks.
+// The worker reads it by name only (no cache, no right to list ConfigMaps but this one: a list or watch with its
+// name as field selector), so a change shows within seconds where Watcher is set and within one interval where
+// it is not or its watch fails.
 type Watch struct {
 	// Reader gets the ConfigMap from the API server.
 	Reader client.Reader
+	// Watcher, when set, watches the ConfigMap by name, so a change is read at once.
+	Watcher client.WithWatch
 	// Namespace and Name locate the ConfigMap; Namespace and ConfigMap when empty.
 	Namespace, Name string
 	// Every is how often to read it; a minute when zero.
@@ -41,18 +45,54 @@ func (w *Watch) Problems() ([]string, bool) {
 	return w.problems, w.checked
 }
 
-// Start reads the configuration until ctx ends.
+// Start reads the configuration until ctx ends: at once, on every change the watch sees, and every interval.
 func (w *Watch) Start(ctx context.Context) error {
 	every := w.Every
 	if every <= 0 {
 		every = time.Minute
+	}
+	changed := make(chan struct{}, 1)
+	if w.Watcher != nil {
+		go w.follow(ctx, every, changed)
 	}
 	for {
 		w.Check(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-changed:
 		case <-time.After(every):
+		}
+	}
+}
+
+// follow watches the ConfigMap by name and signals changed on every event, until ctx ends. A watch the API server
+// ends is started again a second later; one that cannot start is tried again after the interval, which the reads
+// keep to meanwhile.
+func (w *Watch) follow(ctx context.Context, every time.Duration, changed chan<- struct{}) {
+	ns, name := w.where()
+	for ctx.Err() == nil {
+		wi, err := w.Watcher.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+		if err != nil {
+			w.Log.V(1).Info("cannot watch Kueue's configuration; reading it every interval", "error", err.Error())
+			select {
+			case <-ctx.Done():
+			case <-time.After(every):
+			}
+			continue
+		}
+		for range wi.ResultChan() {
+			// One pending signal is enough: the next read sees the latest.
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+		wi.Stop()
+		// A watch that ends at once, again and again, must not spin.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
 		}
 	}
 }
@@ -77,7 +117,8 @@ func (w *Watch) Check(ctx context.Context) {
 	}
 }
 
-func (w *Watch) read(ctx context.Context) []string {
+// where is the ConfigMap's namespace and name, the defaults where unset.
+func (w *Watch) where() (string, string) {
 	ns, name := w.Namespace, w.Name
 	if ns == "" {
 		ns = Namespace
@@ -85,6 +126,11 @@ func (w *Watch) read(ctx context.Context) []string {
 	if name == "" {
 		name = ConfigMap
 	}
+	return ns, name
+}
+
+func (w *Watch) read(ctx context.Context) []string {
+	ns, name := w.where()
 	where := "ConfigMap " + ns + "/" + name
 	cm := &corev1.ConfigMap{}
 	if err := w.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {

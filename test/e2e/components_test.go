@@ -140,7 +140,7 @@ var _ = It("checks the running Kueue's configuration and says so on every Instan
 })
 
 // With a stock Kueue configuration (no credit transformations, no Pod integration) no accelerated Instance would
-// ever be admitted: the worker reads it from Kueue's ConfigMap within its minute and says on every
+// ever be admitted: the worker reads it from Kueue's ConfigMap as it changes and says on every
 // InstanceType what is missing, with a Warning event, then True again once the configuration is restored.
 var _ = It("says on every InstanceType what a stock Kueue configuration lacks", func(ctx context.Context) {
 	cm := &corev1.ConfigMap{}

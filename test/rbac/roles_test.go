@@ -114,6 +114,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 	cleanup := func(a access) row { return row{"cleanup", system, a} }
 	gateway := func(a access) row { return row{"worker-gateway", system, a} }
 	mustDeny := []row{
+		worker(access{verb: "list", resource: "configmaps", namespace: "kueue-system"}),
+		worker(access{verb: "watch", resource: "configmaps", namespace: "kueue-system", name: "another-config"}),
 		reporter(access{verb: "create", group: workerv1.GroupVersion.Group, resource: "devices"}),
 		reporter(access{verb: "list", resource: "pods"}),
 		reporter(access{verb: "list", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: system}),
@@ -177,6 +179,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}),
 		worker(access{verb: "create", resource: "pods", namespace: "team-a"}),
 		worker(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}),
+		// It reads Kueue's configuration when it changes: a watch by a metadata.name field selector.
+		worker(access{verb: "watch", resource: "configmaps", namespace: "kueue-system", name: "kueue-manager-config"}),
 		// Its cache lists and watches gpustack-settings by a metadata.name field selector.
 		worker(access{verb: "list", resource: "secrets", namespace: system, name: "gpustack-settings"}),
 		worker(access{verb: "watch", resource: "secrets", namespace: system, name: "gpustack-settings"}),

@@ -6,6 +6,7 @@ import (
 
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -74,4 +75,33 @@ var _ = It("says on every InstanceType what the running Kueue's configuration la
 	watch.Check(ctx)
 	recompute()
 	Expect(configured().Message).To(ContainSubstring("ConfigMap kueue-system/kueue-manager-config is not there"))
+})
+
+// The worker reads Kueue's configuration again as soon as it changes: with a watch, a change shows long before the
+// interval's read (an hour here).
+var _ = It("reads Kueue's configuration again when it changes", func(ctx context.Context) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueconfig.Namespace}}
+	Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
+	required, err := kueueconfig.Required()
+	Expect(err).NotTo(HaveOccurred())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kueueconfig.Namespace, Name: kueueconfig.ConfigMap},
+		Data: map[string]string{kueueconfig.ConfigKey: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + string(required)}}
+	suite.Create(cm)
+
+	changes := make(chan struct{}, 10)
+	watch := &kueueconfig.Watch{Reader: suite.Client, Watcher: suite.Client, Every: time.Hour, Log: logr.Discard(),
+		Changed: func() { changes <- struct{}{} }}
+	watchCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- watch.Start(watchCtx) }()
+	DeferCleanup(func() { stop(); Expect(<-done).To(Succeed()) })
+	Eventually(changes).Should(Receive(), "the first read")
+	problems, _ := watch.Problems()
+	Expect(problems).To(BeEmpty())
+
+	cm.Data[kueueconfig.ConfigKey] = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations:\n  frameworks: [batch/job]\n"
+	Expect(suite.Client.Update(ctx, cm)).To(Succeed())
+	Eventually(changes, 30*time.Second).Should(Receive(), "the read the change wakes")
+	problems, _ = watch.Problems()
+	Expect(problems).To(ContainElement(`integrations.frameworks lacks "pod"`))
 })

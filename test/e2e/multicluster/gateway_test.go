@@ -1,7 +1,6 @@
 package multicluster
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -49,31 +48,4 @@ var _ = It("reads the members' pools, aggregated, with kubectl on the manager", 
 		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancetypes", "-o", "name")
 		return len(walkthrough.ParseTable("NAME\n"+out)) == 7, "kubectl get clusterinstancetypes -o name:\n" + out
 	})
-})
-
-// member-b's API server stops: the manager shows it unreachable, its types inactive and out of the sums, and
-// counts it again once its API server is back.
-var _ = It("shows a member that stops answering, and takes it back", func() {
-	waitAggregated(bothAnswer)
-	b := members["member-b"].Cluster
-	if err := b.Kill("kube-apiserver"); err != nil {
-		Fail(err.Error())
-	}
-	waitAggregated([][]string{header,
-		{"gpustack--generic-linux-amd64", "1/2", "0/0 0/0 0/0 0/0", "48/72", "1", "member-b"},
-		{"gpustack--nvidia-a100-sxm4-80gb-linux-amd64", "0/1", "0/0 0/0 0/0 0/0", "0/0", "0", "member-b"},
-		{"gpustack--nvidia-a10g-linux-amd64", "1/1", "1/1 1/10 100/100 0/0", "0/0", "1", ""},
-		{"gpustack--nvidia-h100-80gb-hbm3-linux-amd64", "0/1", "0/0 0/0 0/0 0/0", "0/0", "0", "member-b"},
-		{"gpustack--nvidia-tesla-t4-linux-amd64", "1/1", "4/5 4/50 100/500 0/0", "0/0", "1", ""},
-	})
-	e2esuite.WaitFor(time.Minute, func() (bool, string) {
-		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clustermember", "member-b", "-o", "jsonpath={.status.reachable}")
-		return out == "false", "member-b reachable: " + out
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := b.Restart(ctx, "kube-apiserver"); err != nil {
-		Fail(err.Error())
-	}
-	waitAggregated(bothAnswer)
 })

@@ -22,6 +22,8 @@ import (
 // Instance on it stays Ready, with no spec.stop written and its Pod on member-a the same, through member-a's
 // Hold of its A10G type, member-a's Secret deleted and made again, and the worker-gateway restarted while
 // member-a's API server is down for three minutes (longer than the gateway waits for a member's first answer).
+// While it is down the manager shows it unreachable, its types inactive and out of the sums, and counts it
+// again once it answers.
 var _ = It("keeps the manager's Instances through a member's Hold, its Secret made again and a gateway restart during an outage", func() {
 	const a10gType = "gpustack--nvidia-a10g-linux-amd64"
 	waitAggregated(bothAnswer)
@@ -84,11 +86,18 @@ var _ = It("keeps the manager's Instances through a member's Hold, its Secret ma
 	waitType(active)
 	stillRunning("member-a's Secret made again")
 
-	By("the worker-gateway restarted during a three-minute outage of member-a")
+	By("member-a's API server down: the manager shows it unreachable, its types inactive and out of the sums")
 	if err := a.Cluster.Kill("kube-apiserver"); err != nil {
 		Fail(err.Error())
 	}
 	down := time.Now()
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clustermember", "member-a", "-o", "jsonpath={.status.reachable}")
+		return out == "false", "member-a reachable: " + out
+	})
+	waitAggregated(memberADown)
+
+	By("the worker-gateway restarted during the three-minute outage of member-a")
 	for _, args := range [][]string{{"rollout", "restart", "deployment/gpustack-operator-worker-gateway"},
 		{"rollout", "status", "deployment/gpustack-operator-worker-gateway", "--timeout=2m"}} {
 		out, err := testenv.Kubectl(manager.Kubeconfig, append([]string{"-n", workerv1.SystemNamespace}, args...)...)
@@ -105,7 +114,21 @@ var _ = It("keeps the manager's Instances through a member's Hold, its Secret ma
 	}
 	stillRunning("member-a back after three minutes")
 	waitType(active)
+
+	By("member-a counted again once it answers, the Instance gone")
+	Expect(k.Delete(ctx, inst)).To(Succeed())
+	waitAggregated(bothAnswer)
 })
+
+// memberADown is bothAnswer with member-a not answering: its types are listed inactive, naming it, and only
+// member-b's pools count (its generic pool alone: 112 free cores on one node, 144 remaining).
+var memberADown = [][]string{header,
+	{"gpustack--generic-linux-amd64", "1/2", "0/0 0/0 0/0 0/0", "112/144", "1", "member-a"},
+	{"gpustack--nvidia-a100-sxm4-80gb-linux-amd64", "1/1", "0/0 0/0 0/0 1/7", "0/0", "1", ""},
+	{"gpustack--nvidia-a10g-linux-amd64", "0/1", "0/0 0/0 0/0 0/0", "0/0", "0", "member-a"},
+	{"gpustack--nvidia-h100-80gb-hbm3-linux-amd64", "1/1", "0/0 0/0 0/0 1/56", "0/0", "1", ""},
+	{"gpustack--nvidia-tesla-t4-linux-amd64", "0/1", "0/0 0/0 0/0 0/0", "0/0", "0", "member-a"},
+}
 
 // notStopped checks that nothing wrote spec.stop into the manager's Instance.
 func notStopped(after string, key client.ObjectKey) {
