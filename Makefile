@@ -67,9 +67,13 @@ operator-image: ## Build the operator's image alone into _output/package/images 
 	go run ./hack/package --out $(OUTPUT)/package --version $(VERSION) --operator-image-only \
 		--operator-binary $(OUTPUT)/bin/gpustack-operator
 
+# The one way to generate. The policies' Gatekeeper files and Argo CD's ConfigMap are golden files their tests
+# write with -update (and check without it); verify-generate fails when any of them drifts.
 .PHONY: generate
-generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate deepcopy code and CRDs from apis/.
+generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate everything generated: deepcopy code, CRDs, roles, chart values, Gatekeeper policies, Argo CD's ConfigMap.
 	go run ./hack/chartvalues
+	env -u GPUSTACK_BIN go test -count=1 ./policies -run '^TestGatekeeper$$' -update >/dev/null
+	go test -count=1 ./test/gitops -run '^TestArgoCDConfigMap$$' -update >/dev/null
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=package/crds
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./cmd/gpustack-operator/... \
@@ -243,7 +247,14 @@ chart: $(CHART_DEPS) $(STAMP)/helm-$(HELM_VERSION) ## Package the Helm chart, Ku
 ##@ Verify
 
 .PHONY: verify
-verify: verify-fmt verify-vet verify-lint verify-generate ## Check format, vet, lint and that generated files are current.
+verify: verify-fmt verify-vet verify-lint verify-generate verify-size ## Check format, vet, lint, that generated files are current and no tracked file is large.
+
+.PHONY: verify-size
+verify-size: ## No tracked file is over 1 MB but the test data hack/large-files.txt names: build outputs never go into git.
+	@big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 { sub(/^[0-9]+ /, ""); print }' | \
+		grep -vxF -f hack/large-files.txt || true); \
+	if [ -n "$$big" ]; then echo "tracked files over 1 MB (build outputs never go into git; name test data in hack/large-files.txt):" >&2; \
+		echo "$$big" >&2; exit 1; fi
 
 .PHONY: verify-fmt
 verify-fmt: ## gofmt: no file needs formatting.
@@ -258,7 +269,7 @@ verify-lint: $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## golangci-lint wi
 	$(BIN)/golangci-lint run ./...
 
 .PHONY: verify-generate
-GENERATED := apis package/crds package/rbac $(CHART)/values.yaml
+GENERATED := apis package/crds package/rbac $(CHART)/values.yaml policies/gatekeeper examples/gitops/argocd-cm.yaml
 verify-generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## make generate leaves no diff.
 	@state() { git status --porcelain -- $(GENERATED); git diff -- $(GENERATED); }; before=$$(state | sha256sum); \
 	$(MAKE) --no-print-directory generate >/dev/null; \

@@ -1,8 +1,8 @@
 package deviceagent_test
 
 import (
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
-	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	"context"
 	"os"

@@ -1,4 +1,4 @@
-// Package instances turns an Instance into the Pod that runs it: plain functions over the Instance, its
+// Package instancepod turns an Instance into the Pod that runs it: plain functions over the Instance, its
 // InstanceType and the settings that shape it, with no client inside, so the Instance controller, the dry
 // run and the tests render the same Pod.
 package instancepod

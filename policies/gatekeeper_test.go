@@ -17,9 +17,7 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-// update rewrites the generated Gatekeeper files instead of checking them:
-//
-//	go test ./policies -run TestGatekeeper -update
+// update rewrites the generated Gatekeeper files instead of checking them; `make generate` runs it.
 var update = flag.Bool("update", false, "rewrite policies/gatekeeper from rego/ and testdata/cases.yaml")
 
 // rulePhrases attribute a message of the case table to the rule that produces it.
@@ -68,7 +66,7 @@ func TestGatekeeper(t *testing.T) {
 		want = append(want, path)
 		got, err := os.ReadFile(path)
 		if err != nil || string(got) != content {
-			t.Errorf("%s is stale: run `go test ./policies -run TestGatekeeper -update`", path)
+			t.Errorf("%s is stale: run `make generate`", path)
 		}
 	}
 	sort.Strings(want)

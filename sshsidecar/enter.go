@@ -34,7 +34,7 @@ func Serve() error {
 	if err := os.MkdirAll(filepath.Dir(SessionConfig), 0o755); err != nil {
 		return wrap(err, "cannot write the session configuration")
 	}
-	if err := os.WriteFile(SessionConfig, []byte(SessionSettings(os.Getenv(WorkspaceEnv))), 0o644); err != nil { //nolint:gosec // no secret
+	if err := os.WriteFile(SessionConfig, []byte(SessionSettings(os.Getenv(WorkspaceEnv))), 0o644); err != nil {
 		return wrap(err, "cannot write the session configuration")
 	}
 	return wrap(syscall.Exec(SSHD, []string{SSHD, "-D", "-e", "-f", SSHDConfig}, os.Environ()), "cannot start sshd")

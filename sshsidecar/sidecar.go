@@ -48,7 +48,7 @@ func AuthorizedKeys(dir string) ([]byte, error) {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name())) //nolint:gosec // the Pod's own Secret volume
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("cannot read authorized key %s: %w", e.Name(), err)
 		}

@@ -67,7 +67,7 @@ func containerPID(id string) (int, error) {
 	}
 	lowest := 0
 	for _, f := range files {
-		data, err := os.ReadFile(f) //nolint:gosec // /proc
+		data, err := os.ReadFile(f)
 		if err != nil || !strings.Contains(string(data), id) {
 			continue
 		}

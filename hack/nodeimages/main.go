@@ -148,7 +148,7 @@ func dedupe(files []ociimage.File) []ociimage.File {
 
 // busyboxFiles is busybox at /bin/busybox and a link to it for each applet it lists, in /bin.
 func busyboxFiles(busybox string) ([]ociimage.File, error) {
-	list, err := exec.Command(busybox, "--list").Output() //nolint:gosec // the machine's busybox
+	list, err := exec.Command(busybox, "--list").Output()
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot list the applets of %s", busybox)
 	}

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
-	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -152,7 +152,7 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 	// authorizer: with the front proxy's certificate, a user RBAC gives nothing is refused, an administrator is not.
 	It("asks the cluster's authorizer about the user the front proxy names", func() {
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{proxyCert},
-			InsecureSkipVerify: true}}, Timeout: 10 * time.Second} //nolint:gosec // the test reaches the gateway's own self-signed port.
+			InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
 		get := func(user string, groups ...string) (int, string) {
 			GinkgoHelper()
 			req, err := http.NewRequest(http.MethodGet, direct+"/apis/gateway.gpustack.ai/v1/aggregatedinstancetypes", nil)
@@ -176,7 +176,7 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 	})
 
 	It("refuses a request that does not come through kube-apiserver", func() {
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second} //nolint:gosec // the test reaches the gateway's own self-signed port.
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
 		resp, err := c.Get(direct + "/apis/gateway.gpustack.ai/v1/aggregatedinstancetypes")
 		Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()

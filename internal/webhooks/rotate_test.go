@@ -1,8 +1,8 @@
 package webhooks
 
 import (
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
-	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	"bytes"
 	"context"
@@ -22,7 +22,7 @@ import (
 
 // servedCert returns the DER of the leaf certificate a TLS server at addr presents.
 func servedCert(addr string) []byte {
-	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the certificate only
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {
 		return nil
 	}

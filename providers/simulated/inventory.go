@@ -1,4 +1,4 @@
-// Package inventory reads the inventory file that describes a simulated cluster: its nodes, their CPUs and
+// Package simulated reads the inventory file that describes a simulated cluster: its nodes, their CPUs and
 // their accelerators. The local cluster creates one KWOK node per entry, and the simulated device agent
 // reports the entry's accelerators as if it had detected them.
 package simulated

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
-	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -426,7 +426,7 @@ func sliceInsideAndOverSSH() {
 	eventually(time.Minute, func() (bool, string) {
 		cmd := exec.CommandContext(ctx, "ssh", "-i", filepath.Join(sshDir, "id_ed25519"), "-o", "UserKnownHostsFile="+knownHosts,
 			"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-			"-p", port, "root@"+pod.Status.HostIP, session) //nolint:gosec // the test's own command
+			"-p", port, "root@"+pod.Status.HostIP, session)
 		b, err := cmd.CombinedOutput()
 		got = string(b)
 		return err == nil, fmt.Sprintf("ssh: %v\n%s", err, b)

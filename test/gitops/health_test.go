@@ -14,6 +14,7 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
+// update rewrites examples/gitops/argocd-cm.yaml instead of checking it; `make generate` runs it.
 var update = flag.Bool("update", false, "rewrite examples/gitops/argocd-cm.yaml from the Lua files")
 
 // health is what an Argo CD health script returns.
@@ -129,8 +130,8 @@ func TestInstanceHealth(t *testing.T) {
 	}
 }
 
-// TestArgoCDConfigMap checks that examples/gitops/argocd-cm.yaml carries the Lua files as they are; run with
-// -update to rewrite it.
+// TestArgoCDConfigMap checks that examples/gitops/argocd-cm.yaml carries the Lua files as they are; `make
+// generate` rewrites it.
 func TestArgoCDConfigMap(t *testing.T) {
 	cm := map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
@@ -144,7 +145,7 @@ func TestArgoCDConfigMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = append([]byte("# Generated from examples/gitops/health/*.lua by `go test ./test/gitops -update`: merge into your argocd-cm.\n"), want...)
+	want = append([]byte("# Generated from examples/gitops/health/*.lua by `make generate`: merge into your argocd-cm.\n"), want...)
 	path := testenv.Path("examples", "gitops", "argocd-cm.yaml")
 	if *update {
 		if err := os.WriteFile(path, want, 0o644); err != nil {
@@ -156,6 +157,6 @@ func TestArgoCDConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("argocd-cm.yaml is stale; run go test ./test/gitops -update: -want, +got:\n%s", diff)
+		t.Errorf("argocd-cm.yaml is stale; run make generate: -want, +got:\n%s", diff)
 	}
 }

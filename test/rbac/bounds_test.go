@@ -1,8 +1,8 @@
 package rbac_test
 
 import (
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
-	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	"context"
 	"io"
@@ -39,7 +39,7 @@ func chartBounds() []*unstructured.Unstructured {
 	if skip != "" {
 		Skip(skip)
 	}
-	cmd := exec.Command(filepath.Join(bin, "helm"), "template", "gpustack-operator", testenv.Path("package", "helm", "gpustack-operator"), //nolint:gosec // the tool built here
+	cmd := exec.Command(filepath.Join(bin, "helm"), "template", "gpustack-operator", testenv.Path("package", "helm", "gpustack-operator"),
 		"--namespace", workerv1.SystemNamespace, "--kube-version", "1.35.4", "--show-only", "templates/bounds.yaml")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

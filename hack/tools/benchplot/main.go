@@ -93,7 +93,7 @@ func render(in, out string) error {
 	canvases := plot.Align([][]*plot.Plot{{converge, memory}}, tiles, dc)
 	converge.Draw(canvases[0][0])
 	memory.Draw(canvases[0][1])
-	f, err := os.Create(out) //nolint:gosec // the path the caller names
+	f, err := os.Create(out)
 	if err != nil {
 		return err
 	}

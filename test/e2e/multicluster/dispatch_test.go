@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads as prose.
-	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads as prose.
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"

@@ -32,7 +32,7 @@ func nvmlDir() string {
 func standIn(t *testing.T, bin string, node simulated.Node) nvml.Interface {
 	t.Helper()
 	dir := nvmlDir()
-	lib, err := os.ReadFile(filepath.Join(bin, "libnvidia-ml.so.1")) //nolint:gosec // built here
+	lib, err := os.ReadFile(filepath.Join(bin, "libnvidia-ml.so.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,6 @@ func standIn(t *testing.T, bin string, node simulated.Node) nvml.Interface {
 	files := map[string]string{"libnvidia-ml.so.1": string(lib), "libnvidia-ml.fixture": nvmlFixture(node)}
 	for name, data := range files {
 		// Written beside and renamed: truncating the library a previous test still has mapped would crash it.
-		//nolint:gosec // a test's fixture
 		if err := os.WriteFile(filepath.Join(dir, name+".new"), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +176,7 @@ func TestGPUCheckScript(t *testing.T) {
 	}
 	node := inv.Nodes[2] // node-t4-a: one T4
 	dir := t.TempDir()
-	lib, err := os.ReadFile(filepath.Join(bin, "libnvidia-ml.so.1")) //nolint:gosec // built here
+	lib, err := os.ReadFile(filepath.Join(bin, "libnvidia-ml.so.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +187,7 @@ func TestGPUCheckScript(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil { //nolint:gosec // a test's fixture
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

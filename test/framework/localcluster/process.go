@@ -38,7 +38,7 @@ func startProcess(dir, name string, detach bool, env []string, argv ...string) (
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot open log of %s", name)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec // the binaries are the ones this project built
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

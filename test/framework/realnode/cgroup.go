@@ -28,7 +28,7 @@ type hierarchy struct {
 
 // hierarchies reads the cgroup hierarchies mounted under cgroupRoot from a mountinfo file.
 func hierarchies(mountinfo string) ([]hierarchy, error) {
-	f, err := os.Open(mountinfo) //nolint:gosec // /proc/self/mountinfo
+	f, err := os.Open(mountinfo)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read the mounts")
 	}
@@ -119,16 +119,16 @@ func enterCgroups(hs []hierarchy, name string) ([]string, error) {
 		// A v1 cpuset cgroup takes no process before it has CPUs and memory nodes.
 		if strings.Contains(","+h.Options+",", ",cpuset,") {
 			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-				v, err := os.ReadFile(filepath.Join(parent, f)) //nolint:gosec // a cgroup file
+				v, err := os.ReadFile(filepath.Join(parent, f))
 				if err != nil {
 					return nil, errors.Wrap(err, "cannot read the parent cpuset")
 				}
-				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil { //nolint:gosec // a cgroup file
+				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
 					return nil, errors.Wrapf(err, "cannot set %s of %s", f, dir)
 				}
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil { //nolint:gosec // a cgroup file
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 			return nil, errors.Wrapf(err, "cannot enter cgroup %s", dir)
 		}
 		dirs = append(dirs, dir)
@@ -174,9 +174,9 @@ func cgroupProcs(dirs []string) []int {
 	for _, d := range dirs {
 		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
 			if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
-				return nil //nolint:nilerr // a cgroup removed while walking is no error
+				return nil // a cgroup removed while walking is no error
 			}
-			data, _ := os.ReadFile(p) //nolint:gosec // a cgroup file
+			data, _ := os.ReadFile(p)
 			for _, f := range strings.Fields(string(data)) {
 				if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
 					seen[pid] = true
@@ -220,7 +220,7 @@ func ClearLeftovers(name string) error {
 // collection pause, a stalled machine). It finds the container's cgroup by its ID under the node's freezer
 // cgroup and waits until the kernel reports the state reached.
 func Freeze(dir, containerID string, frozen bool) error {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroups")) //nolint:gosec // the node's own record
+	data, err := os.ReadFile(filepath.Join(dir, "cgroups"))
 	if err != nil {
 		return errors.Wrap(err, "cannot read the node's cgroups: is it running?")
 	}
@@ -241,11 +241,11 @@ func Freeze(dir, containerID string, frozen bool) error {
 		return errors.Errorf("container %s has no freezer cgroup on the node in %s", containerID, dir)
 	}
 	state := map[bool]string{true: "FROZEN", false: "THAWED"}[frozen]
-	if err := os.WriteFile(filepath.Join(found, "freezer.state"), []byte(state), 0o644); err != nil { //nolint:gosec // a cgroup file
+	if err := os.WriteFile(filepath.Join(found, "freezer.state"), []byte(state), 0o644); err != nil {
 		return errors.Wrapf(err, "cannot set container %s %s", containerID, state)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		got, err := os.ReadFile(filepath.Join(found, "freezer.state")) //nolint:gosec // a cgroup file
+		got, err := os.ReadFile(filepath.Join(found, "freezer.state"))
 		if err == nil && strings.TrimSpace(string(got)) == state {
 			return nil
 		}

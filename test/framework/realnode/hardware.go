@@ -91,7 +91,7 @@ func mountHardware(cfg Config) error {
 	}
 	mounts := []hardwareFile{{"pci", "/sys/bus/pci/devices"}}
 	if cfg.CPU.Cores > 0 {
-		real, err := machineCPUs()
+		hostCPUs, err := machineCPUs()
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func mountHardware(cfg Config) error {
 		// cgroups' cpusets, which the kernel refuses for a CPU it lacks: so the node's processors are the
 		// machine's, repeated over as many NUMA nodes as it takes to count Cores of them.
 		for i := range cfg.CPU.Cores {
-			cpu := fmt.Sprintf("numa/node%d/cpu%d/", i/len(real), real[i%len(real)])
+			cpu := fmt.Sprintf("numa/node%d/cpu%d/", i/len(hostCPUs), hostCPUs[i%len(hostCPUs)])
 			files[cpu+"online"] = "1\n"
 			files[cpu+"topology/core_id"] = fmt.Sprintf("%d\n", i)
 			files[cpu+"topology/physical_package_id"] = "0\n"
@@ -154,7 +154,7 @@ func mountHardware(cfg Config) error {
 		if executable[name] {
 			mode = 0o555
 		}
-		if err := os.WriteFile(path, []byte(data), mode); err != nil { //nolint:gosec // sysfs and procfs files are world-readable
+		if err := os.WriteFile(path, []byte(data), mode); err != nil {
 			return errors.Wrap(err, "cannot write the hardware fixture")
 		}
 	}
@@ -212,7 +212,7 @@ func mountDisk(cfg Config) error {
 		return errors.Wrap(err, "cannot create the node's root")
 	}
 	if _, err := os.Stat(img); os.IsNotExist(err) {
-		f, err := os.Create(img) //nolint:gosec // the node's own disk
+		f, err := os.Create(img)
 		if err != nil {
 			return errors.Wrap(err, "cannot create the node's disk")
 		}
@@ -221,11 +221,11 @@ func mountDisk(cfg Config) error {
 		if err != nil {
 			return errors.Wrap(err, "cannot size the node's disk")
 		}
-		if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", img).CombinedOutput(); err != nil { //nolint:gosec // the node's own disk
+		if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", img).CombinedOutput(); err != nil {
 			return errors.Wrapf(err, "cannot make the node's filesystem: %s", out)
 		}
 	}
-	if out, err := exec.Command("mount", "-o", "loop", img, root).CombinedOutput(); err != nil { //nolint:gosec // the node's own disk
+	if out, err := exec.Command("mount", "-o", "loop", img, root).CombinedOutput(); err != nil {
 		return errors.Wrapf(err, "cannot mount the node's disk: %s", out)
 	}
 	return nil

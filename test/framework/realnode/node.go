@@ -80,7 +80,7 @@ var statePaths = []string{
 // ReadConfig reads the file that the cluster wrote for a node.
 func ReadConfig(path string) (Config, error) {
 	var cfg Config
-	data, err := os.ReadFile(path) //nolint:gosec // the cluster's own file
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return cfg, errors.Wrap(err, "cannot read the node's configuration")
 	}
@@ -244,7 +244,7 @@ func writeFiles(cfg Config) error {
 		filepath.Join(cfg.Dir, "kube-proxy.yaml"): fmt.Sprintf(kubeProxyConfig, cfg.ProxyKubeconfig, cfg.Name, NodeIP(cfg.Index), ClusterCIDR),
 	}
 	for path, data := range files {
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil { //nolint:gosec // configuration, no secret
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			return errors.Wrapf(err, "cannot write %s", path)
 		}
 	}
@@ -279,7 +279,7 @@ func labelFlag(labels map[string]string) string {
 // containerd, the kubelet, kube-proxy, the shims and every container), then its network namespace. A node
 // that is not running is no error.
 func StopNode(ctx context.Context, cfg Config) error {
-	data, err := os.ReadFile(filepath.Join(cfg.Dir, "cgroups")) //nolint:gosec // the node's own record
+	data, err := os.ReadFile(filepath.Join(cfg.Dir, "cgroups"))
 	if err == nil {
 		if err := killCgroups(strings.Fields(string(data)), 30*time.Second); err != nil {
 			return errors.Wrapf(err, "cannot stop node %s", cfg.Name)
@@ -292,7 +292,7 @@ func StopNode(ctx context.Context, cfg Config) error {
 
 // lastLines returns the last n lines of a file, for an error that says why a child exited.
 func lastLines(path string, n int) string {
-	data, err := os.ReadFile(path) //nolint:gosec // the node's own log
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return "(no log)"
 	}

@@ -36,8 +36,8 @@ func newComponents(cfg Config) *components {
 
 // start starts a component, its output appended to Dir/<name>.log.
 func (c *components) start(name string, argv ...string) error {
-	cmd := exec.Command(argv[0], argv[1:]...)                                                                  //nolint:gosec // the node's own components
-	log, err := os.OpenFile(filepath.Join(c.cfg.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) //nolint:gosec // the node's log
+	cmd := exec.Command(argv[0], argv[1:]...)
+	log, err := os.OpenFile(filepath.Join(c.cfg.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return errors.Wrapf(err, "cannot open the log of %s", name)
 	}
@@ -124,7 +124,7 @@ func (c *components) boot(ctx context.Context, importImages bool) error {
 	}
 	for _, img := range images {
 		out, err := exec.CommandContext(ctx, "ctr", "--address", "/run/containerd/containerd.sock", "--namespace", "k8s.io",
-			"images", "import", "--no-unpack", img).CombinedOutput() //nolint:gosec // the cluster's own images
+			"images", "import", "--no-unpack", img).CombinedOutput()
 		if err != nil {
 			return errors.Wrapf(err, "cannot import image %s: %s", img, out)
 		}
