@@ -8,9 +8,12 @@ import (
 )
 
 // UnmanagedNamespaces are the namespaces whose Pods and Jobs the chart's Kueue never queues: the cluster's
-// own, and the operator's, Kueue's (the operator's namespace when the chart installs it) and NFD's.
+// own, and the operator's, Kueue's (the operator's namespace when the chart installs it), NFD's and the local
+// volume provisioner's. Kueue's webhooks skip them too (its chart makes this their namespace selector), so the
+// chart's own Pods are created while Kueue's webhook does not answer yet, as at install: a provisioner Pod
+// refused then waits out its ReplicaSet's backoff, minutes past Kueue's start.
 var UnmanagedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", "gpustack-system",
-	"gpustack-device-manager", "node-feature-discovery", Namespace}
+	"gpustack-device-manager", "node-feature-discovery", "gpustack-storage", Namespace}
 
 // ChartConfiguration returns the configuration the operator's chart gives the Kueue it installs, as YAML: Kueue
 // chart's own defaults (probes, metrics, webhook port, leader election, concurrency), the namespaces it

@@ -2,6 +2,7 @@ package helm
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,6 +84,20 @@ func TestTemplateChain(t *testing.T) {
 	if pods == nil || pods.NamespaceSelector == nil || len(pods.NamespaceSelector.MatchExpressions) != 1 ||
 		!cmp.Equal(kueueconfig.UnmanagedNamespaces, pods.NamespaceSelector.MatchExpressions[0].Values) {
 		t.Errorf("Kueue's Pod webhook keeps off %v: %+v", kueueconfig.UnmanagedNamespaces, pods)
+	}
+	// The chart's own Pods are made while Kueue's webhook may not answer yet (at install, or while Kueue is down):
+	// every namespace the chart runs a workload in, its optional parts on, is one Kueue's Pod webhook never judges.
+	for name, o := range render(t, "storage.enabled=true", "workerGateway.enabled=true", "cleanupOnUninstall=true") {
+		switch o.GetKind() {
+		case "Deployment", "DaemonSet", "StatefulSet", "Job":
+			ns := o.GetNamespace()
+			if ns == "" { // helm puts it in the release's
+				ns = namespace
+			}
+			if !slices.Contains(kueueconfig.UnmanagedNamespaces, ns) {
+				t.Errorf("%s runs in %s, which Kueue's Pod webhook judges: its Pods wait for Kueue", name, ns)
+			}
+		}
 	}
 
 	nfdNamespace := convert[corev1.Namespace](t, objs["Namespace/node-feature-discovery"])
