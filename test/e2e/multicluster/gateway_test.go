@@ -25,7 +25,7 @@ func aggregated() ([][]string, string) {
 func waitAggregated(want [][]string, except ...string) {
 	GinkgoHelper()
 	keep := func(rows [][]string) [][]string {
-		return slices.DeleteFunc(slices.Clone(rows), func(row []string) bool { return slices.Contains(except, row[0]) })
+		return slices.DeleteFunc(slices.Clone(rows), func(row []string) bool { return len(row) > 0 && slices.Contains(except, row[0]) })
 	}
 	e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
 		got, out := aggregated()
