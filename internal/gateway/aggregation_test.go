@@ -152,7 +152,7 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 	// authorizer: with the front proxy's certificate, a user RBAC gives nothing is refused, an administrator is not.
 	It("asks the cluster's authorizer about the user the front proxy names", func() {
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{proxyCert},
-			InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+			InsecureSkipVerify: true}}, Timeout: 10 * time.Second} // the test reaches the gateway's own self-signed port
 		get := func(user string, groups ...string) (int, string) {
 			GinkgoHelper()
 			req, err := http.NewRequest(http.MethodGet, direct+"/apis/gateway.gpustack.ai/v1/aggregatedinstancetypes", nil)
@@ -176,7 +176,7 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 	})
 
 	It("refuses a request that does not come through kube-apiserver", func() {
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second} // the test reaches the gateway's own self-signed port
 		resp, err := c.Get(direct + "/apis/gateway.gpustack.ai/v1/aggregatedinstancetypes")
 		Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()
