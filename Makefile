@@ -70,8 +70,9 @@ operator-image: ## Build the operator's image alone into _output/package/images 
 # The one way to generate. The policies' Gatekeeper files and Argo CD's ConfigMap are golden files their tests
 # write with -update (and check without it); verify-generate fails when any of them drifts.
 .PHONY: generate
-generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate everything generated: deepcopy code, CRDs, roles, chart values, Gatekeeper policies, Argo CD's ConfigMap.
+generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate everything generated: deepcopy code, CRDs, roles, chart values, the system namespaces' copies, Gatekeeper policies, Argo CD's ConfigMap.
 	go run ./hack/chartvalues
+	go run ./hack/systemnamespaces
 	env -u GPUSTACK_BIN go test -count=1 ./policies -run '^TestGatekeeper$$' -update >/dev/null
 	go test -count=1 ./test/gitops -run '^TestArgoCDConfigMap$$' -update >/dev/null
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
@@ -269,7 +270,8 @@ verify-lint: $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## golangci-lint wi
 	$(BIN)/golangci-lint run ./...
 
 .PHONY: verify-generate
-GENERATED := apis package/crds package/rbac $(CHART)/values.yaml policies/gatekeeper examples/gitops/argocd-cm.yaml
+GENERATED := apis package/crds package/rbac $(CHART)/values.yaml $(CHART)/templates/_systemnamespaces.tpl policies/cel policies/rego/lib \
+	policies/gatekeeper examples/gitops/argocd-cm.yaml
 verify-generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## make generate leaves no diff.
 	@state() { git status --porcelain -- $(GENERATED); git diff -- $(GENERATED); }; before=$$(state | sha256sum); \
 	$(MAKE) --no-print-directory generate >/dev/null; \

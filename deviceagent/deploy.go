@@ -15,13 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Namespace is where the device agents run. It is the operator's one privileged part, so it has a namespace
 // of its own whose Pod Security label admits privileged Pods, while gpustack-system stays restricted.
-const Namespace = "gpustack-device-manager"
+const Namespace = namespaces.DeviceManager
 
 // DaemonSetName is the agent DaemonSet of a manufacturer.
 func DaemonSetName(vendor string) string { return "gpustack-operator-device-manager-" + vendor }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
@@ -127,15 +128,19 @@ func gatekeeperFiles(t *testing.T, rule string) map[string]string {
 			}},
 		},
 	}
+	excluded := []any{}
+	for _, ns := range namespaces.System() {
+		excluded = append(excluded, ns)
+	}
 	match := map[string]any{
 		"kinds":              []any{map[string]any{"apiGroups": []any{""}, "kinds": []any{"Pod"}}},
 		"labelSelector":      map[string]any{"matchExpressions": []any{map[string]any{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}}},
-		"excludedNamespaces": []any{"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "kueue-system"},
+		"excludedNamespaces": excluded,
 	}
 	if strings.HasPrefix(rule, "instance-") {
 		match = map[string]any{
 			"kinds":              []any{map[string]any{"apiGroups": []any{"worker.gpustack.ai"}, "kinds": []any{"Instance"}}},
-			"excludedNamespaces": []any{"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "kueue-system"},
+			"excludedNamespaces": excluded,
 		}
 	}
 	constraint := map[string]any{

@@ -5,19 +5,16 @@ import (
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-)
 
-// UnmanagedNamespaces are the namespaces whose Pods and Jobs the chart's Kueue never queues: the cluster's
-// own, and the operator's, Kueue's (the operator's namespace when the chart installs it), NFD's and the local
-// volume provisioner's. Kueue's webhooks skip them too (its chart makes this their namespace selector), so the
-// chart's own Pods are created while Kueue's webhook does not answer yet, as at install: a provisioner Pod
-// refused then waits out its ReplicaSet's backoff, minutes past Kueue's start.
-var UnmanagedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", "gpustack-system",
-	"gpustack-device-manager", "node-feature-discovery", "gpustack-storage", Namespace}
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
+)
 
 // ChartConfiguration returns the configuration the operator's chart gives the Kueue it installs, as YAML: Kueue
 // chart's own defaults (probes, metrics, webhook port, leader election, concurrency), the namespaces it
-// manages (all but UnmanagedNamespaces), and Required.
+// manages, and Required. Kueue never queues the Pods and Jobs of the system namespaces (namespaces.System), and
+// its webhooks skip them too (its chart makes this their namespace selector), so the chart's own Pods are
+// created while Kueue's webhook does not answer yet, as at install: a provisioner Pod refused then would wait
+// out its ReplicaSet's backoff, minutes past Kueue's start.
 func ChartConfiguration() ([]byte, error) {
 	required, err := Required()
 	if err != nil {
@@ -49,7 +46,7 @@ managedJobsNamespaceSelector:
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
-      values: [` + strings.Join(UnmanagedNamespaces, ", ") + `]
+      values: [` + strings.Join(namespaces.System(), ", ") + `]
 ` + string(required)), nil
 }
 

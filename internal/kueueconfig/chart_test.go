@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
 )
 
 func TestSetChartValue(t *testing.T) {
@@ -64,8 +66,8 @@ func TestChartConfiguration(t *testing.T) {
 		t.Errorf("the chart's Kueue configuration lacks: %v", missing)
 	}
 	if cfg.ManagedJobsNamespaceSelector == nil || len(cfg.ManagedJobsNamespaceSelector.MatchExpressions) != 1 ||
-		!cmp.Equal(UnmanagedNamespaces, cfg.ManagedJobsNamespaceSelector.MatchExpressions[0].Values) {
-		t.Errorf("the chart's Kueue manages every namespace but %v: %+v", UnmanagedNamespaces, cfg.ManagedJobsNamespaceSelector)
+		!cmp.Equal(namespaces.System(), cfg.ManagedJobsNamespaceSelector.MatchExpressions[0].Values) {
+		t.Errorf("the chart's Kueue manages every namespace but %v: %+v", namespaces.System(), cfg.ManagedJobsNamespaceSelector)
 	}
 
 	path := filepath.Join("..", "..", "package", "helm", "gpustack-operator", "values.yaml")

@@ -18,13 +18,14 @@ import (
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Where Kueue's own manifests and chart keep its configuration.
 const (
-	Namespace = "kueue-system"
+	Namespace = namespaces.Kueue
 	ConfigMap = "kueue-manager-config"
 	ConfigKey = "controller_manager_config.yaml"
 )

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -17,7 +16,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
-	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 )
 
@@ -104,15 +103,12 @@ func (v *InstanceValidator) gates(ctx context.Context, inst, old *workerv1.Insta
 // gateErrors is instancepod.Gates with the exemptions the gate policies have: the system's namespaces and the
 // operator's own service accounts (the worker stopping an Instance it drains).
 func gateErrors(inst, old *workerv1.Instance, user string, values settings.Values) field.ErrorList {
-	if slices.Contains(gateExemptNamespaces, inst.Namespace) || strings.HasPrefix(user, "system:serviceaccount:"+workerv1.SystemNamespace+":") {
+	if namespaces.IsSystem(inst.Namespace) || strings.HasPrefix(user, "system:serviceaccount:"+workerv1.SystemNamespace+":") {
 		return nil
 	}
 	return instancepod.Gates(inst, old, values.Bool(workerv1.SettingInstancePrivilegedAllowed),
 		values.Bool(workerv1.SettingInstanceHostPathVolumeAllowed))
 }
-
-// gateExemptNamespaces are the namespaces the gates leave alone, as the gate policies' matchConditions do.
-var gateExemptNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace, kueueconfig.Namespace}
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 

@@ -12,9 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/instancepod"
-	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -52,11 +51,6 @@ func Setup(mgr ctrl.Manager) error {
 // TimeoutSeconds is how long the API server waits for a webhook's answer.
 const TimeoutSeconds = 5
 
-// ExcludedNamespaces are the namespaces the webhooks of namespaced kinds leave alone: the system's and the
-// operator's own, whose Pods must start even when the worker cannot answer.
-var ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", workerv1.SystemNamespace,
-	deviceagent.Namespace, kueueconfig.Namespace, "node-feature-discovery"}
-
 // entranceQueue is the CEL condition that an object's queue label names one of the product's entrance
 // queues (pools.EntranceName: gpustack-fnv64-<hash>).
 var entranceQueue = "object.metadata.labels['" + instancepod.LabelQueueName + "'].startsWith('" + pools.EntrancePrefix + "')"
@@ -70,7 +64,7 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 	// seconds and never stand in the way of the system's own namespaces.
 	timeout := ptr.To[int32](TimeoutSeconds)
 	userNamespaces := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: ExcludedNamespaces}}}
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: namespaces.System()}}}
 	// Only work sent to one of the product's entrance queues: another team's Kueue queue is none of the
 	// worker's business, and must not wait on it (nor be refused while no worker replica answers).
 	toEntrance := []admissionv1.MatchCondition{{Name: "sent-to-an-entrance-queue", Expression: entranceQueue}}

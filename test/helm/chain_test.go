@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -82,8 +83,8 @@ func TestTemplateChain(t *testing.T) {
 		}
 	}
 	if pods == nil || pods.NamespaceSelector == nil || len(pods.NamespaceSelector.MatchExpressions) != 1 ||
-		!cmp.Equal(kueueconfig.UnmanagedNamespaces, pods.NamespaceSelector.MatchExpressions[0].Values) {
-		t.Errorf("Kueue's Pod webhook keeps off %v: %+v", kueueconfig.UnmanagedNamespaces, pods)
+		!cmp.Equal(namespaces.System(), pods.NamespaceSelector.MatchExpressions[0].Values) {
+		t.Errorf("Kueue's Pod webhook keeps off %v: %+v", namespaces.System(), pods)
 	}
 	// The chart's own Pods are made while Kueue's webhook may not answer yet (at install, or while Kueue is down):
 	// every namespace the chart runs a workload in, its optional parts on, is one Kueue's Pod webhook never judges.
@@ -94,7 +95,7 @@ func TestTemplateChain(t *testing.T) {
 			if ns == "" { // helm puts it in the release's
 				ns = namespace
 			}
-			if !slices.Contains(kueueconfig.UnmanagedNamespaces, ns) {
+			if !slices.Contains(namespaces.System(), ns) {
 				t.Errorf("%s runs in %s, which Kueue's Pod webhook judges: its Pods wait for Kueue", name, ns)
 			}
 		}

@@ -30,56 +30,54 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
-var (
-	cluster  *localcluster.Cluster
-	noServer string
-)
-
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-// run starts a local cluster of the walkthrough's nodes as real nodes (a kubelet and containerd each, holding
-// the images built here) with nothing installed on it: the tests install Kueue, NFD and the operator with helm,
-// as a user does.
-func run(m *testing.M) int {
+func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
+
+// startCluster starts a local cluster of the walkthrough's nodes as real nodes (a kubelet and containerd each,
+// holding the images built here) with nothing installed on it, stopped when the test ends: the test installs
+// Kueue, NFD and the operator with helm, as a user does. Only the test that needs it starts it, so the chart's
+// rendering tests run on their own in seconds and never start nodes beside another suite's.
+func startCluster(t *testing.T) *localcluster.Cluster {
+	t.Helper()
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
 		"kubelet", "kube-proxy", "helm", "localcluster")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		t.Fatal(err)
 	}
 	if skip != "" {
-		noServer = skip
-		return m.Run()
+		t.Skip(skip)
 	}
 	image, err := testenv.OperatorImage()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		t.Fatal(err)
 	}
 	inv, err := simulated.Load(testenv.Path("examples", "clusters", "walkthrough.yaml"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		t.Fatal(err)
 	}
+	// Not t.TempDir: the nodes' state outlives a failed test for a person to read, as the e2e suites' does.
 	dir, err := os.MkdirTemp("", "gpustack-helm-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		t.Fatal(err)
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
 	// A cold machine's nodes take minutes to import their images.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, Progress: os.Stderr,
+	cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, Progress: os.Stderr,
 		RealNodes: true, NodeCommand: filepath.Join(bin, "localcluster"),
 		Images: []string{image}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot start the local cluster:", err)
-		return 1
+		t.Fatal("cannot start the local cluster: ", err)
 	}
-	defer func() { _ = cluster.Stop() }()
-	return m.Run()
+	t.Cleanup(func() {
+		_ = cluster.Stop()
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return cluster
 }
 
 // previousChart is the chart of the version before this one, v0.1.0, packaged (helm package) from the last
@@ -111,9 +109,7 @@ spec:
 // pools come back, and helm uninstall with cleanupOnUninstall takes Kueue and NFD with the release but keeps
 // Kueue's CRDs and another team's Workload; installed again over them, the pools come back.
 func TestUpgradeUninstall(t *testing.T) {
-	if cluster == nil {
-		t.Skip(noServer)
-	}
+	cluster := startCluster(t)
 	ctx := context.Background()
 	c := setUp(t, cluster)
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig}

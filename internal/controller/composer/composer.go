@@ -30,11 +30,11 @@ import (
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/functions/instancetype"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
 	"github.com/gpustack/gpustack-operator/internal/embedded"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
+	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/pools"
 )
@@ -489,14 +489,10 @@ func UserNamespaces(ctx context.Context, c client.Reader) ([]string, error) {
 	return out, nil
 }
 
-// SystemNamespace reports whether a namespace belongs to the system and gets no entrance queue: the cluster's,
-// the operator's and its device agents', Kueue's and NFD's.
+// SystemNamespace reports whether a namespace belongs to the system and gets no entrance queue: one of
+// namespaces.System, or any other of the cluster's own (kube-*).
 func SystemNamespace(name string) bool {
-	switch name {
-	case workerv1.SystemNamespace, deviceagent.Namespace, "kueue-system", "node-feature-discovery":
-		return true
-	}
-	return strings.HasPrefix(name, "kube-")
+	return namespaces.IsSystem(name) || strings.HasPrefix(name, "kube-")
 }
 
 // nodeDevicesCheckActive reports whether the gpustack-node-devices AdmissionCheck exists and is Active.

@@ -83,7 +83,7 @@ text(v) := sprintf("%v", [v])
 # system namespace, not created by the operator.
 judged if {
 	pod.metadata.labels["kueue.x-k8s.io/queue-name"]
-	not object.get(input.review, "namespace", "") in {"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "kueue-system"}
+	not object.get(input.review, "namespace", "") in {"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "gpustack-device-manager", "node-feature-discovery", "gpustack-storage", "kueue-system"}
 
 	# Reviews without a user (gator, audit) have no userInfo.username.
 	not startswith(object.get(input.review, ["userInfo", "username"], ""), "system:serviceaccount:gpustack-system:")

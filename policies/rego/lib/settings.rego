@@ -8,7 +8,7 @@ enabled(name) if {
 
 # judged holds for requests the gates look at: not in a system namespace, not from the operator.
 judged if {
-	not object.get(input.review, "namespace", "") in {"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "kueue-system"}
+	not object.get(input.review, "namespace", "") in {"kube-system", "kube-public", "kube-node-lease", "gpustack-system", "gpustack-device-manager", "node-feature-discovery", "gpustack-storage", "kueue-system"}
 
 	# Reviews without a user (gator, audit) have no userInfo.username.
 	not startswith(object.get(input.review, ["userInfo", "username"], ""), "system:serviceaccount:gpustack-system:")
