@@ -14,15 +14,15 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Namespace is where the device agents run. It is the operator's one privileged part, so it has a namespace
 // of its own whose Pod Security label admits privileged Pods, while gpustack-system stays restricted.
-const Namespace = namespaces.DeviceManager
+const Namespace = workerv1.DeviceManagerNamespace
 
 // DaemonSetName is the agent DaemonSet of a manufacturer.
 func DaemonSetName(vendor string) string { return "gpustack-operator-device-manager-" + vendor }

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
@@ -129,7 +129,7 @@ func gatekeeperFiles(t *testing.T, rule string) map[string]string {
 		},
 	}
 	excluded := []any{}
-	for _, ns := range namespaces.System() {
+	for _, ns := range workerv1.SystemNamespaces() {
 		excluded = append(excluded, ns)
 	}
 	match := map[string]any{

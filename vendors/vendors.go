@@ -1,10 +1,11 @@
 // Package vendors is the one table of the nine accelerator manufacturers the operator supports: their PCI
 // vendor IDs, Kubernetes resource names, runtime classes and slicing capabilities. Every other part of the
-// project looks vendors up here; the GPUSTACK_<MFR>_* environment variables override single entries.
+// project looks vendors up here. The GPUSTACK_<MFR>_* environment variables override single entries: a
+// process applies them once at start (Configure), so the package itself reads no environment and a lookup's
+// answer depends on nothing but the table.
 package vendors
 
 import (
-	"os"
 	"sort"
 	"strings"
 )
@@ -48,8 +49,8 @@ func (v Vendor) ProfilePrefix() string {
 	return v.ResourceName + ".partitioned." + v.PartitionKind + "-"
 }
 
-// table lists the vendors in the order the documentation does.
-var table = []Vendor{
+// builtin lists the vendors in the order the documentation does.
+var builtin = []Vendor{
 	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig", "", true},
 	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, "", "", false},
 	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, "", "", true},
@@ -71,13 +72,24 @@ var aliases = map[string]string{
 	"t-head": "thead", "alibaba": "thead", "metax-tech": "metax",
 }
 
-// All returns every vendor, with environment overrides applied.
-func All() []Vendor {
-	out := make([]Vendor, len(table))
-	for i, v := range table {
-		out[i] = withOverrides(v, os.Getenv)
+// table is the table every lookup answers from: builtin, with the overrides Configure applied.
+var table = builtin
+
+// Configure applies the GPUSTACK_<MFR>_* overrides read through getenv (os.Getenv) to the table All and Lookup
+// answer from. A process calls it once at start, before it looks a vendor up: the operator's main and the
+// composition functions' server do, so the worker, its device agents (which inherit the worker's GPUSTACK_*
+// variables) and a function Pod given the same variables compute the same names.
+func Configure(getenv func(string) string) {
+	out := make([]Vendor, len(builtin))
+	for i, v := range builtin {
+		out[i] = withOverrides(v, getenv)
 	}
-	return out
+	table = out
+}
+
+// All returns every vendor.
+func All() []Vendor {
+	return append([]Vendor(nil), table...)
 }
 
 // Keys returns every vendor key, sorted.
@@ -99,7 +111,7 @@ func Lookup(name string) (Vendor, bool) {
 	}
 	for _, v := range table {
 		if v.Key == n || strings.EqualFold(strings.ReplaceAll(v.DisplayName, " ", "-"), n) {
-			return withOverrides(v, os.Getenv), true
+			return v, true
 		}
 	}
 	return Vendor{}, false

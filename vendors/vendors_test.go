@@ -46,3 +46,19 @@ func TestOverrides(t *testing.T) {
 		t.Errorf("All() returned %d vendors, want the nine the project supports", n)
 	}
 }
+
+func TestConfigure(t *testing.T) {
+	env := map[string]string{"GPUSTACK_AMD_ACCELERATABLE_RESOURCE_NAME": "example.com/amd"}
+	Configure(func(k string) string { return env[k] })
+	t.Cleanup(func() { Configure(func(string) string { return "" }) })
+	amd, _ := Lookup("amd")
+	nvidia, _ := Lookup("nvidia")
+	got := []string{amd.ResourceName, nvidia.ResourceName, All()[1].ResourceName}
+	if diff := cmp.Diff([]string{"example.com/amd", "nvidia.com/gpu", "example.com/amd"}, got); diff != "" {
+		t.Errorf("Lookup and All answer from the table Configure set, overridden entries only\n-want, +got:\n%s", diff)
+	}
+	Configure(func(string) string { return "" })
+	if amd, _ := Lookup("amd"); amd.ResourceName != "amd.com/gpu" {
+		t.Errorf("Configure with no overrides restores the built-in table; Lookup(amd) = %q", amd.ResourceName)
+	}
+}

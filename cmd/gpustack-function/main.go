@@ -12,7 +12,7 @@ import (
 )
 
 func main() {
-	if err := server.Run(os.Args[1:]); err != nil {
+	if err := server.Run(os.Args[1:], os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "gpustack-function:", err)
 		os.Exit(1)
 	}

@@ -1,6 +1,10 @@
 package main
 
-import "github.com/gpustack/gpustack-operator/functions/server"
+import (
+	"os"
+
+	"github.com/gpustack/gpustack-operator/functions/server"
+)
 
 // runFunction serves one composition function over gRPC, as a Crossplane Function package runs it.
-func runFunction(args []string) error { return server.Run(args) }
+func runFunction(args []string) error { return server.Run(args, os.Getenv) }

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // commands maps each subcommand to its entry point.
@@ -37,6 +39,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "usage: gpustack-operator <%s> [flags]\n", joinNames(names))
 		os.Exit(2)
 	}
+	// The vendor table is configured once, here: every command looks vendors up through it.
+	vendors.Configure(os.Getenv)
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {
 		fmt.Fprintf(os.Stderr, "gpustack-operator %s: %v\n", os.Args[1], err)
 		os.Exit(1)

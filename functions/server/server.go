@@ -4,7 +4,6 @@ package server
 
 import (
 	"flag"
-	"os"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/functions/flavors"
 	"github.com/gpustack/gpustack-operator/functions/instancetype"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Functions are the composition functions, by the name Run takes.
@@ -21,10 +21,11 @@ var Functions = map[string]func() fnv1.FunctionRunnerServiceServer{
 	"instancetype": func() fnv1.FunctionRunnerServiceServer { return &instancetype.Function{} },
 }
 
-// Run serves the function args[0] with the flags in args[1:]. Crossplane's package manager passes none and
-// mounts the mTLS certificates at the path in TLS_SERVER_CERTS_DIR; --insecure serves plain text for
-// Crossplane's Development runtime and `crossplane render`.
-func Run(args []string) error {
+// Run serves the function args[0] with the flags in args[1:] and the process's environment read through getenv
+// (os.Getenv). Crossplane's package manager passes no flags and mounts the mTLS certificates at the path in
+// TLS_SERVER_CERTS_DIR; --insecure serves plain text for Crossplane's Development runtime and `crossplane
+// render`. The vendor table's GPUSTACK_<MFR>_* overrides apply as in the worker (vendors.Configure).
+func Run(args []string, getenv func(string) string) error {
 	if len(args) == 0 || Functions[args[0]] == nil {
 		return errors.New("usage: <flavors|instancetype> [--address ADDR] [--tls-certs-dir DIR | --insecure]")
 	}
@@ -37,11 +38,12 @@ func Run(args []string) error {
 		return err
 	}
 	if *tlsDir == "" {
-		*tlsDir = os.Getenv("TLS_SERVER_CERTS_DIR")
+		*tlsDir = getenv("TLS_SERVER_CERTS_DIR")
 	}
 	if *tlsDir == "" && !*insecure {
 		return errors.New("no TLS certificates: set --tls-certs-dir or TLS_SERVER_CERTS_DIR, or serve --insecure")
 	}
+	vendors.Configure(getenv)
 	return function.Serve(Functions[args[0]](),
 		function.Listen("tcp", *address),
 		function.MTLSCertificates(*tlsDir),

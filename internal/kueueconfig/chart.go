@@ -6,12 +6,12 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 // ChartConfiguration returns the configuration the operator's chart gives the Kueue it installs, as YAML: Kueue
 // chart's own defaults (probes, metrics, webhook port, leader election, concurrency), the namespaces it
-// manages, and Required. Kueue never queues the Pods and Jobs of the system namespaces (namespaces.System), and
+// manages, and Required. Kueue never queues the Pods and Jobs of the system namespaces (workerv1.SystemNamespaces), and
 // its webhooks skip them too (its chart makes this their namespace selector), so the chart's own Pods are
 // created while Kueue's webhook does not answer yet, as at install: a provisioner Pod refused then would wait
 // out its ReplicaSet's backoff, minutes past Kueue's start.
@@ -46,7 +46,7 @@ managedJobsNamespaceSelector:
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
-      values: [` + strings.Join(namespaces.System(), ", ") + `]
+      values: [` + strings.Join(workerv1.SystemNamespaces(), ", ") + `]
 ` + string(required)), nil
 }
 

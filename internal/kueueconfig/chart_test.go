@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 func TestSetChartValue(t *testing.T) {
@@ -66,8 +66,8 @@ func TestChartConfiguration(t *testing.T) {
 		t.Errorf("the chart's Kueue configuration lacks: %v", missing)
 	}
 	if cfg.ManagedJobsNamespaceSelector == nil || len(cfg.ManagedJobsNamespaceSelector.MatchExpressions) != 1 ||
-		!cmp.Equal(namespaces.System(), cfg.ManagedJobsNamespaceSelector.MatchExpressions[0].Values) {
-		t.Errorf("the chart's Kueue manages every namespace but %v: %+v", namespaces.System(), cfg.ManagedJobsNamespaceSelector)
+		!cmp.Equal(workerv1.SystemNamespaces(), cfg.ManagedJobsNamespaceSelector.MatchExpressions[0].Values) {
+		t.Errorf("the chart's Kueue manages every namespace but %v: %+v", workerv1.SystemNamespaces(), cfg.ManagedJobsNamespaceSelector)
 	}
 
 	path := filepath.Join("..", "..", "package", "helm", "gpustack-operator", "values.yaml")

@@ -18,14 +18,14 @@ import (
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Where Kueue's own manifests and chart keep its configuration.
 const (
-	Namespace = namespaces.Kueue
+	Namespace = workerv1.KueueNamespace
 	ConfigMap = "kueue-manager-config"
 	ConfigKey = "controller_manager_config.yaml"
 )

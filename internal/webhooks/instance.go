@@ -16,7 +16,6 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 )
 
@@ -103,7 +102,7 @@ func (v *InstanceValidator) gates(ctx context.Context, inst, old *workerv1.Insta
 // gateErrors is instancepod.Gates with the exemptions the gate policies have: the system's namespaces and the
 // operator's own service accounts (the worker stopping an Instance it drains).
 func gateErrors(inst, old *workerv1.Instance, user string, values settings.Values) field.ErrorList {
-	if namespaces.IsSystem(inst.Namespace) || strings.HasPrefix(user, "system:serviceaccount:"+workerv1.SystemNamespace+":") {
+	if workerv1.IsSystemNamespace(inst.Namespace) || strings.HasPrefix(user, "system:serviceaccount:"+workerv1.SystemNamespace+":") {
 		return nil
 	}
 	return instancepod.Gates(inst, old, values.Bool(workerv1.SettingInstancePrivilegedAllowed),

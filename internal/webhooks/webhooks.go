@@ -13,7 +13,6 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -64,7 +63,7 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 	// seconds and never stand in the way of the system's own namespaces.
 	timeout := ptr.To[int32](TimeoutSeconds)
 	userNamespaces := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: namespaces.System()}}}
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: workerv1.SystemNamespaces()}}}
 	// Only work sent to one of the product's entrance queues: another team's Kueue queue is none of the
 	// worker's business, and must not wait on it (nor be refused while no worker replica answers).
 	toEntrance := []admissionv1.MatchCondition{{Name: "sent-to-an-entrance-queue", Expression: entranceQueue}}

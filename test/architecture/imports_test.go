@@ -45,6 +45,20 @@ func TestPlantedImports(t *testing.T) {
 			want: []string{"functions/instancetype (functions) imports sigs.k8s.io/controller-runtime/pkg/client, " +
 				"which the functions layer never imports"},
 		},
+		"CoreReadsEnvironment": {
+			reason: "The domain core reads no environment: a process configures it at start.",
+			pkg:    architecture.Package{Path: "vendors", Imports: []string{"os", "strings"}},
+			want:   []string{"vendors (core) imports os, which the core layer never imports"},
+		},
+		"FunctionReadsEnvironment": {
+			reason: "A function reads no environment either, only its request; its server is given getenv.",
+			pkg:    architecture.Package{Path: "functions/server", Imports: []string{"os"}},
+			want:   []string{"functions/server (functions) imports os, which the functions layer never imports"},
+		},
+		"CoreTestsReadFiles": {
+			reason: "The core's tests may read files (golden data); only production code is pure.",
+			pkg:    architecture.Package{Path: "pools", TestImports: []string{"os"}},
+		},
 		"CoreImportsProvider": {
 			reason: "The domain core imports nothing of the project but apis.",
 			pkg:    architecture.Package{Path: "pools", Imports: []string{m("providers"), m("apis/worker/v1")}},

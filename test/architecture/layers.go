@@ -20,7 +20,8 @@ type Layer struct {
 	// TestsMayImport are the layers that only the layer's tests may import as well.
 	TestsMayImport []string
 	// ForbiddenExternal are import path prefixes outside the module that the layer's production code never
-	// imports (a function sees only its request, so it imports no Kubernetes client).
+	// imports (a function sees only its request, so it imports no Kubernetes client; the domain core reads no
+	// environment or file, so its answer depends on its arguments alone).
 	ForbiddenExternal []string
 }
 
@@ -30,15 +31,16 @@ var Layers = []Layer{
 	{Name: "apis", Prefixes: []string{"apis"}, TestsMayImport: []string{"framework"}},
 	{Name: "simulator", Prefixes: []string{"providers/simulated"},
 		MayImport: []string{"apis", "core", "providers"}},
+	// The domain core: plain functions over plain values, read by the functions and the controllers alike.
 	{Name: "core", Prefixes: []string{"pools", "vendors", "instancepod"},
-		MayImport: []string{"apis"}},
-	{Name: "data", Prefixes: []string{"package", "policies"}, TestsMayImport: []string{"framework"}},
+		MayImport: []string{"apis"}, ForbiddenExternal: pure},
+	{Name: "data", Prefixes: []string{"package", "policies"}, TestsMayImport: []string{"apis", "framework"}},
 	{Name: "providers", Prefixes: []string{"providers"},
 		MayImport: []string{"apis", "core"}, TestsMayImport: []string{"framework"}},
 	{Name: "functions", Prefixes: []string{"functions"},
 		MayImport:         []string{"apis", "core"},
 		TestsMayImport:    []string{"framework"},
-		ForbiddenExternal: []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go"}},
+		ForbiddenExternal: append([]string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go"}, pure...)},
 	// The node agents: the device agent and the CPU reporter.
 	{Name: "deviceagent", Prefixes: []string{"deviceagent", "cpureporter"},
 		MayImport: []string{"apis", "core", "providers", "data"}, TestsMayImport: []string{"framework", "simulator"}},
@@ -60,6 +62,11 @@ var Layers = []Layer{
 	{Name: "tests", Prefixes: []string{"test"}, MayImport: []string{"*"}},
 	{Name: "hack", Prefixes: []string{"hack"}, MayImport: []string{"*"}},
 }
+
+// pure are the packages that would let a function's answer depend on the process that runs it (the worker or
+// a Crossplane function Pod): its environment, files and commands. A process reads its configuration at start
+// (cmd) and passes it down (vendors.Configure, server.Run's getenv).
+var pure = []string{"os", "io/ioutil", "syscall"}
 
 // Package is one package of the tree and what it imports.
 type Package struct {

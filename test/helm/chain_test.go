@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -83,8 +83,8 @@ func TestTemplateChain(t *testing.T) {
 		}
 	}
 	if pods == nil || pods.NamespaceSelector == nil || len(pods.NamespaceSelector.MatchExpressions) != 1 ||
-		!cmp.Equal(namespaces.System(), pods.NamespaceSelector.MatchExpressions[0].Values) {
-		t.Errorf("Kueue's Pod webhook keeps off %v: %+v", namespaces.System(), pods)
+		!cmp.Equal(workerv1.SystemNamespaces(), pods.NamespaceSelector.MatchExpressions[0].Values) {
+		t.Errorf("Kueue's Pod webhook keeps off %v: %+v", workerv1.SystemNamespaces(), pods)
 	}
 	// The chart's own Pods are made while Kueue's webhook may not answer yet (at install, or while Kueue is down):
 	// every namespace the chart runs a workload in, its optional parts on, is one Kueue's Pod webhook never judges.
@@ -95,7 +95,7 @@ func TestTemplateChain(t *testing.T) {
 			if ns == "" { // helm puts it in the release's
 				ns = namespace
 			}
-			if !slices.Contains(namespaces.System(), ns) {
+			if !slices.Contains(workerv1.SystemNamespaces(), ns) {
 				t.Errorf("%s runs in %s, which Kueue's Pod webhook judges: its Pods wait for Kueue", name, ns)
 			}
 		}

@@ -34,7 +34,6 @@ import (
 	"github.com/gpustack/gpustack-operator/functions/xrs"
 	"github.com/gpustack/gpustack-operator/internal/embedded"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
-	"github.com/gpustack/gpustack-operator/internal/namespaces"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/pools"
 )
@@ -490,9 +489,9 @@ func UserNamespaces(ctx context.Context, c client.Reader) ([]string, error) {
 }
 
 // SystemNamespace reports whether a namespace belongs to the system and gets no entrance queue: one of
-// namespaces.System, or any other of the cluster's own (kube-*).
+// workerv1.SystemNamespaces, or any other of the cluster's own (kube-*).
 func SystemNamespace(name string) bool {
-	return namespaces.IsSystem(name) || strings.HasPrefix(name, "kube-")
+	return workerv1.IsSystemNamespace(name) || strings.HasPrefix(name, "kube-")
 }
 
 // nodeDevicesCheckActive reports whether the gpustack-node-devices AdmissionCheck exists and is Active.
