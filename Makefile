@@ -248,7 +248,7 @@ chart: $(CHART_DEPS) $(STAMP)/helm-$(HELM_VERSION) ## Package the Helm chart, Ku
 ##@ Verify
 
 .PHONY: verify
-verify: verify-fmt verify-vet verify-lint verify-generate verify-size ## Check format, vet, lint, that generated files are current and no tracked file is large.
+verify: verify-fmt verify-vet verify-lint verify-generate verify-size verify-docs ## Check format, vet, lint, that generated files are current, no tracked file is large and the docs cite only what the repository holds.
 
 .PHONY: verify-size
 verify-size: ## No tracked file is over 1 MB but the test data hack/large-files.txt names: build outputs never go into git.
@@ -268,6 +268,10 @@ verify-vet: ## go vet on every package.
 .PHONY: verify-lint
 verify-lint: $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## golangci-lint with .golangci.yml (depguard keeps the layers).
 	$(BIN)/golangci-lint run ./...
+
+.PHONY: verify-docs
+verify-docs: ## No link, "Step N" or document cited in the tracked files is missing from the repository.
+	go run ./hack/doccheck
 
 .PHONY: verify-generate
 GENERATED := apis package/crds package/rbac $(CHART)/values.yaml $(CHART)/templates/_systemnamespaces.tpl policies/cel policies/rego/lib \

@@ -29,7 +29,7 @@ type Tier struct {
 	Clusters []string `json:"clusters"`
 }
 
-// Aggregated is one InstanceType across the member clusters (reference-behaviour section 11).
+// Aggregated is one InstanceType across the member clusters (docs/multi-cluster.md, Aggregation).
 type Aggregated struct {
 	// Tiers are the active candidates by deciding onceMaxRequest, the largest first.
 	Tiers []Tier `json:"tiers,omitempty"`

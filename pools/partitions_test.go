@@ -146,7 +146,7 @@ func TestLedgerPartitions(t *testing.T) {
 	}
 }
 
-// TestPartitionKeysAndViews checks reference-behaviour section 12's example: eight H100s, one 3g.40gb in use.
+// TestPartitionKeysAndViews checks the partitions' example of docs/architecture.md (Partitions): eight H100s, one 3g.40gb in use.
 func TestPartitionKeysAndViews(t *testing.T) {
 	d := h100MIG(8)
 	st, _, errs := Ledger(d, []Claim{partition("p", "3g.40gb")})

@@ -1,6 +1,6 @@
 // Package gateway is the worker-gateway: it reads the member clusters named by kubeconfig Secrets and serves,
 // read-only, their InstanceTypes and Instances with the cluster each comes from, each InstanceType aggregated
-// across the members (reference-behaviour section 11), and the members' reachability.
+// across the members (docs/multi-cluster.md, Aggregation), and the members' reachability.
 package gateway
 
 import (

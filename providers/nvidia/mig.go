@@ -14,7 +14,7 @@ import (
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
-// MIG runs the MIG lifecycle of a node's cards on NVML (reference-behaviour section 12). A partition is a GPU
+// MIG runs the MIG lifecycle of a node's cards on NVML (docs/architecture.md, Partitions). A partition is a GPU
 // instance of the profile at the card's first free placement with one compute instance covering it; one that
 // exists and nobody holds is reused. Released partitions and orphans (created by hand, or held by an agent
 // that restarted) are destroyed compute instance first, retrying while NVML answers IN_USE.

@@ -111,7 +111,7 @@ type ClusterInstancePersistentVolumeList struct {
 
 // +kubebuilder:object:root=true
 
-// AggregatedInstanceType is one InstanceType across the member clusters (reference-behaviour section 11):
+// AggregatedInstanceType is one InstanceType across the member clusters (docs/multi-cluster.md, Aggregation):
 // the members that have it are its candidates, the active ones (reachable, their type Active) count.
 type AggregatedInstanceType struct {
 	metav1.TypeMeta   `json:",inline"`
