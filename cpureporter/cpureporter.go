@@ -15,14 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent/nodefeature"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/cpuinfo"
 )
-
-// NodeFeatureName is the name of a node's cpu-info NodeFeature. It sorts before the device agent's
-// (<node>-gpustack-device-manager), so NFD merges the agent's acceleratable=true over its false.
-func NodeFeatureName(node string) string { return node + "-gpustack-cpu-info" }
 
 // Feature is the NFD feature the cpu-info NodeFeature carries the node's CPU facts in (name, family,
 // logical-cores, ...), which the worker's NodeFeatureRule gpustack-cpu-info turns into the Node's
@@ -75,5 +72,5 @@ func report(ctx context.Context, c client.Client, node, file string) error {
 	if err != nil {
 		return errors.Wrapf(err, "cannot parse %s", file)
 	}
-	return nodefeature.Apply(ctx, c, NodeFeatureName(node), node, PartOf, Spec(cpu))
+	return nodefeature.Apply(ctx, c, workerv1.NodeFeatureName(node, workerv1.NodeFeatureCPUInfo), node, PartOf, Spec(cpu))
 }

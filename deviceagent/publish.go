@@ -19,9 +19,6 @@ import (
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
-// NodeFeatureName is the name of a node's device-manager NodeFeature.
-func NodeFeatureName(node string) string { return node + "-gpustack-device-manager" }
-
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch;create;update;delete
 
@@ -44,7 +41,7 @@ func (p *Publisher) Publish(ctx context.Context, node string, devices []provider
 }
 
 func (p *Publisher) publishNodeFeature(ctx context.Context, node string, labels map[string]string) error {
-	return nodefeature.Apply(ctx, p.Client, NodeFeatureName(node), node, "gpustack-operator-device-manager",
+	return nodefeature.Apply(ctx, p.Client, workerv1.NodeFeatureName(node, workerv1.NodeFeatureDeviceManager), node, "gpustack-operator-device-manager",
 		nfdv1alpha1.NodeFeatureSpec{Labels: labels})
 }
 

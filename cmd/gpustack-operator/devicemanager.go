@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
 	"github.com/gpustack/gpustack-operator/providers"
@@ -175,7 +176,7 @@ func printDetected(node string) error {
 		fmt.Fprintln(os.Stderr, "warning:", err)
 	}
 	out, err := yaml.Marshal(map[string]any{
-		"nodeFeature": map[string]any{"name": deviceagent.NodeFeatureName(node), "labels": providers.NodeLabels(devices)},
+		"nodeFeature": map[string]any{"name": workerv1.NodeFeatureName(node, workerv1.NodeFeatureDeviceManager), "labels": providers.NodeLabels(devices)},
 		"devices":     map[string]any{"name": node, "spec": providers.DevicesSpec(devices)},
 	})
 	if err != nil {

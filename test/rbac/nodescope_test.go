@@ -18,7 +18,6 @@ import (
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/cpureporter"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 )
@@ -85,7 +84,7 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 			d.Labels = map[string]string{"updated": "yes"}
 			Expect(c.Update(ctx, d)).To(Succeed(), name)
 			Expect(c.Delete(ctx, d)).To(Succeed(), name)
-			nf := feature(deviceagent.NodeFeatureName("node-a"), "node-a")
+			nf := feature(workerv1.NodeFeatureName("node-a", workerv1.NodeFeatureDeviceManager), "node-a")
 			Expect(c.Create(ctx, nf)).To(Succeed(), name)
 			cleanup(nf)
 			nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
@@ -94,26 +93,26 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 		}
 	})
 	It("lets the CPU reporter of a node write that node's cpu-info NodeFeature, and nothing else", func(ctx context.Context) {
-		nf := feature(cpureporter.NodeFeatureName("node-a"), "node-a")
+		nf := feature(workerv1.NodeFeatureName("node-a", workerv1.NodeFeatureCPUInfo), "node-a")
 		Expect(reporterOnA.Create(ctx, nf)).To(Succeed())
 		cleanup(nf)
 		nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
 		Expect(reporterOnA.Update(ctx, nf)).To(Succeed())
-		Expect(reporterOnA.Create(ctx, feature(deviceagent.NodeFeatureName("node-a"), "node-a"))).To(MatchError(ContainSubstring(
+		Expect(reporterOnA.Create(ctx, feature(workerv1.NodeFeatureName("node-a", workerv1.NodeFeatureDeviceManager), "node-a"))).To(MatchError(ContainSubstring(
 			"may write only that node's nodefeatures (node-a-gpustack-cpu-info, labelled")), "the device agent's NodeFeature")
-		Expect(reporterOnA.Create(ctx, feature(cpureporter.NodeFeatureName("node-b"), "node-b"))).To(MatchError(ContainSubstring(
+		Expect(reporterOnA.Create(ctx, feature(workerv1.NodeFeatureName("node-b", workerv1.NodeFeatureCPUInfo), "node-b"))).To(MatchError(ContainSubstring(
 			"may write only that node's nodefeatures")), "another node's")
 		Expect(reporterOnA.Create(ctx, devices("node-a"))).To(MatchError(ContainSubstring("forbidden")), "a Devices object: RBAC grants none")
 	})
 	It("refuses the agent of a node another node's inventory", func(ctx context.Context) {
 		for name, c := range map[string]client.Client{"a token bound to node-a": onA, "the token of a Pod on node-a": podOnA} {
 			Expect(c.Create(ctx, devices("node-b"))).To(MatchError(ContainSubstring("the device agent of node node-a may write only that node's devices")), name)
-			Expect(c.Create(ctx, feature(deviceagent.NodeFeatureName("node-b"), "node-b"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")), name)
-			Expect(c.Create(ctx, feature(cpureporter.NodeFeatureName("node-a"), "node-a"))).To(MatchError(ContainSubstring(
+			Expect(c.Create(ctx, feature(workerv1.NodeFeatureName("node-b", workerv1.NodeFeatureDeviceManager), "node-b"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")), name)
+			Expect(c.Create(ctx, feature(workerv1.NodeFeatureName("node-a", workerv1.NodeFeatureCPUInfo), "node-a"))).To(MatchError(ContainSubstring(
 				"(node-a-gpustack-device-manager, labelled")), "%s: the CPU reporter's NodeFeature", name)
 			Expect(c.Create(ctx, feature("node-a-gpustack-worker", "node-a"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")),
 				"%s: the worker's NodeFeature of its own node", name)
-			Expect(c.Create(ctx, feature(deviceagent.NodeFeatureName("node-a"), "node-b"))).To(MatchError(ContainSubstring("labelled nfd.node.kubernetes.io/node-name=node-a")),
+			Expect(c.Create(ctx, feature(workerv1.NodeFeatureName("node-a", workerv1.NodeFeatureDeviceManager), "node-b"))).To(MatchError(ContainSubstring("labelled nfd.node.kubernetes.io/node-name=node-a")),
 				"%s: its own NodeFeature applied to another node", name)
 		}
 		theirs := devices("node-b")

@@ -30,9 +30,6 @@ import (
 // FitWindow is how long a node's changes are gathered before its fit labels are written.
 const FitWindow = 3 * time.Second
 
-// NodeFeatureName is the name of a node's fit NodeFeature.
-func NodeFeatureName(node string) string { return node + "-gpustack-fit" }
-
 // Reconciler writes one node's fit labels.
 type Reconciler struct {
 	Client client.Client
@@ -61,7 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	nf := &nfdv1alpha1.NodeFeature{}
-	key := client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: NodeFeatureName(req.Name)}
+	key := client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: workerv1.NodeFeatureName(req.Name, workerv1.NodeFeatureFit)}
 	err = r.Client.Get(ctx, key, nf)
 	switch {
 	case client.IgnoreNotFound(err) != nil:

@@ -37,7 +37,7 @@ var _ = It("keeps a node's fit labels in its fit NodeFeature", func(ctx context.
 		_, err := r.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
 		nf := &nfdv1alpha1.NodeFeature{}
-		err = suite.Client.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: nodefit.NodeFeatureName("fit-a10g")}, nf)
+		err = suite.Client.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: workerv1.NodeFeatureName("fit-a10g", workerv1.NodeFeatureFit)}, nf)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -26,9 +26,6 @@ import (
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
-// NodeFeatureName is the name of a node's worker NodeFeature.
-func NodeFeatureName(node string) string { return node + "-gpustack-worker" }
-
 // PartOf is the app.kubernetes.io/part-of label of the worker's NodeFeatures.
 const PartOf = "gpustack-operator-worker"
 
@@ -71,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) publish(ctx context.Context, node *corev1.Node, manual, mixedOnNode bool) error {
 	cores := node.Status.Capacity.Cpu().Value()
 	nf := &nfdv1alpha1.NodeFeature{}
-	key := client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: NodeFeatureName(node.Name)}
+	key := client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: workerv1.NodeFeatureName(node.Name, workerv1.NodeFeatureProfile)}
 	err := r.Client.Get(ctx, key, nf)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return errors.Wrap(err, "cannot get worker NodeFeature")

@@ -34,7 +34,7 @@ func epycNode(name string) *corev1.Node {
 
 func workerFeature(node string, labels map[string]string) *nfdv1alpha1.NodeFeature {
 	return &nfdv1alpha1.NodeFeature{
-		ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: profiler.NodeFeatureName(node),
+		ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: workerv1.NodeFeatureName(node, workerv1.NodeFeatureProfile),
 			Labels: map[string]string{nfdv1alpha1.NodeFeatureObjNodeNameLabel: node, "app.kubernetes.io/part-of": profiler.PartOf}},
 		Spec: nfdv1alpha1.NodeFeatureSpec{Labels: labels},
 	}
