@@ -312,7 +312,7 @@ test-packages: $(TEST_TOOLS) $(CHART_DEPS) build package ## The Helm chart's upg
 	cd hack/tools/crossplane && GPUSTACK_BIN=$(BIN) go test -count=1 -timeout 10m ./...
 
 .PHONY: bench
-bench: ## Run the benchmarks (numbers in the README).
+bench: ## Run the benchmarks (numbers in docs/performance.md).
 	go test -run '^$$' -bench . -benchtime 20x ./internal/embedded/
 
 # The scale harness's size, and how long it counts writes on a quiet cluster.

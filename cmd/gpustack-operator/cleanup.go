@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
+	"github.com/gpustack/gpustack-operator/internal/controller/cardcheck"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
-	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
 	"github.com/gpustack/gpustack-operator/internal/uninstall"
 )
 
@@ -38,6 +38,6 @@ func runCleanup(args []string) error {
 	}
 	return uninstall.Cleanup(context.Background(), c, uninstall.Options{
 		Namespace: podNamespace(), WebhookSecret: *secret, WorkerPods: *workerPods, Timeout: *timeout, Log: os.Stdout, DeleteVolumes: *deleteVolumes,
-		ComposedAnnotation: composer.AnnotationComposedHash, CapacityFieldManager: nodecapacity.FieldManager, AdmissionCheck: nodedevices.Name,
+		ComposedAnnotation: composer.AnnotationComposedHash, CapacityFieldManager: nodecapacity.FieldManager, AdmissionCheck: cardcheck.Name,
 	})
 }

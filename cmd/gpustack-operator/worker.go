@@ -27,14 +27,14 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
+	"github.com/gpustack/gpustack-operator/internal/controller/cardcheck"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/cpuinfo"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
+	"github.com/gpustack/gpustack-operator/internal/controller/ledger"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
-	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodefit"
 	"github.com/gpustack/gpustack-operator/internal/controller/persistentvolume"
-	"github.com/gpustack/gpustack-operator/internal/controller/podcards"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/setting"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
@@ -186,13 +186,13 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
-	if err := (&podcards.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
-		ReleaseTerminated: podcards.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
+	if err := (&ledger.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
+		ReleaseTerminated: ledger.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the ledger")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
-	if err := (&nodedevices.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
-		Log: ctrl.Log.WithName("nodedevices")}).SetupWithManager(mgr); err != nil {
+	if err := (&cardcheck.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
+		Log: ctrl.Log.WithName("cardcheck")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node-devices admission check")
 	}
 	return nil

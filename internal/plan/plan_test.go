@@ -13,7 +13,7 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
-// step1 is the seed walkthrough's Step 1, with SH once-max as the card-count reading (see the README) and the
+// step1 is the seed walkthrough's Step 1, with SH once-max as the card-count reading (see docs/walkthrough.md, Step 1) and the
 // resourceflavor table without its AGE column.
 const step1 = `$ kubectl get resourceflavor
 NAME

@@ -22,7 +22,7 @@ func TestTreeImports(t *testing.T) {
 		t.Fatalf("go list found %d packages; the tree has far more", len(pkgs))
 	}
 	if v := architecture.Violations(module, architecture.Layers, pkgs); len(v) > 0 {
-		t.Errorf("imports that point the wrong way (see the README, Layout):\n%s", strings.Join(v, "\n"))
+		t.Errorf("imports that point the wrong way (see docs/architecture.md, Layout):\n%s", strings.Join(v, "\n"))
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package architecture holds the project's dependency rules as data, and checks the import graph of the tree
-// against them: every arrow points down the layers the README's Layout names, cmd -> (internal | deviceagent |
+// against them: every arrow points down the layers docs/architecture.md's Layout names, cmd -> (internal | deviceagent |
 // functions) -> (domain core | providers) -> apis.
 package architecture
 

@@ -25,7 +25,7 @@ import (
 	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
 
-// The seed's Step 1 tables, SH once-max as card counts (the newer reading; see the README).
+// The seed's Step 1 tables, SH once-max as card counts (the newer reading; see docs/walkthrough.md, Step 1).
 var (
 	step1Types   = walkthrough.Step1Types
 	step1Flavors = walkthrough.Step1Flavors

@@ -163,7 +163,7 @@ func TestUpgradeUninstall(t *testing.T) {
 	this := append([]string{"--set", "kueue.enabled=false", "--set", "nfd.enabled=false",
 		"--set", "worker.deviceManager.enforcers.image=" + realnode.EnforcerImage}, common...)
 	leader := holder(t, cluster.Kubeconfig, "")
-	// As the README says: Helm never changes the CRDs of crds/ after the first install.
+	// As docs/install.md says: Helm never changes the CRDs of crds/ after the first install.
 	kubectl("apply", "--server-side", "--force-conflicts", "-f", testenv.Path("package", "crds"))
 	// v0.1.0's worker made the webhook configurations, which this chart renders: the upgrade adopts them.
 	install("helm upgrade to this chart", append([]string{"upgrade", release, chart, "--take-ownership"}, this...)...)

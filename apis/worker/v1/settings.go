@@ -46,7 +46,7 @@ type SettingDefinition struct {
 	Description string
 }
 
-// SettingDefinitions are every setting the operator knows, in the order the README lists them. The Setting
+// SettingDefinitions are every setting the operator knows, in the order docs/settings.md lists them. The Setting
 // CRD's name rule lists the same names; a test keeps the two in step.
 var SettingDefinitions = []SettingDefinition{
 	{SettingNodeManagementManual, SettingBool, "false", "true: an administrator must label nodes gpustack.ai/managed=true by hand"},

@@ -1,4 +1,4 @@
-package podcards
+package ledger
 
 import (
 	"testing"

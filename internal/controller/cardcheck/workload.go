@@ -1,4 +1,4 @@
-package nodedevices
+package cardcheck
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package podcards_test
+package ledger_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/controller/podcards"
+	"github.com/gpustack/gpustack-operator/internal/controller/ledger"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
@@ -26,7 +26,7 @@ import (
 
 var suite testenv.EnvtestSuite
 
-func TestPodCards(t *testing.T) { testenv.RunSuite(t, "podcards controller suite", &suite) }
+func TestLedger(t *testing.T) { testenv.RunSuite(t, "ledger controller suite", &suite) }
 
 // makePod returns a Pod bound to node whose one container "main" asks limits, in the given phase, with the
 // cards already recorded for it when recorded is not empty.
@@ -67,7 +67,7 @@ var _ = Describe("Reconcile", func() {
 		func(node string, pod *corev1.Pod, w want) {
 			suite.Create(builders.MakeDevices(node).Cards("nvidia", "NVIDIA A10G", 24576, 2).Obj(), pod)
 			c, writes := testenv.CountWrites(suite.Client)
-			r := &podcards.Reconciler{Client: c, Recorder: record.NewFakeRecorder(10), ReleaseTerminated: true}
+			r := &ledger.Reconciler{Client: c, Recorder: record.NewFakeRecorder(10), ReleaseTerminated: true}
 			req := reconcile.Request{NamespacedName: client.ObjectKey{Name: node}}
 			_, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
@@ -109,7 +109,7 @@ var _ = Describe("Reconcile", func() {
 		suite.Create(makePod("conflict-second", node, corev1.PodRunning, whole, ""))
 		events := record.NewFakeRecorder(10)
 		conflicts := testutil.ToFloat64(metrics.LedgerConflicts)
-		r := &podcards.Reconciler{Client: suite.Client, Recorder: events, ReleaseTerminated: true}
+		r := &ledger.Reconciler{Client: suite.Client, Recorder: events, ReleaseTerminated: true}
 		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: node}})
 		Expect(err).NotTo(HaveOccurred())
 		d := &workerv1.Devices{}

@@ -1,4 +1,4 @@
-package nodedevices_test
+package cardcheck_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpustack/gpustack-operator/instancepod"
-	"github.com/gpustack/gpustack-operator/internal/controller/nodedevices"
+	"github.com/gpustack/gpustack-operator/internal/controller/cardcheck"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -28,7 +28,7 @@ import (
 
 var suite testenv.EnvtestSuite
 
-func TestNodeDevices(t *testing.T) { testenv.RunSuite(t, "nodedevices admission check suite", &suite) }
+func TestCardCheck(t *testing.T) { testenv.RunSuite(t, "per-card admission check suite", &suite) }
 
 func limits(l map[string]string) corev1.ResourceList {
 	out := corev1.ResourceList{}
@@ -47,7 +47,7 @@ func makeWorkload(name, flavor string, l map[string]string, reserved bool) (*kue
 				Containers: []corev1.Container{{Name: "main", Image: "busybox",
 					Resources: corev1.ResourceRequirements{Requests: limits(l), Limits: limits(l)}}}}}}}}}
 	now := metav1.Now()
-	st := kueue.WorkloadStatus{AdmissionChecks: []kueue.AdmissionCheckState{{Name: nodedevices.Name,
+	st := kueue.WorkloadStatus{AdmissionChecks: []kueue.AdmissionCheckState{{Name: cardcheck.Name,
 		State: kueue.CheckStatePending, LastTransitionTime: now, Message: "waiting"}}}
 	if reserved {
 		st.Admission = &kueue.Admission{ClusterQueue: "pool", PodSetAssignments: []kueue.PodSetAssignment{{
@@ -96,7 +96,7 @@ var _ = Describe("Reconcile", func() {
 			events := record.NewFakeRecorder(10)
 			decisions := metrics.AdmissionDecisions.WithLabelValues(string(w.State), w.Event)
 			before := testutil.ToFloat64(decisions)
-			r := &nodedevices.Reconciler{Client: c, Log: logr.Discard(), Recorder: events}
+			r := &cardcheck.Reconciler{Client: c, Log: logr.Discard(), Recorder: events}
 			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)}
 			_, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
@@ -119,14 +119,14 @@ var _ = Describe("Reconcile", func() {
 			writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
 		},
 		Entry("a whole card on a node whose one card is free is Ready, naming the node",
-			"fits", whole, true, false, want{State: kueue.CheckStateReady, Message: "fits on node fits", Event: nodedevices.ReasonFits}),
+			"fits", whole, true, false, want{State: kueue.CheckStateReady, Message: "fits on node fits", Event: cardcheck.ReasonFits}),
 		Entry("when a bound Pod holds the only card, the check asks Kueue to retry in 5 seconds and says why",
 			"cardheld", whole, true, true,
 			want{State: kueue.CheckStateRetry, Message: "pool flavor cardheld cannot take", Requeue: ptr.To[int32](5),
-				Event: nodedevices.ReasonNoCardWithRoom}),
+				Event: cardcheck.ReasonNoCardWithRoom}),
 		Entry("a Workload that asks for no accelerator passes",
 			"noaccelerator", map[string]string{"cpu": "1"}, true, false,
-			want{State: kueue.CheckStateReady, Message: "asks for no accelerator", Event: nodedevices.ReasonNoAccelerator}),
+			want{State: kueue.CheckStateReady, Message: "asks for no accelerator", Event: cardcheck.ReasonNoAccelerator}),
 		Entry("before Kueue reserves quota the check is left Pending",
 			"notreserved", whole, false, false, want{State: kueue.CheckStatePending, Message: "waiting"}),
 	)
@@ -151,7 +151,7 @@ var _ = It("tells the verdict to the Instance whose Pod the Workload was made fo
 	Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
 
 	events := record.NewFakeRecorder(10)
-	r := &nodedevices.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: events}
+	r := &cardcheck.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: events}
 	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
 	Expect(err).NotTo(HaveOccurred())
 	close(events.Events)
@@ -229,7 +229,7 @@ func judgeOnce(ctx context.Context, wl *kueue.Workload, st kueue.WorkloadStatus)
 	suite.Create(wl)
 	wl.Status = st
 	Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
-	r := &nodedevices.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
+	r := &cardcheck.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
 	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl)).To(Succeed())

@@ -1,8 +1,8 @@
-// Package nodedevices is the gpustack-node-devices AdmissionCheck: after Kueue reserves quota for a Workload,
+// Package cardcheck is the gpustack-node-devices AdmissionCheck: after Kueue reserves quota for a Workload,
 // it judges card by card whether a node of the assigned flavor can take it, counting the Pods already on each
 // node and the Workloads admitted a moment ago whose Pods are not bound yet, and answers Ready or Retry with a
 // reason a person can act on. Quota counts credits; this check keeps a request off a card without room.
-package nodedevices
+package cardcheck
 
 import (
 	"context"
@@ -332,11 +332,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.prepare(ctx) })); err != nil {
 		return err
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("nodedevices-check").For(&kueue.AdmissionCheck{}).
+	if err := ctrl.NewControllerManagedBy(mgr).Named("cardcheck-activation").For(&kueue.AdmissionCheck{}).
 		Complete(reconcile.Func(r.keepActive)); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("nodedevices").For(&kueue.Workload{}).Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).Named("cardcheck").For(&kueue.Workload{}).Complete(r)
 }
 
 // prepare creates the AdmissionCheck, retrying while Kueue's CRDs are not there yet.

@@ -1,11 +1,9 @@
-// Package podcards keeps each node's Devices ledger: it is rebuilt from the Pods bound to the node whenever one
+// Package ledger keeps each node's Devices ledger: it is rebuilt from the Pods bound to the node whenever one
 // of them comes, goes or finishes, so a restart loses nothing, and each new claim is placed on concrete cards
 // that are recorded on its Pod.
-package podcards
+package ledger
 
 import (
-	"github.com/gpustack/gpustack-operator/internal/metrics"
-
 	"context"
 	"encoding/json"
 	"os"
@@ -25,6 +23,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
+	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
