@@ -142,17 +142,17 @@ var _ = It("drains nothing when a pool's labels vanish for 20 seconds", func() {
 
 // A real node's kubelet restarted as a crash would (killed, started again), its containers running on, then the
 // node rebooted (every process of it killed at once, containers included, what it keeps in memory lost), under
-// an Instance older than five minutes. After the kubelet's restart the whole-T4 Instance on it is Ready on the
-// same Pod, and the node's cards are allocatable again (the device agents register with the new kubelet).
-// After the reboot the Instance is Ready again with no one acting, and nothing wrote spec.stop.
-var _ = It("keeps an Instance older than five minutes Ready through its node's kubelet restarted and the node rebooted", func() {
+// a running Instance. After the kubelet's restart the whole-T4 Instance on it is Ready on the same Pod, and the
+// node's cards are allocatable again (the device agents register with the new kubelet). After the reboot the
+// Instance is Ready again with no one acting, and nothing wrote spec.stop. That a failed Pod is built again at
+// any age of its Instance (once, an Instance older than five minutes was left failed for good) is the instance
+// controller suite's "is rebuilt at any age", on a clock a day ahead: waiting five real minutes here added
+// nothing to it.
+var _ = It("keeps an Instance Ready through its node's kubelet restarted and the node rebooted", func() {
 	ctx := context.Background()
 	const name = "long-lived"
 	inst := builders.MakeInstance("default", name, t4Pool).Accelerators(1).Obj()
 	uid := runReady(inst)
-	// An Instance older than five minutes: the age past which a failed Pod was once left failed for good.
-	Expect(k.Get(ctx, client.ObjectKeyFromObject(inst), inst)).To(Succeed())
-	time.Sleep(time.Until(inst.CreationTimestamp.Add(5*time.Minute + time.Second)))
 	node := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.spec.nodeName}")
 	allocatable := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
 	nodeBack := func() {
