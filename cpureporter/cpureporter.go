@@ -17,7 +17,6 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent/nodefeature"
-	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/cpuinfo"
 )
 
@@ -34,8 +33,8 @@ const PartOf = "gpustack-operator-cpu-info"
 // real hardware the values NFD reads from cpuid, and one source for the labels and annotations), and
 // acceleratable=false, which the device agent's NodeFeature overrides on a node with accelerators.
 func Spec(cpu cpuinfo.CPU) nfdv1alpha1.NodeFeatureSpec {
-	labels := map[string]string{pools.LabelAcceleratable: "false"}
-	for k, v := range map[string]string{pools.LabelCPUVendor: cpu.Vendor, pools.LabelCPUFamily: cpu.Family, pools.LabelCPUModelID: cpu.Model} {
+	labels := map[string]string{workerv1.LabelAcceleratable: "false"}
+	for k, v := range map[string]string{workerv1.LabelCPUVendor: cpu.Vendor, workerv1.LabelCPUFamily: cpu.Family, workerv1.LabelCPUModelID: cpu.Model} {
 		if v != "" && len(validation.IsValidLabelValue(v)) == 0 {
 			labels[k] = v
 		}

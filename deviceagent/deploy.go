@@ -134,7 +134,7 @@ const (
 
 func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 	labels := map[string]string{"app.kubernetes.io/name": "gpustack-device-manager", "app.kubernetes.io/part-of": "gpustack-operator",
-		"gpustack.ai/manufacturer": v.Key}
+		workerv1.LabelManufacturer: v.Key}
 	hostPath := func(name, path string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
 	}

@@ -44,7 +44,7 @@ func HostKeysSecret(inst *workerv1.Instance) (*corev1.Secret, error) {
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: HostKeysSecretName(inst),
-			Labels: map[string]string{LabelInstance: inst.Name}},
+			Labels: map[string]string{workerv1.LabelInstance: inst.Name}},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{HostKeyFile: pem.EncodeToMemory(block), HostPublicKeyFile: ssh.MarshalAuthorizedKey(sshPub)},
 	}, nil

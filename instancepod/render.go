@@ -20,16 +20,6 @@ import (
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// Labels an Instance's Pod carries.
-const (
-	// LabelQueueName puts the Pod in its type's entrance LocalQueue.
-	LabelQueueName = "kueue.x-k8s.io/queue-name"
-	// LabelInstance names the Instance a Pod runs.
-	LabelInstance = "instance.gpustack.ai/name"
-	// LabelInstanceUID ties the Pod to one incarnation of the Instance.
-	LabelInstanceUID = "instance.gpustack.ai/uid"
-)
-
 // Container names of an Instance's Pod.
 const (
 	MainContainer = "main"
@@ -110,7 +100,7 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: inst.Namespace, Name: inst.Name,
 			Labels: map[string]string{
-				LabelQueueName: entrance(it), LabelInstance: inst.Name, LabelInstanceUID: string(inst.UID),
+				workerv1.LabelQueueName: entrance(it), workerv1.LabelInstance: inst.Name, workerv1.LabelInstanceUID: string(inst.UID),
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -245,9 +235,9 @@ func Service(inst *workerv1.Instance) *corev1.Service {
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: inst.Name,
-			Labels: map[string]string{LabelInstance: inst.Name, LabelInstanceUID: string(inst.UID)}},
+			Labels: map[string]string{workerv1.LabelInstance: inst.Name, workerv1.LabelInstanceUID: string(inst.UID)}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
-			Selector: map[string]string{LabelInstance: inst.Name, LabelInstanceUID: string(inst.UID)}},
+			Selector: map[string]string{workerv1.LabelInstance: inst.Name, workerv1.LabelInstanceUID: string(inst.UID)}},
 	}
 	for i, p := range inst.Spec.Ports {
 		name := p.Name

@@ -161,7 +161,7 @@ func TestPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pod.Labels[LabelQueueName]; got != "gpustack-fnv64-c4680bb149644f1c" {
+	if got := pod.Labels[workerv1.LabelQueueName]; got != "gpustack-fnv64-c4680bb149644f1c" {
 		t.Errorf("The Pod queues on its type's entrance: %q", got)
 	}
 	wantSelector := map[string]string{"kubernetes.io/hostname": "node-a10g", "acceleratable.feature.gpustack.ai/nvidia-a10g.count": "1"}
@@ -278,7 +278,7 @@ func TestService(t *testing.T) {
 	for _, p := range svc.Spec.Ports {
 		ports = append(ports, p.Name+"/"+string(p.Protocol))
 	}
-	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Name != "demo" || svc.Spec.Selector[LabelInstanceUID] != "u1" ||
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Name != "demo" || svc.Spec.Selector[workerv1.LabelInstanceUID] != "u1" ||
 		cmp.Diff([]string{"http/TCP", "port-1/TCP"}, ports) != "" {
 		t.Errorf("A NodePort Service named after the Instance selects its Pod, one port per entry: %+v", svc)
 	}

@@ -3,6 +3,8 @@ package pools
 import (
 	"strings"
 	"testing"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 // FuzzNodeFromLabels feeds arbitrary label keys and values: reading a node's profile must never panic, and a
@@ -12,8 +14,8 @@ func FuzzNodeFromLabels(f *testing.F) {
 	f.Add("acceleratable.feature.gpustack.ai/.count", "-3", "general.feature.gpustack.ai/.count", "x")
 	f.Add("acceleratable.feature.gpustack.ai/nvidia", "true", "acceleratable.feature.gpustack.ai/nvidia-.memory", "")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
-		labels := map[string]string{LabelOS: "linux", LabelArch: "amd64", k1: v1, k2: v2}
-		n, err := NodeFromLabels("n", labels, map[string]string{AnnotationCPUName: v1})
+		labels := map[string]string{workerv1.LabelOS: "linux", workerv1.LabelArch: "amd64", k1: v1, k2: v2}
+		n, err := NodeFromLabels("n", labels, map[string]string{workerv1.AnnotationCPUName: v1})
 		if err != nil {
 			return
 		}

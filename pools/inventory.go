@@ -12,7 +12,7 @@ import (
 // 2000000000) is trusted with neither quota nor memory; the node is left out of the pools until they agree.
 func (n Node) CheckInventory(d *workerv1.Devices) error {
 	for _, g := range n.Groups {
-		key := AcceleratablePrefix + g.Key + ".count"
+		key := workerv1.AcceleratablePrefix + g.Key + ".count"
 		if d == nil {
 			return errors.Errorf("node %s: label %s=%d claims cards, and the node has no Devices inventory", n.Name, key, g.Count)
 		}

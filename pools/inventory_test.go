@@ -14,9 +14,9 @@ func TestCheckInventory(t *testing.T) {
 			Name: "NVIDIA A10G", Accelerators: make([]workerv1.Accelerator, cards)}}}}
 	}
 	labels := func(count string) map[string]string {
-		l := map[string]string{LabelOS: "linux", LabelArch: "amd64"}
+		l := map[string]string{workerv1.LabelOS: "linux", workerv1.LabelArch: "amd64"}
 		if count != "" {
-			l[AcceleratablePrefix+"nvidia-a10g"], l[AcceleratablePrefix+"nvidia-a10g.count"] = "true", count
+			l[workerv1.AcceleratablePrefix+"nvidia-a10g"], l[workerv1.AcceleratablePrefix+"nvidia-a10g.count"] = "true", count
 		}
 		return l
 	}

@@ -12,27 +12,6 @@ import (
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// Label keys of the chain.
-const (
-	LabelManaged          = "gpustack.ai/managed"
-	LabelAcceleratable    = "feature.gpustack.ai/acceleratable"
-	LabelCPUOnly          = "feature.gpustack.ai/cpu-only"
-	LabelResourceType     = "resource.gpustack.ai/type"
-	LabelDerivedFromNode  = "schedule.gpustack.ai/derived-from-node"
-	LabelQueueEntrance    = "schedule.gpustack.ai/queue-entrance"
-	AnnotationQueue       = "schedule.gpustack.ai/queue"
-	AnnotationCPUName     = "feature.gpustack.ai/cpu-name"
-	LabelCPUVendor        = "feature.node.kubernetes.io/cpu-model.vendor_id"
-	LabelCPUFamily        = "feature.node.kubernetes.io/cpu-model.family"
-	LabelCPUModelID       = "feature.node.kubernetes.io/cpu-model.id"
-	GeneralPrefix         = "general.feature.gpustack.ai/"
-	AcceleratablePrefix   = "acceleratable.feature.gpustack.ai/"
-	ResourceTypeNodes     = "nodes"
-	ResourceTypeInstTypes = "instancetypes"
-	LabelOS               = "kubernetes.io/os"
-	LabelArch             = "kubernetes.io/arch"
-)
-
 // M is the number of credits of one whole accelerator.
 const M = workerv1.CreditsPerAccelerator
 
@@ -121,24 +100,24 @@ func (c Card) Partitioned() bool { return len(c.Partitions) > 0 }
 // device agent's NodeFeatures, and its CPU model from the gpustack-cpu-info annotation. A malformed label is
 // an error naming the label; the caller reports it and leaves the node out.
 func NodeFromLabels(name string, labels, annotations map[string]string) (Node, error) {
-	n := Node{Name: name, OS: labels[LabelOS], Arch: labels[LabelArch], Managed: labels[LabelManaged] == "true"}
+	n := Node{Name: name, OS: labels[workerv1.LabelOS], Arch: labels[workerv1.LabelArch], Managed: labels[workerv1.LabelManaged] == "true"}
 	if n.OS == "" || n.Arch == "" {
-		return n, errors.Errorf("node %s: labels %s and %s are required", name, LabelOS, LabelArch)
+		return n, errors.Errorf("node %s: labels %s and %s are required", name, workerv1.LabelOS, workerv1.LabelArch)
 	}
-	n.CPU = CPU{Key: Generic, Manufacturer: Generic, Model: annotations[AnnotationCPUName]}
+	n.CPU = CPU{Key: Generic, Manufacturer: Generic, Model: annotations[workerv1.AnnotationCPUName]}
 	groups := map[string]*Group{}
 	for _, k := range sortedKeys(labels) {
 		v := labels[k]
 		switch {
-		case strings.HasPrefix(k, GeneralPrefix) && strings.HasSuffix(k, ".count"):
+		case strings.HasPrefix(k, workerv1.GeneralPrefix) && strings.HasSuffix(k, ".count"):
 			cores, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || cores < 0 {
 				return n, errors.Errorf("node %s: label %s=%q is not a core count", name, k, v)
 			}
-			n.CPU.Key, n.CPU.Cores = strings.TrimSuffix(strings.TrimPrefix(k, GeneralPrefix), ".count"), cores
+			n.CPU.Key, n.CPU.Cores = strings.TrimSuffix(strings.TrimPrefix(k, workerv1.GeneralPrefix), ".count"), cores
 			n.CPU.Manufacturer = strings.SplitN(n.CPU.Key, "-", 2)[0]
-		case strings.HasPrefix(k, AcceleratablePrefix):
-			key, attr, _ := strings.Cut(strings.TrimPrefix(k, AcceleratablePrefix), ".")
+		case strings.HasPrefix(k, workerv1.AcceleratablePrefix):
+			key, attr, _ := strings.Cut(strings.TrimPrefix(k, workerv1.AcceleratablePrefix), ".")
 			if attr == "" || attr == "driver-version" || attr == "runtime-version" || attr == "capacity" {
 				continue
 			}

@@ -7,13 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
-
-// AnnotationAllocated records on a Pod which cards each of its containers holds, as a JSON map from container
-// name to card IDs. The ledger places a container once and keeps it there; the device plugin hands out the
-// recorded cards.
-const AnnotationAllocated = "device.gpustack.ai/accelerator.allocated"
 
 // PodClaims returns what the Pod's containers and init containers ask of its node's cards, with the cards
 // recorded for them. A slice without units (a Pod made before the webhook folded them) is folded from its
@@ -22,7 +18,7 @@ const AnnotationAllocated = "device.gpustack.ai/accelerator.allocated"
 // promised twice while a Pod initialises.
 func PodClaims(pod *corev1.Pod) []Claim {
 	recorded := map[string][]string{}
-	_ = json.Unmarshal([]byte(pod.Annotations[AnnotationAllocated]), &recorded)
+	_ = json.Unmarshal([]byte(pod.Annotations[workerv1.AnnotationAllocated]), &recorded)
 	ran := map[string]bool{}
 	for _, s := range pod.Status.InitContainerStatuses {
 		ran[s.Name] = s.State.Terminated != nil

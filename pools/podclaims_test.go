@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 func TestPodClaims(t *testing.T) {
@@ -19,7 +21,7 @@ func TestPodClaims(t *testing.T) {
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
-			Annotations: map[string]string{AnnotationAllocated: `{"main":["GPU-1"]}`}},
+			Annotations: map[string]string{workerv1.AnnotationAllocated: `{"main":["GPU-1"]}`}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "main", Resources: limits("nvidia.com/gpu.sliced", "1", "nvidia.com/gpu.sliced.memory-percentage", "20")},
 			{Name: "sshd", Resources: limits("device.gpustack.ai/nvidia.visibility", "1")},

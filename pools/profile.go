@@ -1,5 +1,9 @@
 package pools
 
+import (
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+)
+
 // WorkerLabels returns the labels of a node's worker NodeFeature: gpustack.ai/managed (left out when
 // management is manual, so an administrator's own label is honoured) and the general.feature.gpustack.ai keys
 // of its CPU: the manufacturer, the gKey and the gKey's core count. cpuVendor, cpuName, cpuFamily and cpuID are
@@ -7,14 +11,14 @@ package pools
 func WorkerLabels(cpuVendor, cpuName, cpuFamily, cpuID string, cores int64, managed string) map[string]string {
 	gKey := GeneralKey(cpuVendor, cpuName, cpuFamily, cpuID)
 	l := map[string]string{
-		GeneralPrefix + gKey:            "true",
-		GeneralPrefix + gKey + ".count": FormatCount(cores),
+		workerv1.GeneralPrefix + gKey:            "true",
+		workerv1.GeneralPrefix + gKey + ".count": FormatCount(cores),
 	}
 	if mfr := CPUManufacturer(cpuVendor); mfr != Generic {
-		l[GeneralPrefix+mfr] = "true"
+		l[workerv1.GeneralPrefix+mfr] = "true"
 	}
 	if managed != "" {
-		l[LabelManaged] = managed
+		l[workerv1.LabelManaged] = managed
 	}
 	return l
 }

@@ -120,8 +120,8 @@ func TestCPUView(t *testing.T) {
 
 func TestNodeFromLabels(t *testing.T) {
 	base := func(extra map[string]string) map[string]string {
-		l := map[string]string{LabelOS: "linux", LabelArch: "amd64", LabelManaged: "true",
-			GeneralPrefix + "amd-epyc-7r32": "true", GeneralPrefix + "amd-epyc-7r32.count": "4"}
+		l := map[string]string{workerv1.LabelOS: "linux", workerv1.LabelArch: "amd64", workerv1.LabelManaged: "true",
+			workerv1.GeneralPrefix + "amd-epyc-7r32": "true", workerv1.GeneralPrefix + "amd-epyc-7r32.count": "4"}
 		for k, v := range extra {
 			l[k] = v
 		}
@@ -139,9 +139,9 @@ func TestNodeFromLabels(t *testing.T) {
 		"A10G": {
 			reason: "The seed's A10G node reads back its CPU and its card group.",
 			labels: base(map[string]string{
-				AcceleratablePrefix + "nvidia": "true", AcceleratablePrefix + "nvidia.driver-version": "580.159.03",
-				AcceleratablePrefix + "nvidia-a10g": "true", AcceleratablePrefix + "nvidia-a10g.count": "1",
-				AcceleratablePrefix + "nvidia-a10g.memory": "24Gi", AcceleratablePrefix + "nvidia-a10g.product": "NVIDIA-A10G",
+				workerv1.AcceleratablePrefix + "nvidia": "true", workerv1.AcceleratablePrefix + "nvidia.driver-version": "580.159.03",
+				workerv1.AcceleratablePrefix + "nvidia-a10g": "true", workerv1.AcceleratablePrefix + "nvidia-a10g.count": "1",
+				workerv1.AcceleratablePrefix + "nvidia-a10g.memory": "24Gi", workerv1.AcceleratablePrefix + "nvidia-a10g.product": "NVIDIA-A10G",
 			}),
 			want: want{node: Node{Name: "n", OS: "linux", Arch: "amd64", Managed: true,
 				CPU:    CPU{Key: "amd-epyc-7r32", Manufacturer: "amd", Cores: 4},
@@ -149,17 +149,17 @@ func TestNodeFromLabels(t *testing.T) {
 		},
 		"BadCores": {
 			reason: "An unparsable core count is an error naming the label.",
-			labels: base(map[string]string{GeneralPrefix + "amd-epyc-7r32.count": "four"}),
+			labels: base(map[string]string{workerv1.GeneralPrefix + "amd-epyc-7r32.count": "four"}),
 			want:   want{err: `node n: label general.feature.gpustack.ai/amd-epyc-7r32.count="four" is not a core count`},
 		},
 		"NegativeCount": {
 			reason: "A negative card count is an error naming the label.",
-			labels: base(map[string]string{AcceleratablePrefix + "nvidia-a10g.count": "-1"}),
+			labels: base(map[string]string{workerv1.AcceleratablePrefix + "nvidia-a10g.count": "-1"}),
 			want:   want{err: `node n: label acceleratable.feature.gpustack.ai/nvidia-a10g.count="-1" is not a card count`},
 		},
 		"UnknownVendor": {
 			reason: "An accelerator key of no known manufacturer is an error.",
-			labels: base(map[string]string{AcceleratablePrefix + "acme-x1.count": "2"}),
+			labels: base(map[string]string{workerv1.AcceleratablePrefix + "acme-x1.count": "2"}),
 			want:   want{err: "node n: accelerator key acme-x1 names no known manufacturer"},
 		},
 		"NoPlatform": {

@@ -15,14 +15,14 @@ func NodeLabels(devices []Device) map[string]string {
 	if len(devices) == 0 {
 		return map[string]string{}
 	}
-	l := map[string]string{pools.LabelAcceleratable: "true"}
+	l := map[string]string{workerv1.LabelAcceleratable: "true"}
 	for _, g := range group(devices) {
 		d := g.first
-		mfr := pools.AcceleratablePrefix + d.Manufacturer
+		mfr := workerv1.AcceleratablePrefix + d.Manufacturer
 		l[mfr] = "true"
 		setIf(l, mfr+".driver-version", d.DriverVersion)
 		setIf(l, mfr+".runtime-version", d.RuntimeVersion)
-		key := pools.AcceleratablePrefix + g.key
+		key := workerv1.AcceleratablePrefix + g.key
 		l[key] = "true"
 		l[key+".count"] = pools.FormatCount(int64(len(g.cards)))
 		setIf(l, key+".memory", pools.MemoryLabel(d.MemoryMiB))

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/controller/cardcheck"
-	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/uninstall"
 )
@@ -38,6 +38,6 @@ func runCleanup(args []string) error {
 	}
 	return uninstall.Cleanup(context.Background(), c, uninstall.Options{
 		Namespace: podNamespace(), WebhookSecret: *secret, WorkerPods: *workerPods, Timeout: *timeout, Log: os.Stdout, DeleteVolumes: *deleteVolumes,
-		ComposedAnnotation: composer.AnnotationComposedHash, CapacityFieldManager: nodecapacity.FieldManager, AdmissionCheck: cardcheck.Name,
+		ComposedAnnotation: workerv1.AnnotationComposedHash, CapacityFieldManager: nodecapacity.FieldManager, AdmissionCheck: cardcheck.Name,
 	})
 }

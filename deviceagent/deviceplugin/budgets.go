@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpustack/gpustack-operator/pools"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
@@ -88,7 +88,7 @@ func (b PodBudgets) Cards(ctx context.Context, r Resource) []string {
 		return nil
 	}
 	recorded := map[string][]string{}
-	_ = json.Unmarshal([]byte(pod.Annotations[pools.AnnotationAllocated]), &recorded)
+	_ = json.Unmarshal([]byte(pod.Annotations[workerv1.AnnotationAllocated]), &recorded)
 	return recorded[c.Name]
 }
 
@@ -110,7 +110,7 @@ func (b PodBudgets) pending(ctx context.Context, resourceName, card string) (*co
 			continue
 		}
 		recorded := map[string][]string{}
-		_ = json.Unmarshal([]byte(pod.Annotations[pools.AnnotationAllocated]), &recorded)
+		_ = json.Unmarshal([]byte(pod.Annotations[workerv1.AnnotationAllocated]), &recorded)
 		for j := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[j]
 			if _, ok := c.Resources.Limits[corev1.ResourceName(resourceName)]; !ok || started(*pod, c.Name) {

@@ -14,30 +14,30 @@ import (
 // ResourceFlavor returns the Kueue ResourceFlavor of a flavor: its labels describe it, its nodeLabels pin the
 // managed nodes it groups.
 func ResourceFlavor(f pools.Flavor) *kueuev1beta2.ResourceFlavor {
-	general := pools.GeneralPrefix + f.GKey
+	general := workerv1.GeneralPrefix + f.GKey
 	labels := map[string]string{
-		pools.LabelOS: f.OS, pools.LabelArch: f.Arch,
-		general:                 "true",
-		pools.LabelResourceType: pools.ResourceTypeNodes,
+		workerv1.LabelOS: f.OS, workerv1.LabelArch: f.Arch,
+		general:                    "true",
+		workerv1.LabelResourceType: workerv1.ResourceTypeNodes,
 	}
 	nodeLabels := map[string]string{
-		pools.LabelOS: f.OS, pools.LabelArch: f.Arch, pools.LabelManaged: "true", general: "true",
+		workerv1.LabelOS: f.OS, workerv1.LabelArch: f.Arch, workerv1.LabelManaged: "true", general: "true",
 	}
 	if f.Accelerated() {
-		key := pools.AcceleratablePrefix + f.AKey
-		labels[pools.LabelAcceleratable] = "true"
+		key := workerv1.AcceleratablePrefix + f.AKey
+		labels[workerv1.LabelAcceleratable] = "true"
 		labels[key] = "true"
 		labels[key+".count"] = pools.FormatCount(f.Count)
 		labels[key+".capacity"] = pools.FormatCount(f.Capacity())
 		nodeLabels[key] = "true"
 		nodeLabels[key+".count"] = pools.FormatCount(f.Count)
 	} else {
-		labels[pools.LabelAcceleratable] = "false"
+		labels[workerv1.LabelAcceleratable] = "false"
 		labels[general+".count"] = pools.FormatCount(f.Count)
 		labels[general+".capacity"] = pools.FormatCount(f.Capacity())
 		nodeLabels[general+".count"] = pools.FormatCount(f.Count)
 		if f.CPUOnly {
-			nodeLabels[pools.LabelCPUOnly] = "true"
+			nodeLabels[workerv1.LabelCPUOnly] = "true"
 		}
 	}
 	return &kueuev1beta2.ResourceFlavor{
@@ -70,16 +70,16 @@ func InstanceTypeFlavor(e pools.CatalogEntry) *workerv1.InstanceTypeFlavor {
 func DerivedInstanceType(p pools.Pool, e pools.CatalogEntry) *workerv1.InstanceType {
 	name := p.Name()
 	labels := map[string]string{
-		pools.LabelOS: p.OS, pools.LabelArch: p.Arch,
-		pools.LabelAcceleratable: "false", pools.LabelDerivedFromNode: "true",
-		pools.LabelQueueEntrance: pools.EntranceName(name),
+		workerv1.LabelOS: p.OS, workerv1.LabelArch: p.Arch,
+		workerv1.LabelAcceleratable: "false", workerv1.LabelDerivedFromNode: "true",
+		workerv1.LabelQueueEntrance: pools.EntranceName(name),
 	}
 	if e.Acceleratable() {
-		labels[pools.LabelAcceleratable] = "true"
-		labels[pools.AcceleratablePrefix+e.AcceleratorGroup] = "true"
+		labels[workerv1.LabelAcceleratable] = "true"
+		labels[workerv1.AcceleratablePrefix+e.AcceleratorGroup] = "true"
 	}
 	if p.GeneralGroup != pools.Generic {
-		labels[pools.GeneralPrefix+p.GeneralGroup] = "true"
+		labels[workerv1.GeneralPrefix+p.GeneralGroup] = "true"
 	}
 	unit := pools.PresetUnit(e.Acceleratable(), e.Memory)
 	spec := workerv1.InstanceTypeSpec{
@@ -98,7 +98,7 @@ func DerivedInstanceType(p pools.Pool, e pools.CatalogEntry) *workerv1.InstanceT
 	return &workerv1.InstanceType{
 		TypeMeta: metav1.TypeMeta{APIVersion: workerv1.GroupVersion.String(), Kind: "InstanceType"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
-			Annotations: map[string]string{xrs.AnnotationComposePolicy: xrs.ComposePolicyCreateOnly}},
+			Annotations: map[string]string{workerv1.AnnotationComposePolicy: xrs.ComposePolicyCreateOnly}},
 		Spec: spec,
 	}
 }

@@ -38,17 +38,17 @@ var unboundedCPU = resource.MustParse("1M")
 func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 	pool := PoolOf(in.Type)
 	labels := map[string]string{
-		pools.LabelOS: in.Type.OS, pools.LabelArch: in.Type.Arch,
-		pools.LabelAcceleratable: "false", pools.LabelResourceType: pools.ResourceTypeInstTypes,
+		workerv1.LabelOS: in.Type.OS, workerv1.LabelArch: in.Type.Arch,
+		workerv1.LabelAcceleratable: "false", workerv1.LabelResourceType: workerv1.ResourceTypeInstTypes,
 	}
 	covered := corev1.ResourceCPU
 	if in.Type.Acceleratable {
-		labels[pools.LabelAcceleratable] = "true"
-		labels[pools.AcceleratablePrefix+in.Type.AcceleratorGroup] = "true"
+		labels[workerv1.LabelAcceleratable] = "true"
+		labels[workerv1.AcceleratablePrefix+in.Type.AcceleratorGroup] = "true"
 		covered = corev1.ResourceName("credits.gpustack.ai/" + pools.ManufacturerOf(in.Type.AcceleratorGroup))
 	}
 	if pool.GeneralGroup != pools.Generic {
-		labels[pools.GeneralPrefix+pool.GeneralGroup] = "true"
+		labels[workerv1.GeneralPrefix+pool.GeneralGroup] = "true"
 	}
 	coveredResources := []corev1.ResourceName{covered}
 	if in.Type.Acceleratable {
@@ -123,7 +123,7 @@ func LocalQueue(pool, namespace string) *kueuev1beta2.LocalQueue {
 	return &kueuev1beta2.LocalQueue{
 		TypeMeta: metav1.TypeMeta{APIVersion: kueuev1beta2.GroupVersion.String(), Kind: "LocalQueue"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pools.EntranceName(pool),
-			Annotations: map[string]string{pools.AnnotationQueue: pool}},
+			Annotations: map[string]string{workerv1.AnnotationQueue: pool}},
 		Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(pool)},
 	}
 }

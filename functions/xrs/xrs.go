@@ -29,10 +29,6 @@ const (
 	KindInstanceTypePool = "XInstanceTypePool"
 )
 
-// AnnotationComposePolicy marks a desired object the embedded composer creates but never updates or prunes:
-// derived InstanceTypes are create-only.
-const AnnotationComposePolicy = "gpustack.ai/compose-policy"
-
 // ComposePolicyCreateOnly is the value of AnnotationComposePolicy for create-only objects.
 const ComposePolicyCreateOnly = "create-only"
 

@@ -14,7 +14,6 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // settleQuiet is how long no InstanceType status may change before the cluster counts as settled.
@@ -113,7 +112,7 @@ func flip(ctx context.Context, k client.WithWatch, node, value string) (time.Dur
 	}
 	nf := &nfdv1alpha1.NodeFeature{}
 	nf.Namespace, nf.Name = workerv1.SystemNamespace, workerv1.NodeFeatureName(node, workerv1.NodeFeatureProfile)
-	patch := fmt.Sprintf(`{"spec":{"labels":{%q:%q}}}`, pools.LabelManaged, value)
+	patch := fmt.Sprintf(`{"spec":{"labels":{%q:%q}}}`, workerv1.LabelManaged, value)
 	start := time.Now()
 	if err := k.Patch(ctx, nf, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		return 0, errors.Wrap(err, "cannot patch the worker NodeFeature")

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 )
 
@@ -51,7 +50,7 @@ func barePodLike(p *corev1.Pod) *corev1.Pod {
 	main := p.Spec.Containers[0]
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, GenerateName: "bench-pod-", Labels: map[string]string{
-			instancepod.LabelQueueName: p.Labels[instancepod.LabelQueueName], "bench": "cluster"}},
+			workerv1.LabelQueueName: p.Labels[workerv1.LabelQueueName], "bench": "cluster"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: main.Image, Command: main.Command,
 			Resources: main.Resources}}},
 	}

@@ -76,7 +76,7 @@ func Plan(ctx context.Context, inv *simulated.Inventory, settings xrs.FunctionSe
 		r.Warnings = append(r.Warnings, pool.Warnings...)
 		r.Objects = append(r.Objects, pool.Objects...)
 		it.Status = st
-		delete(it.Annotations, xrs.AnnotationComposePolicy)
+		delete(it.Annotations, workerv1.AnnotationComposePolicy)
 		if len(it.Annotations) == 0 {
 			it.Annotations = nil
 		}

@@ -32,7 +32,6 @@ import (
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/controller/cpuinfo"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
@@ -248,7 +247,7 @@ func (r *remover) nodeCapacity(ctx context.Context) {
 // instancePods unpins the Instances' Pods, which Kueue's finalizer would hold once Kueue is gone; the Pods
 // themselves go with their Instances.
 func (r *remover) instancePods(ctx context.Context) {
-	r.unpinList(ctx, &corev1.PodList{}, client.HasLabels{instancepod.LabelInstance})
+	r.unpinList(ctx, &corev1.PodList{}, client.HasLabels{workerv1.LabelInstance})
 }
 
 // keepClaims orphans the claims of the users' InstancePersistentVolumes, which own them: deleting the

@@ -12,7 +12,6 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/package/rbac"
-	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // WorkerUser is the user the worker acts as: its service account in the operator's namespace.
@@ -25,7 +24,7 @@ var allocatedChanged = `request.operation == 'CREATE' ? ` + allocatedOf("object"
 
 func allocatedOf(obj string) string {
 	return fmt.Sprintf(`(has(%[1]s.metadata.annotations) && '%[2]s' in %[1]s.metadata.annotations ? %[1]s.metadata.annotations['%[2]s'] : '')`,
-		obj, pools.AnnotationAllocated)
+		obj, workerv1.AnnotationAllocated)
 }
 
 // AllocationGuard refuses a Pod write that sets or changes the cards annotation
@@ -38,12 +37,12 @@ type AllocationGuard struct {
 
 // ValidateCreate refuses a Pod created with the annotation by anyone but the worker.
 func (g *AllocationGuard) ValidateCreate(ctx context.Context, pod *corev1.Pod) (admission.Warnings, error) {
-	return nil, g.check(ctx, pod, "", pod.Annotations[pools.AnnotationAllocated])
+	return nil, g.check(ctx, pod, "", pod.Annotations[workerv1.AnnotationAllocated])
 }
 
 // ValidateUpdate refuses a change of the annotation by anyone but the worker.
 func (g *AllocationGuard) ValidateUpdate(ctx context.Context, old, pod *corev1.Pod) (admission.Warnings, error) {
-	return nil, g.check(ctx, pod, old.Annotations[pools.AnnotationAllocated], pod.Annotations[pools.AnnotationAllocated])
+	return nil, g.check(ctx, pod, old.Annotations[workerv1.AnnotationAllocated], pod.Annotations[workerv1.AnnotationAllocated])
 }
 
 // ValidateDelete allows every delete.
@@ -62,7 +61,7 @@ func (g *AllocationGuard) check(ctx context.Context, pod *corev1.Pod, before, af
 	if req.UserInfo.Username == g.Worker {
 		return nil
 	}
-	path := field.NewPath("metadata", "annotations").Key(pools.AnnotationAllocated)
+	path := field.NewPath("metadata", "annotations").Key(workerv1.AnnotationAllocated)
 	return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, field.ErrorList{field.Forbidden(path,
 		fmt.Sprintf("only the operator's worker (%s) records which cards a Pod holds; %s may not", g.Worker, req.UserInfo.Username))})
 }

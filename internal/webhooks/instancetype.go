@@ -25,7 +25,7 @@ func (d *InstanceTypeDefaulter) Default(ctx context.Context, it *workerv1.Instan
 	if it.Labels == nil {
 		it.Labels = map[string]string{}
 	}
-	it.Labels[pools.LabelQueueEntrance] = pools.EntranceName(it.Name)
+	it.Labels[workerv1.LabelQueueEntrance] = pools.EntranceName(it.Name)
 	if !it.Spec.Acceleratable || it.Spec.Manufacturer != "" {
 		return nil
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
@@ -28,7 +27,7 @@ type PodFolder struct {
 
 // Default folds the Pod's containers and init containers (fold says how).
 func (d *PodFolder) Default(ctx context.Context, pod *corev1.Pod) error {
-	return fold(ctx, d.Reader, pod.Namespace, pod.Labels[instancepod.LabelQueueName], &pod.Spec, "spec")
+	return fold(ctx, d.Reader, pod.Namespace, pod.Labels[workerv1.LabelQueueName], &pod.Spec, "spec")
 }
 
 // JobFolder folds a queued Job's Pod template as PodFolder folds a Pod: Kueue charges a Job by its template,
@@ -40,7 +39,7 @@ type JobFolder struct {
 
 // Default folds the Job's Pod template (fold says how).
 func (d *JobFolder) Default(ctx context.Context, job *batchv1.Job) error {
-	return fold(ctx, d.Reader, job.Namespace, job.Labels[instancepod.LabelQueueName], &job.Spec.Template.Spec, "spec.template.spec")
+	return fold(ctx, d.Reader, job.Namespace, job.Labels[workerv1.LabelQueueName], &job.Spec.Template.Spec, "spec.template.spec")
 }
 
 // fold recomputes the units of every slice and partition a Pod spec's containers and init containers ask,
@@ -178,7 +177,7 @@ func (d *folder) typeOf(ctx context.Context) (*workerv1.InstanceType, error) {
 
 // requireCards ANDs "the node has at least n cards of the group" into every required node-affinity term.
 func requireCards(spec *corev1.PodSpec, group string, n int64) {
-	req := corev1.NodeSelectorRequirement{Key: pools.AcceleratablePrefix + group + ".count",
+	req := corev1.NodeSelectorRequirement{Key: workerv1.AcceleratablePrefix + group + ".count",
 		Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(n-1, 10)}}
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}

@@ -140,12 +140,12 @@ var _ = Describe("the webhooks served to a real API server", Ordered, func() {
 		workerCfg.Impersonate = rest.ImpersonationConfig{UserName: WorkerUser}
 		worker, err := client.New(workerCfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
-		cards := map[string]string{pools.AnnotationAllocated: `{"main":["GPU-1"]}`}
+		cards := map[string]string{workerv1.AnnotationAllocated: `{"main":["GPU-1"]}`}
 
 		forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "forged", Annotations: cards},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
 		err = create(ctx, suite.Client, forged)
-		Expect(err).To(MatchError(ContainSubstring("metadata.annotations[" + pools.AnnotationAllocated + "]: Forbidden: only the operator's worker")))
+		Expect(err).To(MatchError(ContainSubstring("metadata.annotations[" + workerv1.AnnotationAllocated + "]: Forbidden: only the operator's worker")))
 
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
@@ -159,7 +159,7 @@ var _ = Describe("the webhooks served to a real API server", Ordered, func() {
 		pod.Annotations["team"] = "a"
 		Expect(suite.Client.Patch(ctx, pod, patch)).To(Succeed(), "another annotation is anyone's to write")
 		patch = client.MergeFrom(pod.DeepCopy())
-		delete(pod.Annotations, pools.AnnotationAllocated)
+		delete(pod.Annotations, workerv1.AnnotationAllocated)
 		Expect(suite.Client.Patch(ctx, pod, patch)).To(MatchError(ContainSubstring("only the operator's worker")), "a Pod's owner drops the record")
 	})
 

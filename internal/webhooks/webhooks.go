@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -52,7 +51,7 @@ const TimeoutSeconds = 5
 
 // entranceQueue is the CEL condition that an object's queue label names one of the product's entrance
 // queues (pools.EntranceName: gpustack-fnv64-<hash>).
-var entranceQueue = "object.metadata.labels['" + instancepod.LabelQueueName + "'].startsWith('" + pools.EntrancePrefix + "')"
+var entranceQueue = "object.metadata.labels['" + workerv1.LabelQueueName + "'].startsWith('" + pools.EntrancePrefix + "')"
 
 // Configurations returns the webhook configurations, each webhook reached through clientConfig(path): a
 // Service in a cluster, a loopback URL on the local cluster.
@@ -75,7 +74,7 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 				Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
 			// Only Pods that queue: the fold is for Kueue's credits.
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: instancepod.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
+				{Key: workerv1.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
 			MatchConditions:   toEntrance,
 			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
@@ -86,7 +85,7 @@ func Configurations(clientConfig func(path string) admissionv1.WebhookClientConf
 			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
 				Rule: admissionv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},
 			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: instancepod.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
+				{Key: workerv1.LabelQueueName, Operator: metav1.LabelSelectorOpExists}}},
 			MatchConditions:   toEntrance,
 			NamespaceSelector: userNamespaces, TimeoutSeconds: timeout,
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},

@@ -20,14 +20,14 @@ func Nodes(ctx context.Context, inv *Inventory) ([]pools.Node, error) {
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot detect the devices of node %s", in.Name)
 		}
-		labels := map[string]string{pools.LabelOS: in.OS, pools.LabelArch: in.Arch}
+		labels := map[string]string{workerv1.LabelOS: in.OS, workerv1.LabelArch: in.Arch}
 		for k, v := range pools.WorkerLabels(in.CPU.Vendor, in.CPU.Model, in.CPU.Family, in.CPU.ID, in.CPU.Cores, "true") {
 			labels[k] = v
 		}
 		for k, v := range providers.NodeLabels(devices) {
 			labels[k] = v
 		}
-		n, err := pools.NodeFromLabels(in.Name, labels, map[string]string{pools.AnnotationCPUName: in.CPU.Model})
+		n, err := pools.NodeFromLabels(in.Name, labels, map[string]string{workerv1.AnnotationCPUName: in.CPU.Model})
 		if err != nil {
 			return nil, err
 		}

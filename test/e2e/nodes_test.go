@@ -122,22 +122,22 @@ func capacity(n corev1.Node, want simulated.Node) string {
 // capacity the kubelet counted, the gKey the worker's profile derives from them, and acceleratable=false on
 // the node without cards.
 func cpuIdentity(n corev1.Node, want simulated.Node) string {
-	gKey := pools.GeneralPrefix + pools.GeneralKey(want.CPU.Vendor, want.CPU.Model, want.CPU.Family, want.CPU.ID)
+	gKey := workerv1.GeneralPrefix + pools.GeneralKey(want.CPU.Vendor, want.CPU.Model, want.CPU.Family, want.CPU.ID)
 	got := map[string]string{
-		"annotation " + pools.AnnotationCPUName: n.Annotations[pools.AnnotationCPUName],
-		"label " + pools.LabelCPUVendor:         n.Labels[pools.LabelCPUVendor],
-		"capacity cpu":                          n.Status.Capacity.Cpu().String(),
-		"label " + gKey:                         n.Labels[gKey],
+		"annotation " + workerv1.AnnotationCPUName: n.Annotations[workerv1.AnnotationCPUName],
+		"label " + workerv1.LabelCPUVendor:         n.Labels[workerv1.LabelCPUVendor],
+		"capacity cpu":                             n.Status.Capacity.Cpu().String(),
+		"label " + gKey:                            n.Labels[gKey],
 	}
 	wantFields := map[string]string{
-		"annotation " + pools.AnnotationCPUName: want.CPU.Model,
-		"label " + pools.LabelCPUVendor:         want.CPU.Vendor,
-		"capacity cpu":                          fmt.Sprint(want.CPU.Cores),
-		"label " + gKey:                         "true",
+		"annotation " + workerv1.AnnotationCPUName: want.CPU.Model,
+		"label " + workerv1.LabelCPUVendor:         want.CPU.Vendor,
+		"capacity cpu":                             fmt.Sprint(want.CPU.Cores),
+		"label " + gKey:                            "true",
 	}
 	if len(want.Accelerators) == 0 {
-		got["label "+pools.LabelAcceleratable] = n.Labels[pools.LabelAcceleratable]
-		wantFields["label "+pools.LabelAcceleratable] = "false"
+		got["label "+workerv1.LabelAcceleratable] = n.Labels[workerv1.LabelAcceleratable]
+		wantFields["label "+workerv1.LabelAcceleratable] = "false"
 	}
 	if diff := cmp.Diff(wantFields, got); diff != "" {
 		return fmt.Sprintf("node %s's CPU identity: -want, +got:\n%s", n.Name, strings.TrimSpace(diff))

@@ -15,7 +15,6 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
@@ -110,7 +109,7 @@ var _ = It("drains nothing when a pool's labels vanish for 20 seconds", func() {
 	inst := builders.MakeInstance("default", name, t4Pool).Accelerators(1).Obj()
 	uid := runReady(inst)
 
-	key := pools.AcceleratablePrefix + "nvidia-tesla-t4"
+	key := workerv1.AcceleratablePrefix + "nvidia-tesla-t4"
 	var backing []nfdv1alpha1.NodeFeature
 	list := &nfdv1alpha1.NodeFeatureList{}
 	Expect(k.List(ctx, list, client.InNamespace(workerv1.SystemNamespace))).To(Succeed())
@@ -206,7 +205,7 @@ var _ = It("leaves out a CPU node whose labels claim two billion cards, and grow
 		return kubectl("get", "clusterqueue", t4Pool, "-o", "jsonpath={.spec.resourceGroups}")
 	}
 	before, rssBefore := quota(), rss()
-	key := pools.AcceleratablePrefix + "nvidia-tesla-t4"
+	key := workerv1.AcceleratablePrefix + "nvidia-tesla-t4"
 	nf := &nfdv1alpha1.NodeFeature{
 		ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "node-cpu-crafted",
 			Labels: map[string]string{nfdv1alpha1.NodeFeatureObjNodeNameLabel: "node-cpu"}},
@@ -257,7 +256,7 @@ var _ = It("lets another team's Kueue work in while no worker replica answers", 
 		return len(got) == 0, fmt.Sprintf("worker Pods left: %v", got)
 	})
 
-	other := map[string]string{instancepod.LabelQueueName: "team-b-queue"}
+	other := map[string]string{workerv1.LabelQueueName: "team-b-queue"}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "team-b-pod", Labels: other},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: realnode.UserImage, Command: []string{"sleep", "infinity"}}}}}
 	Expect(k.Create(ctx, pod)).To(Succeed(), "a Pod for another team's queue")
@@ -271,7 +270,7 @@ var _ = It("lets another team's Kueue work in while no worker replica answers", 
 	})
 
 	ours := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "entrance-pod",
-		Labels: map[string]string{instancepod.LabelQueueName: pools.EntranceName(genericPool)}},
+		Labels: map[string]string{workerv1.LabelQueueName: pools.EntranceName(genericPool)}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: realnode.UserImage, Command: []string{"sleep", "infinity"}}}}}
 	err := k.Create(ctx, ours, client.DryRunAll)
 	Expect(err).To(MatchError(ContainSubstring("pods.worker.gpustack.ai")), "a Pod sent to an entrance queue waits on the worker")

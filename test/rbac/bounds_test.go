@@ -25,7 +25,6 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent"
-	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -275,7 +274,7 @@ func plainPod(namespace string) *corev1.Pod {
 func instancePod(namespace string) *corev1.Pod {
 	p := plainPod(namespace)
 	p.Name = "demo"
-	p.Labels = map[string]string{instancepod.LabelQueueName: pools.EntranceName("gpustack--nvidia-tesla-t4-linux-amd64")}
+	p.Labels = map[string]string{workerv1.LabelQueueName: pools.EntranceName("gpustack--nvidia-tesla-t4-linux-amd64")}
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: workerv1.GroupVersion.String(), Kind: "Instance", Name: "demo",
 		UID: "3f1c0f4e-0000-4000-8000-000000000001", Controller: ptr.To(true)}}
 	return p

@@ -28,7 +28,6 @@ import (
 	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -313,7 +312,7 @@ func (r *Reconciler) instanceOf(ctx context.Context, wl *kueue.Workload) (*worke
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}, pod); err != nil {
 			return nil, errors.Wrap(client.IgnoreNotFound(err), "cannot get a Workload's Pod")
 		}
-		name := pod.Labels[instancepod.LabelInstance]
+		name := pod.Labels[workerv1.LabelInstance]
 		if name == "" {
 			return nil, nil
 		}

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/gpustack/gpustack-operator/instancepod"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/controller/cardcheck"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
@@ -139,7 +139,7 @@ var _ = It("tells the verdict to the Instance whose Pod the Workload was made fo
 		Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}}
 	inst := builders.MakeInstance("default", key, "a10g").Accelerators(1).Obj()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key,
-		Labels: map[string]string{instancepod.LabelInstance: key}},
+		Labels: map[string]string{workerv1.LabelInstance: key}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox",
 			Resources: corev1.ResourceRequirements{Limits: limits(whole)}}}}}
 	suite.Create(rf, builders.MakeNode(key).Label("pool", key).Obj(),

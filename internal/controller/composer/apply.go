@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"reflect"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -17,11 +18,6 @@ import (
 
 // FieldManager is the one field manager the composer applies with.
 const FieldManager = "gpustack-operator"
-
-// AnnotationComposedHash records the hash of what the composer last applied to an object. A changed hash means
-// the composer wants something different (including fields it no longer sets, which server-side apply then
-// removes); an unchanged hash with drifted fields means someone else changed them.
-const AnnotationComposedHash = "gpustack.ai/composed-hash"
 
 // applier writes desired objects with server-side apply, and nothing when an object already is as desired.
 type applier struct {
@@ -39,7 +35,7 @@ func (a *applier) apply(ctx context.Context, desired *unstructured.Unstructured)
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationComposedHash] = hash
+	annotations[workerv1.AnnotationComposedHash] = hash
 	desired.SetAnnotations(annotations)
 
 	observed := &unstructured.Unstructured{}
@@ -52,7 +48,7 @@ func (a *applier) apply(ctx context.Context, desired *unstructured.Unstructured)
 		return false, errors.Errorf("%s %s exists and was not made by the operator: it is left as it is; delete or rename it to "+
 			"let the operator compose it", desired.GetKind(), desired.GetName())
 	}
-	if err == nil && observed.GetAnnotations()[AnnotationComposedHash] == hash && contains(observed.Object, desired.Object) {
+	if err == nil && observed.GetAnnotations()[workerv1.AnnotationComposedHash] == hash && contains(observed.Object, desired.Object) {
 		return false, nil
 	}
 	//nolint:staticcheck // client.Apply with unstructured objects is the documented way to server-side apply them.
@@ -83,7 +79,7 @@ func (a *applier) create(ctx context.Context, desired *unstructured.Unstructured
 
 // composedByUs reports whether the composer made the object: everything it applies carries its hash.
 func composedByUs(o client.Object) bool {
-	_, ok := o.GetAnnotations()[AnnotationComposedHash]
+	_, ok := o.GetAnnotations()[workerv1.AnnotationComposedHash]
 	return ok
 }
 

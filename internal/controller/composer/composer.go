@@ -38,9 +38,6 @@ import (
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
-// FinalizerControlled holds an InstanceType until its queue is gone.
-const FinalizerControlled = "gpustack.ai/controlled"
-
 // chainKey is the one key every event maps to.
 var chainKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "chain"}}
 
@@ -129,11 +126,11 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 			wantCatalog[o.GetName()] = true
 		}
 		annotations := o.GetAnnotations()
-		if annotations[xrs.AnnotationComposePolicy] != xrs.ComposePolicyCreateOnly {
+		if annotations[workerv1.AnnotationComposePolicy] != xrs.ComposePolicyCreateOnly {
 			_, err = a.apply(ctx, o)
 		} else {
 			// Create-only objects (derived InstanceTypes) are created once and then belong to their users.
-			delete(annotations, xrs.AnnotationComposePolicy)
+			delete(annotations, workerv1.AnnotationComposePolicy)
 			o.SetAnnotations(annotations)
 			_, err = a.create(ctx, o)
 		}
@@ -189,7 +186,7 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 	now := metav1.NewTime(r.now()).Rfc3339Copy()
 	keepQueues := func(typ string) {
 		for _, lq := range queues {
-			if lq.Annotations[pools.AnnotationQueue] == typ {
+			if lq.Annotations[workerv1.AnnotationQueue] == typ {
 				wantQueues[lq.Namespace+"/"+lq.Name] = true
 			}
 		}
@@ -232,10 +229,10 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 			errs = append(errs, r.release(ctx, it))
 			continue
 		}
-		if !deleting && !controllerutil.ContainsFinalizer(it, FinalizerControlled) {
+		if !deleting && !controllerutil.ContainsFinalizer(it, workerv1.FinalizerControlled) {
 			// Copied only here: the recompute visits every type, and nearly all have the finalizer already.
 			orig := it.DeepCopy()
-			controllerutil.AddFinalizer(it, FinalizerControlled)
+			controllerutil.AddFinalizer(it, workerv1.FinalizerControlled)
 			if err := r.Client.Patch(ctx, it, finalizersOf(orig)); err != nil {
 				failed(it, errors.Wrapf(err, "cannot add the finalizer of InstanceType %s", it.Name), true)
 				continue
@@ -350,9 +347,9 @@ func (r *Reconciler) queueOf(ctx context.Context, name string) (*kueuev1beta2.Cl
 
 // release lets a deleted InstanceType go once its queue is gone.
 func (r *Reconciler) release(ctx context.Context, it *workerv1.InstanceType) error {
-	if controllerutil.ContainsFinalizer(it, FinalizerControlled) {
+	if controllerutil.ContainsFinalizer(it, workerv1.FinalizerControlled) {
 		orig := it.DeepCopy()
-		controllerutil.RemoveFinalizer(it, FinalizerControlled)
+		controllerutil.RemoveFinalizer(it, workerv1.FinalizerControlled)
 		return errors.Wrapf(r.Client.Patch(ctx, it, finalizersOf(orig)), "cannot release InstanceType %s", it.Name)
 	}
 	return nil
@@ -370,7 +367,7 @@ func finalizersOf(orig *workerv1.InstanceType) client.Patch {
 // that are gone, and entrance queues of namespaces or types that are gone.
 func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, catalog, localQueues map[string]bool, queues []kueuev1beta2.LocalQueue) error {
 	cqs := &kueuev1beta2.ClusterQueueList{}
-	if err := r.Client.List(ctx, cqs, client.MatchingLabels{pools.LabelResourceType: pools.ResourceTypeInstTypes}); err != nil {
+	if err := r.Client.List(ctx, cqs, client.MatchingLabels{workerv1.LabelResourceType: workerv1.ResourceTypeInstTypes}); err != nil {
 		return errors.Wrap(err, "cannot list ClusterQueues")
 	}
 	for i := range cqs.Items {
@@ -382,14 +379,14 @@ func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, 
 	}
 	for i := range queues {
 		lq := &queues[i]
-		if _, ours := lq.Annotations[pools.AnnotationQueue]; ours && composedByUs(lq) && !localQueues[lq.Namespace+"/"+lq.Name] {
+		if _, ours := lq.Annotations[workerv1.AnnotationQueue]; ours && composedByUs(lq) && !localQueues[lq.Namespace+"/"+lq.Name] {
 			if err := a.delete(ctx, lq); err != nil {
 				return err
 			}
 		}
 	}
 	rfs := &kueuev1beta2.ResourceFlavorList{}
-	if err := r.Client.List(ctx, rfs, client.MatchingLabels{pools.LabelResourceType: pools.ResourceTypeNodes}); err != nil {
+	if err := r.Client.List(ctx, rfs, client.MatchingLabels{workerv1.LabelResourceType: workerv1.ResourceTypeNodes}); err != nil {
 		return errors.Wrap(err, "cannot list ResourceFlavors")
 	}
 	for i := range rfs.Items {

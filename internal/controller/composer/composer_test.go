@@ -63,7 +63,7 @@ func profiledNodes(file string) []client.Object {
 			labels[k] = v
 		}
 		out = append(out, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels,
-			Annotations: map[string]string{pools.AnnotationCPUName: n.CPU.Model}}})
+			Annotations: map[string]string{workerv1.AnnotationCPUName: n.CPU.Model}}})
 		if len(devices) > 0 {
 			out = append(out, &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Spec: providers.DevicesSpec(devices)})
 		}
@@ -100,7 +100,7 @@ func observe() chain {
 	got.Types = [][]string{walkthrough.Step1Types[0]}
 	for _, it := range its.Items {
 		s := it.Status.Summary
-		got.Types = append(got.Types, []string{it.Name, it.Labels[pools.LabelQueueEntrance], s.Unit, s.Accelerator, s.CPU, string(it.Status.Phase)})
+		got.Types = append(got.Types, []string{it.Name, it.Labels[workerv1.LabelQueueEntrance], s.Unit, s.Accelerator, s.CPU, string(it.Status.Phase)})
 	}
 	for _, s := range [][]string{got.ResourceFlavors, got.ClusterQueues, got.LocalQueues} {
 		sort.Strings(s)
@@ -157,7 +157,7 @@ var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once co
 
 	node := &corev1.Node{}
 	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node)).To(Succeed())
-	node.Labels[pools.LabelManaged] = "false"
+	node.Labels[workerv1.LabelManaged] = "false"
 	Expect(suite.Client.Update(ctx, node)).To(Succeed())
 	recompute("step 2")
 	step2 := step1
@@ -206,7 +206,7 @@ func cleanChain() {
 	its := &workerv1.InstanceTypeList{}
 	Expect(suite.Client.List(ctx, its)).To(Succeed())
 	for i := range its.Items {
-		if controllerutil.RemoveFinalizer(&its.Items[i], composer.FinalizerControlled) {
+		if controllerutil.RemoveFinalizer(&its.Items[i], workerv1.FinalizerControlled) {
 			Expect(suite.Client.Update(ctx, &its.Items[i])).To(Succeed())
 		}
 	}
@@ -249,7 +249,7 @@ var _ = Describe("a recompute that meets what it cannot write", func() {
 	It("goes on past a type whose queue it cannot write, and keeps that type's entrances", func() {
 		theirs := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-pool"}}
 		entrance := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pools.EntranceName("team-pool"),
-			Annotations: map[string]string{pools.AnnotationQueue: "team-pool", composer.AnnotationComposedHash: "from-before"}},
+			Annotations: map[string]string{workerv1.AnnotationQueue: "team-pool", workerv1.AnnotationComposedHash: "from-before"}},
 			Spec: kueue.LocalQueueSpec{ClusterQueue: "team-pool"}}
 		suite.Create(theirs, entrance, builders.MakeInstanceType("team-pool").Obj())
 		_, err := r.Reconcile(ctx, chain)
@@ -271,7 +271,7 @@ var _ = Describe("a recompute that meets what it cannot write", func() {
 		broken := builders.MakeInstanceType("broken").Obj()
 		broken.Spec.Acceleratable, broken.Spec.AcceleratorGroup = true, "acme-x1"
 		entrance := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pools.EntranceName("broken"),
-			Annotations: map[string]string{pools.AnnotationQueue: "broken", composer.AnnotationComposedHash: "from-before"}},
+			Annotations: map[string]string{workerv1.AnnotationQueue: "broken", workerv1.AnnotationComposedHash: "from-before"}},
 			Spec: kueue.LocalQueueSpec{ClusterQueue: "broken"}}
 		suite.Create(broken, entrance)
 		_, err := r.Reconcile(ctx, chain)
@@ -361,7 +361,7 @@ var _ = It("holds a pool that lost its flavors for the grace period before it dr
 		GinkgoHelper()
 		node := &corev1.Node{}
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node)).To(Succeed())
-		node.Labels[pools.LabelManaged] = v
+		node.Labels[workerv1.LabelManaged] = v
 		Expect(suite.Client.Update(ctx, node)).To(Succeed())
 	}
 	state := func() (string, workerv1.InstanceTypePhase, string) {
@@ -432,8 +432,8 @@ var _ = It("leaves out a node whose card count its Devices inventory does not ba
 
 	node := &corev1.Node{}
 	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-cpu"}, node)).To(Succeed())
-	node.Labels[pools.AcceleratablePrefix+"nvidia-tesla-t4"] = "true"
-	node.Labels[pools.AcceleratablePrefix+"nvidia-tesla-t4.count"] = "2000000000"
+	node.Labels[workerv1.AcceleratablePrefix+"nvidia-tesla-t4"] = "true"
+	node.Labels[workerv1.AcceleratablePrefix+"nvidia-tesla-t4.count"] = "2000000000"
 	Expect(suite.Client.Update(ctx, node)).To(Succeed())
 	recompute()
 	Expect(quotas()).To(Equal(before), "the T4 pool's quota")
@@ -521,7 +521,7 @@ var _ = It("owns exactly the fields it applies", func() {
 var _ = It("releases a deleted type when Kueue's CRDs are gone", func() {
 	ctx := context.Background()
 	it := builders.MakeInstanceType("no-kueue").Obj()
-	it.Finalizers = []string{composer.FinalizerControlled}
+	it.Finalizers = []string{workerv1.FinalizerControlled}
 	suite.Create(it)
 	Expect(suite.Client.Delete(ctx, it)).To(Succeed())
 	c := interceptor.NewClient(suite.Client, interceptor.Funcs{
@@ -563,7 +563,7 @@ var _ = It("composes and releases a type whose feature spells out a false field"
 	recompute()
 	it := &workerv1.InstanceType{}
 	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "a10g-no-overcommit"}, it)).To(Succeed())
-	Expect(it.Finalizers).To(ContainElement(composer.FinalizerControlled))
+	Expect(it.Finalizers).To(ContainElement(workerv1.FinalizerControlled))
 	Expect(readyOf("a10g-no-overcommit").Reason).NotTo(Equal("ComposeFailed"), readyOf("a10g-no-overcommit").Message)
 	Expect(it.Status.Phase).To(Equal(workerv1.InstanceTypeActive))
 

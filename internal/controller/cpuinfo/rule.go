@@ -9,14 +9,12 @@ import (
 
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/cpureporter"
 )
 
 // RuleName is the NodeFeatureRule the worker keeps.
 const RuleName = "gpustack-cpu-info"
-
-// AnnotationPrefix prefixes each fact's annotation (feature.gpustack.ai/cpu-name).
-const AnnotationPrefix = "feature.gpustack.ai/cpu-"
 
 // Rules returns the rules that annotate every node with its reported CPU facts: one rule per fact and
 // distinct value, sorted by fact and value, so the same facts always give the same spec.
@@ -35,7 +33,7 @@ func Rules(reported []map[string]string) nfdv1alpha1.NodeFeatureRuleSpec {
 		for _, v := range sortedKeys(values[k]) {
 			spec.Rules = append(spec.Rules, nfdv1alpha1.Rule{
 				Name:        "cpu-" + k + "=" + v,
-				Annotations: map[string]string{AnnotationPrefix + k: v},
+				Annotations: map[string]string{workerv1.AnnotationCPUPrefix + k: v},
 				MatchFeatures: nfdv1alpha1.FeatureMatcher{{
 					Feature: cpureporter.Feature,
 					MatchExpressions: &nfdv1alpha1.MatchExpressionSet{

@@ -6,14 +6,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
-	"github.com/gpustack/gpustack-operator/pools"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 func TestRules(t *testing.T) {
 	rule := func(fact, value string) nfdv1alpha1.Rule {
 		return nfdv1alpha1.Rule{
 			Name:        "cpu-" + fact + "=" + value,
-			Annotations: map[string]string{AnnotationPrefix + fact: value},
+			Annotations: map[string]string{workerv1.AnnotationCPUPrefix + fact: value},
 			MatchFeatures: nfdv1alpha1.FeatureMatcher{{Feature: "gpustack.cpu", MatchExpressions: &nfdv1alpha1.MatchExpressionSet{
 				fact: &nfdv1alpha1.MatchExpression{Op: nfdv1alpha1.MatchIn, Value: nfdv1alpha1.MatchValue{value}},
 			}}},
@@ -47,8 +47,5 @@ func TestRules(t *testing.T) {
 				t.Errorf("%s\nRules(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
-	}
-	if got := AnnotationPrefix + "name"; got != pools.AnnotationCPUName {
-		t.Errorf("the name rule annotates %s; the pools read %s", got, pools.AnnotationCPUName)
 	}
 }

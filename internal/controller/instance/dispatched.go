@@ -37,7 +37,7 @@ func (r *DispatchedReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if !dispatched(pod) || pod.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	inst := &workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Labels[instancepod.LabelInstance]}}
+	inst := &workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Labels[workerv1.LabelInstance]}}
 	secret, err := instancepod.HostKeysSecret(inst)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -53,7 +53,7 @@ func (r *DispatchedReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 // dispatched reports whether the Pod is an Instance's, created here by a manager's MultiKueue.
 func dispatched(pod *corev1.Pod) bool {
 	_, fromManager := pod.Labels[kueue.MultiKueueOriginLabel]
-	return fromManager && pod.Labels[instancepod.LabelInstance] != ""
+	return fromManager && pod.Labels[workerv1.LabelInstance] != ""
 }
 
 // SetupWithManager registers the reconciler for the Pods MultiKueue created here.

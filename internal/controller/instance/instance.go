@@ -358,7 +358,7 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		}
 		return nil, "the Pod was rejected: " + err.Error(), nil
 	}
-	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[instancepod.LabelQueueName])
+	r.Recorder.Eventf(inst, corev1.EventTypeNormal, "PodCreated", "created Pod %s in queue %s", pod.Name, pod.Labels[workerv1.LabelQueueName])
 	return pod, "", nil
 }
 

@@ -306,8 +306,8 @@ var _ = DescribeTable("gives a dispatched Instance's Pod its host-keys Secret",
 		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(secret), again)).To(Succeed())
 		Expect(again.Data).To(Equal(secret.Data))
 	},
-	Entry("dispatched from a manager", "dispatched", map[string]string{instancepod.LabelInstance: "dispatched", kueue.MultiKueueOriginLabel: "multikueue"}, true),
-	Entry("an Instance's Pod of this cluster", "local", map[string]string{instancepod.LabelInstance: "local"}, false),
+	Entry("dispatched from a manager", "dispatched", map[string]string{workerv1.LabelInstance: "dispatched", kueue.MultiKueueOriginLabel: "multikueue"}, true),
+	Entry("an Instance's Pod of this cluster", "local", map[string]string{workerv1.LabelInstance: "local"}, false),
 	Entry("a dispatched Pod that is no Instance's", "bare", map[string]string{kueue.MultiKueueOriginLabel: "multikueue"}, false),
 )
 

@@ -11,7 +11,6 @@ import (
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // kueueGate is the scheduling gate Kueue holds a Pod with until its Workload is admitted.
@@ -104,7 +103,7 @@ func DispatchedPhase(pod *corev1.Pod, cluster string) (workerv1.InstancePhase, s
 // WaitMessage says what a Pod Kueue holds waits for: quota in its queue (with Kueue's reason), a card with
 // room (with the node-devices check's reason) or, on a manager cluster, a member cluster to admit it.
 func WaitMessage(pod *corev1.Pod, wl *kueue.Workload) string {
-	queue := pod.Labels[instancepod.LabelQueueName]
+	queue := pod.Labels[workerv1.LabelQueueName]
 	if wl != nil {
 		for _, s := range wl.Status.AdmissionChecks {
 			if strings.HasPrefix(string(s.Name), gatewayv1.MultiKueueCheckPrefix) && s.State != kueue.CheckStateReady {

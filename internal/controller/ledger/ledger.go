@@ -96,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // record writes the cards of the Pod's newly placed containers onto the Pod.
 func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools.Claim, placed map[string][]string) error {
 	recorded := map[string][]string{}
-	_ = json.Unmarshal([]byte(pod.Annotations[pools.AnnotationAllocated]), &recorded)
+	_ = json.Unmarshal([]byte(pod.Annotations[workerv1.AnnotationAllocated]), &recorded)
 	changed := false
 	prefix := pod.Namespace + "/" + pod.Name + "/"
 	for _, c := range claims {
@@ -119,7 +119,7 @@ func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[pools.AnnotationAllocated] = string(value)
+	pod.Annotations[workerv1.AnnotationAllocated] = string(value)
 	if err := r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return errors.Wrapf(client.IgnoreNotFound(err), "cannot record the cards of Pod %s/%s", pod.Namespace, pod.Name)
 	}

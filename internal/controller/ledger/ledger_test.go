@@ -40,7 +40,7 @@ func makePod(name, node string, phase corev1.PodPhase, limits map[string]string,
 			Resources: corev1.ResourceRequirements{Limits: l}}}},
 		Status: corev1.PodStatus{Phase: phase}}
 	if recorded != "" {
-		p.Annotations = map[string]string{pools.AnnotationAllocated: recorded}
+		p.Annotations = map[string]string{workerv1.AnnotationAllocated: recorded}
 	}
 	return p
 }
@@ -75,7 +75,7 @@ var _ = Describe("Reconcile", func() {
 			d := &workerv1.Devices{}
 			Expect(suite.Client.Get(ctx, req.NamespacedName, d)).To(Succeed())
 			Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
-			got := want{Cards: map[string]string{}, Recorded: pod.Annotations[pools.AnnotationAllocated]}
+			got := want{Cards: map[string]string{}, Recorded: pod.Annotations[workerv1.AnnotationAllocated]}
 			for _, g := range d.Status.Groups {
 				for _, a := range g.Accelerators {
 					got.Cards[a.ID] = fmt.Sprintf("%d/%d/%d/%d", a.Mode, a.Allocated, a.Remaining, a.AllocatedSlices)

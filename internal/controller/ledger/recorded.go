@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpustack/gpustack-operator/pools"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 // recordedTTL is how long a recorded card list is remembered when the cache never shows it (the Pod went).
@@ -52,7 +52,7 @@ func (m *recordedMemo) overlay(pods []corev1.Pod, now time.Time) {
 		if !ok {
 			continue
 		}
-		if p.Annotations[pools.AnnotationAllocated] == e.value {
+		if p.Annotations[workerv1.AnnotationAllocated] == e.value {
 			delete(m.entries, p.UID)
 			continue
 		}
@@ -60,7 +60,7 @@ func (m *recordedMemo) overlay(pods []corev1.Pod, now time.Time) {
 		for k, v := range p.Annotations {
 			annotations[k] = v
 		}
-		annotations[pools.AnnotationAllocated] = e.value
+		annotations[workerv1.AnnotationAllocated] = e.value
 		p.Annotations = annotations
 	}
 }

@@ -9,14 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpustack/gpustack-operator/pools"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 func TestRecordedMemo(t *testing.T) {
 	pod := func(uid, cards string) corev1.Pod {
 		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid), Annotations: map[string]string{"other": "kept"}}}
 		if cards != "" {
-			p.Annotations[pools.AnnotationAllocated] = cards
+			p.Annotations[workerv1.AnnotationAllocated] = cards
 		}
 		return p
 	}
@@ -43,7 +43,7 @@ func TestRecordedMemo(t *testing.T) {
 			m.overlay(tc.cached, start.Add(tc.after))
 			var got []string
 			for _, p := range tc.cached {
-				got = append(got, p.Annotations[pools.AnnotationAllocated])
+				got = append(got, p.Annotations[workerv1.AnnotationAllocated])
 				if p.Annotations["other"] != "kept" {
 					t.Errorf("%s\noverlay lost another annotation of %s", tc.reason, p.Name)
 				}

@@ -48,7 +48,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot get node")
 	}
-	if err == nil && node.Labels[pools.LabelManaged] == "true" {
+	if err == nil && node.Labels[workerv1.LabelManaged] == "true" {
 		d := &workerv1.Devices{}
 		switch err := r.Client.Get(ctx, req.NamespacedName, d); {
 		case err == nil:

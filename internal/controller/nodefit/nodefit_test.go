@@ -25,7 +25,7 @@ func TestNodeFit(t *testing.T) { testenv.RunSuite(t, "node fit labels suite", &s
 // A managed node's fit labels follow its ledger in its fit NodeFeature, a converged reconcile writes nothing,
 // and a node taken out of the pools loses them with the NodeFeature.
 var _ = It("keeps a node's fit labels in its fit NodeFeature", func(ctx context.Context) {
-	node := builders.MakeNode("fit-a10g").Label(pools.LabelManaged, "true").Obj()
+	node := builders.MakeNode("fit-a10g").Label(workerv1.LabelManaged, "true").Obj()
 	devices := builders.MakeDevices("fit-a10g").Cards("nvidia", "NVIDIA A10G", 24576, 2).Obj()
 	suite.Create(node, devices)
 
@@ -59,7 +59,7 @@ var _ = It("keeps a node's fit labels in its fit NodeFeature", func(ctx context.
 	Expect(labels()).To(Equal(map[string]string{"sliced-max-free-units.fit.gpustack.ai/nvidia-a10g": "480000",
 		"shared-free-cards.fit.gpustack.ai/nvidia-a10g": "0"}), "the freest piece is 30 %; no card gives a share")
 
-	node.Labels[pools.LabelManaged] = "false"
+	node.Labels[workerv1.LabelManaged] = "false"
 	Expect(suite.Client.Update(ctx, node)).To(Succeed())
 	Expect(labels()).To(BeNil(), "a node out of the pools has no fit labels")
 })

@@ -77,15 +77,15 @@ func (r *Reconciler) publish(ctx context.Context, node *corev1.Node, manual, mix
 	managed := ""
 	if !manual {
 		managed = "true"
-		if v, ok := nf.Spec.Labels[pools.LabelManaged]; exists && ok {
+		if v, ok := nf.Spec.Labels[workerv1.LabelManaged]; exists && ok {
 			managed = v
 		}
 	}
-	labels := pools.WorkerLabels(node.Labels[pools.LabelCPUVendor], node.Annotations[pools.AnnotationCPUName],
-		node.Labels[pools.LabelCPUFamily], node.Labels[pools.LabelCPUModelID], cores, managed)
+	labels := pools.WorkerLabels(node.Labels[workerv1.LabelCPUVendor], node.Annotations[workerv1.AnnotationCPUName],
+		node.Labels[workerv1.LabelCPUFamily], node.Labels[workerv1.LabelCPUModelID], cores, managed)
 	// A node whose labels cannot be read is not marked: the composer reports it and leaves it out of the pools.
 	if n, err := pools.NodeFromLabels(node.Name, node.Labels, node.Annotations); err == nil && pools.CPUOnly(n, mixedOnNode) {
-		labels[pools.LabelCPUOnly] = "true"
+		labels[workerv1.LabelCPUOnly] = "true"
 	}
 	if !exists {
 		nf = &nfdv1alpha1.NodeFeature{
@@ -112,15 +112,15 @@ func (r *Reconciler) stampDevices(ctx context.Context, node *corev1.Node) error 
 		return client.IgnoreNotFound(errors.Wrap(err, "cannot get Devices"))
 	}
 	want := map[string]string{
-		pools.LabelOS: node.Labels[pools.LabelOS], pools.LabelArch: node.Labels[pools.LabelArch],
-		pools.LabelManaged: node.Labels[pools.LabelManaged],
+		workerv1.LabelOS: node.Labels[workerv1.LabelOS], workerv1.LabelArch: node.Labels[workerv1.LabelArch],
+		workerv1.LabelManaged: node.Labels[workerv1.LabelManaged],
 	}
 	changed := false
 	if n, err := pools.NodeFromLabels(node.Name, node.Labels, node.Annotations); err == nil && n.CPU.Key != pools.Generic {
-		key := pools.GeneralPrefix + n.CPU.Key
+		key := workerv1.GeneralPrefix + n.CPU.Key
 		want[key] = "true"
 		for k := range d.Labels {
-			if strings.HasPrefix(k, pools.GeneralPrefix) && k != key {
+			if strings.HasPrefix(k, workerv1.GeneralPrefix) && k != key {
 				delete(d.Labels, k)
 				changed = true
 			}

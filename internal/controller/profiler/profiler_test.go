@@ -17,7 +17,6 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
-	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -28,8 +27,8 @@ func TestProfiler(t *testing.T) { testenv.RunSuite(t, "profiler controller suite
 
 // epycNode is the walkthrough's CPU node as NFD labels it: 16 cores of an AMD EPYC 7R13.
 func epycNode(name string) *corev1.Node {
-	return builders.MakeNode(name).Label(pools.LabelCPUVendor, "AMD").
-		Annotation(pools.AnnotationCPUName, "AMD EPYC 7R13 Processor").Capacity(corev1.ResourceCPU, "16").Obj()
+	return builders.MakeNode(name).Label(workerv1.LabelCPUVendor, "AMD").
+		Annotation(workerv1.AnnotationCPUName, "AMD EPYC 7R13 Processor").Capacity(corev1.ResourceCPU, "16").Obj()
 }
 
 func workerFeature(node string, labels map[string]string) *nfdv1alpha1.NodeFeature {
@@ -92,26 +91,26 @@ var _ = Describe("Reconcile", func() {
 			writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
 		},
 		Entry("a new node is managed, with its CPU's gKey, core count and manufacturer",
-			[]client.Object{epycNode("new")}, want{Feature: with(epyc, pools.LabelManaged, "true")}),
+			[]client.Object{epycNode("new")}, want{Feature: with(epyc, workerv1.LabelManaged, "true")}),
 		Entry("an administrator's gpustack.ai/managed=false on the NodeFeature takes the node out of its pools and stays",
-			[]client.Object{epycNode("unmanaged"), workerFeature("unmanaged", map[string]string{pools.LabelManaged: "false"})},
-			want{Feature: with(epyc, pools.LabelManaged, "false")}),
+			[]client.Object{epycNode("unmanaged"), workerFeature("unmanaged", map[string]string{workerv1.LabelManaged: "false"})},
+			want{Feature: with(epyc, workerv1.LabelManaged, "false")}),
 		Entry("the node's Devices object gets the node's platform, managed flag and gKey as labels",
-			[]client.Object{builders.MakeNode("stamped").Label(pools.LabelCPUVendor, "AMD").Label(pools.LabelManaged, "true").
+			[]client.Object{builders.MakeNode("stamped").Label(workerv1.LabelCPUVendor, "AMD").Label(workerv1.LabelManaged, "true").
 				Label("general.feature.gpustack.ai/amd-epyc-7r13", "true").Label("general.feature.gpustack.ai/amd-epyc-7r13.count", "16").
-				Annotation(pools.AnnotationCPUName, "AMD EPYC 7R13 Processor").Capacity(corev1.ResourceCPU, "16").Obj(),
+				Annotation(workerv1.AnnotationCPUName, "AMD EPYC 7R13 Processor").Capacity(corev1.ResourceCPU, "16").Obj(),
 				builders.MakeDevices("stamped").Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj()},
-			want{Feature: with(epyc, pools.LabelManaged, "true"), DevicesLabels: map[string]string{
-				pools.LabelOS: "linux", pools.LabelArch: "amd64", pools.LabelManaged: "true",
+			want{Feature: with(epyc, workerv1.LabelManaged, "true"), DevicesLabels: map[string]string{
+				workerv1.LabelOS: "linux", workerv1.LabelArch: "amd64", workerv1.LabelManaged: "true",
 				"general.feature.gpustack.ai/amd-epyc-7r13": "true"}}),
 		Entry("a CPU key the Devices object had before (the fallback, before the brand was read) is taken off",
-			[]client.Object{builders.MakeNode("restamped").Label(pools.LabelCPUVendor, "AMD").Label(pools.LabelManaged, "true").
+			[]client.Object{builders.MakeNode("restamped").Label(workerv1.LabelCPUVendor, "AMD").Label(workerv1.LabelManaged, "true").
 				Label("general.feature.gpustack.ai/amd-epyc-7r13", "true").Label("general.feature.gpustack.ai/amd-epyc-7r13.count", "16").
-				Annotation(pools.AnnotationCPUName, "AMD EPYC 7R13 Processor").Capacity(corev1.ResourceCPU, "16").Obj(),
+				Annotation(workerv1.AnnotationCPUName, "AMD EPYC 7R13 Processor").Capacity(corev1.ResourceCPU, "16").Obj(),
 				withLabel(builders.MakeDevices("restamped").Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj(),
 					"general.feature.gpustack.ai/amd-23-1", "true")},
-			want{Feature: with(epyc, pools.LabelManaged, "true"), DevicesLabels: map[string]string{
-				pools.LabelOS: "linux", pools.LabelArch: "amd64", pools.LabelManaged: "true",
+			want{Feature: with(epyc, workerv1.LabelManaged, "true"), DevicesLabels: map[string]string{
+				workerv1.LabelOS: "linux", workerv1.LabelArch: "amd64", workerv1.LabelManaged: "true",
 				"general.feature.gpustack.ai/amd-epyc-7r13": "true"}}),
 	)
 
@@ -124,7 +123,7 @@ var _ = Describe("Reconcile", func() {
 		Expect(err).NotTo(HaveOccurred())
 		nf := &nfdv1alpha1.NodeFeature{}
 		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(workerFeature("manual", nil)), nf)).To(Succeed())
-		Expect(nf.Spec.Labels).NotTo(HaveKey(pools.LabelManaged))
+		Expect(nf.Spec.Labels).NotTo(HaveKey(workerv1.LabelManaged))
 	})
 
 	It("marks only the nodes without accelerators cpu-only when instance-type-mixed-on-node is off", func() {
@@ -136,8 +135,8 @@ var _ = Describe("Reconcile", func() {
 			epycNode("mixed-off-cpu"), gpu)
 		r := &profiler.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10)}
 		for node, want := range map[string]map[string]string{
-			"mixed-off-cpu": with(with(epyc, pools.LabelManaged, "true"), pools.LabelCPUOnly, "true"),
-			"mixed-off-gpu": with(epyc, pools.LabelManaged, "true"),
+			"mixed-off-cpu": with(with(epyc, workerv1.LabelManaged, "true"), workerv1.LabelCPUOnly, "true"),
+			"mixed-off-gpu": with(epyc, workerv1.LabelManaged, "true"),
 		} {
 			DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), workerFeature(node, nil)) })
 			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: node}})

@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpustack/gpustack-operator/pools"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -22,14 +22,14 @@ func TestNodeFor(t *testing.T) {
 		CPUName  string
 		Capacity map[string]string
 	}
-	got := view{Labels: node.Labels, CPUName: node.Annotations[pools.AnnotationCPUName], Capacity: map[string]string{}}
+	got := view{Labels: node.Labels, CPUName: node.Annotations[workerv1.AnnotationCPUName], Capacity: map[string]string{}}
 	for k, v := range node.Status.Capacity {
 		got.Capacity[string(k)] = v.String()
 	}
 	want := view{
 		Labels: map[string]string{
 			corev1.LabelHostname: "node-t4-b", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
-			"type": "kwok", pools.LabelCPUVendor: "Intel", pools.LabelCPUFamily: "6", pools.LabelCPUModelID: "85",
+			"type": "kwok", workerv1.LabelCPUVendor: "Intel", workerv1.LabelCPUFamily: "6", workerv1.LabelCPUModelID: "85",
 			"feature.node.kubernetes.io/pci-10de.present": "true",
 		},
 		CPUName: "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz",

@@ -4,8 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
-	"github.com/gpustack/gpustack-operator/pools"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -29,13 +29,13 @@ func kwokNode(n simulated.Node) *corev1.Node {
 		"type":                 "kwok",
 	}
 	if n.CPU.Vendor != "" {
-		labels[pools.LabelCPUVendor] = n.CPU.Vendor
+		labels[workerv1.LabelCPUVendor] = n.CPU.Vendor
 	}
 	if n.CPU.Family != "" {
-		labels[pools.LabelCPUFamily] = n.CPU.Family
+		labels[workerv1.LabelCPUFamily] = n.CPU.Family
 	}
 	if n.CPU.ID != "" {
-		labels[pools.LabelCPUModelID] = n.CPU.ID
+		labels[workerv1.LabelCPUModelID] = n.CPU.ID
 	}
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(n.CPU.Cores, resource.DecimalSI),
@@ -65,9 +65,9 @@ func kwokNode(n simulated.Node) *corev1.Node {
 		"node.alpha.kubernetes.io/ttl": "0",
 	}
 	if n.CPU.Model != "" {
-		annotations[pools.AnnotationCPUName] = n.CPU.Model
+		annotations[workerv1.AnnotationCPUName] = n.CPU.Model
 	}
-	annotations["feature.gpustack.ai/cpu-logical-cores"] = strconv.FormatInt(n.CPU.Cores, 10)
+	annotations[workerv1.AnnotationCPULogicalCores] = strconv.FormatInt(n.CPU.Cores, 10)
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
 		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy()},
