@@ -79,7 +79,7 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate everyt
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=package/crds
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./cmd/gpustack-operator/... \
 		output:rbac:artifacts:config=package/rbac/worker
-	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./deviceagent/... \
+	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./devicemanager/... \
 		output:rbac:artifacts:config=package/rbac/device-manager
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-cpu-info paths=./cpureporter/... \
 		output:rbac:artifacts:config=package/rbac/cpu-info
@@ -154,7 +154,7 @@ $(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
 # sidecar and the stand-in enforcers (hack/nodeimages says what each holds).
 NODE_IMAGE_BINS := $(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/nfd-worker-$(NFD_VERSION) \
 	$(STAMP)/nfd-gc-$(NFD_VERSION) $(STAMP)/local-path-provisioner-$(LOCAL_PATH_VERSION)
-$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go deviceagent/deviceplugin/runtime.go $(NODE_IMAGE_BINS) \
+$(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimage/image.go devicemanager/deviceplugin/runtime.go $(NODE_IMAGE_BINS) \
 		$(BIN)/enforcer-standin.so $(BIN)/gpustack-ssh-server | host-packages
 	$(call say,building the real nodes' images into $(BIN)/images)
 	k8s=$(call moddir,k8s,k8s.io/kubernetes); mkdir -p $(BIN) && \
@@ -288,7 +288,7 @@ verify-generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## make gener
 # The tiers, cheapest first. test-unit needs no binary (the tests that do skip, saying why); test-integration
 # runs the packages whose tests start envtest's API server or the policy tools; test-e2e and test-packages start
 # local clusters of their own, so they run one package at a time, never two clusters at once on two cores.
-INTEGRATION_PKGS := ./apis/... ./deviceagent/... ./internal/... ./policies/... ./test/framework/... ./test/rbac/...
+INTEGRATION_PKGS := ./apis/... ./devicemanager/... ./internal/... ./policies/... ./test/framework/... ./test/rbac/...
 TEST_ENV := GPUSTACK_BIN=$(BIN) KUBEBUILDER_ASSETS=$(BIN)
 
 .PHONY: test

@@ -16,7 +16,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent/nodefeature"
+	"github.com/gpustack/gpustack-operator/devicemanager/nodefeature"
 	"github.com/gpustack/gpustack-operator/providers/cpuinfo"
 )
 
@@ -31,7 +31,7 @@ const PartOf = "gpustack-operator-cpu-info"
 // Spec is the spec of a node's cpu-info NodeFeature: the CPU's facts as the attributes of Feature, and as
 // labels the identity NFD's cpu-model labels carry, read from the same /proc/cpuinfo (on
 // real hardware the values NFD reads from cpuid, and one source for the labels and annotations), and
-// acceleratable=false, which the device agent's NodeFeature overrides on a node with accelerators.
+// acceleratable=false, which the device manager's NodeFeature overrides on a node with accelerators.
 func Spec(cpu cpuinfo.CPU) nfdv1alpha1.NodeFeatureSpec {
 	labels := map[string]string{workerv1.LabelAcceleratable: "false"}
 	for k, v := range map[string]string{workerv1.LabelCPUVendor: cpu.Vendor, workerv1.LabelCPUFamily: cpu.Family, workerv1.LabelCPUModelID: cpu.Model} {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU and its driver: print what the device agent would publish for this node (the
+# On a machine with an NVIDIA GPU and its driver: print what the device manager would publish for this node (the
 # NodeFeature labels and the Devices spec), read through the real NVML. No cluster needed.
 #
 # The operator binary is, in order: $GPU_CHECK_BINARY; bin/gpu-check/gpustack-operator.gz, which

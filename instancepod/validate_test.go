@@ -64,7 +64,7 @@ func TestValidate(t *testing.T) {
 		"SliceNotEnforced": {reason: "A slice of a vendor whose slices the agent cannot enforce is refused, naming the vendor's enforcer.",
 			inst:  instance(workerv1.InstanceResources{AcceleratorSlicedMemoryPercentage: ptr.To[int32](20)}),
 			facts: Facts{Type: mlu}, want: []string{"spec.resources.acceleratorSlicedMemoryPercentage: Forbidden: instance type " +
-				"gpustack--cambricon-mlu370-linux-amd64 (pool cambricon-mlu370) has no logical slicing: the device agent cannot " +
+				"gpustack--cambricon-mlu370-linux-amd64 (pool cambricon-mlu370) has no logical slicing: the device manager cannot " +
 				"create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget"}},
 		"ProfileNotOffered": {reason: "A profile the pool does not offer lists the ones it does.",
 			inst:  instance(workerv1.InstanceResources{AcceleratorPartitionedProfile: "7g.80gb"}),

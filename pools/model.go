@@ -97,7 +97,7 @@ type Partition struct {
 func (c Card) Partitioned() bool { return len(c.Partitions) > 0 }
 
 // NodeFromLabels reads a node's profile from its labels, as NFD propagated them from the worker's and the
-// device agent's NodeFeatures, and its CPU model from the gpustack-cpu-info annotation. A malformed label is
+// device manager's NodeFeatures, and its CPU model from the gpustack-cpu-info annotation. A malformed label is
 // an error naming the label; the caller reports it and leaves the node out.
 func NodeFromLabels(name string, labels, annotations map[string]string) (Node, error) {
 	n := Node{Name: name, OS: labels[workerv1.LabelOS], Arch: labels[workerv1.LabelArch], Managed: labels[workerv1.LabelManaged] == "true"}

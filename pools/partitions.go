@@ -15,7 +15,7 @@ import (
 // A partitioned card is modelled as the hardware lays it out: a row of memory slices (8 on an H100), each
 // profile taking Size slices at one of its legal starts. How many more partitions of a profile a card can
 // take depends on where the ones it holds sit, so the remaining counts are recomputed from the partitions
-// held, placed largest first, each at its first free legal start. The device agent creates each partition at
+// held, placed largest first, each at its first free legal start. The device manager creates each partition at
 // its first free start too, so the two agree as long as partitions come and go in the same order; where they
 // differ (a small partition freed below a large one) the card may hold more than the ledger says, never less.
 

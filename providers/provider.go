@@ -1,5 +1,5 @@
 // Package providers is the vendor-neutral device inventory: the model every backend reports in, and the
-// Provider interface the device agent runs. Each vendor has its own backend package; the simulated backend
+// Provider interface the device manager runs. Each vendor has its own backend package; the simulated backend
 // reads the local cluster's inventory file.
 package providers
 

@@ -1,7 +1,7 @@
 // Package sshsidecar is the SSH sidecar of an Instance's Pod (the image gpustack/ssh-server): it starts
 // OpenSSH's sshd with the Instance's authorized keys, and every session it forces through Enter, which puts
 // the session inside the main container as that container's own processes see it: main's root with all its
-// mounts, main's environment (the card visibility and slice budget the device agent's Allocate set) and no
+// mounts, main's environment (the card visibility and slice budget the device manager's Allocate set) and no
 // capability left.
 //
 // It needs no capability beyond the container runtime's default set. A session reaches main's root through

@@ -32,7 +32,7 @@ type Vendor struct {
 	// PartitionKind is the hardware partitioning scheme (mig), empty when the vendor has none.
 	PartitionKind string
 	// SliceGap says why the vendor's cards are not soft-sliced although the vendor has soft slicing: its
-	// enforcer is not built into the device agent yet. Empty when SlicesPerCard says all.
+	// enforcer is not built into the device manager yet. Empty when SlicesPerCard says all.
 	SliceGap string
 	// RuntimeInjects is true when the vendor's RuntimeClass is the one that injects its driver (NVIDIA, Moore
 	// Threads) or its devices (Ascend, Iluvatar) into containers: the chart creates that RuntimeClass. An
@@ -55,14 +55,14 @@ var builtin = []Vendor{
 	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, "", "", false},
 	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, "", "", true},
 	{"cambricon", "Cambricon", "cabc", "cambricon.com/mlu", "cambricon", "MLU", 0, false, "",
-		"the device agent cannot create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget", false},
+		"the device manager cannot create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget", false},
 	{"hygon", "Hygon", "1d94", "hygon.com/dcu", "hygon", "DCU", 0, false, "mig",
-		"the device agent cannot write Hygon's per-Pod vdev configuration, which enforces a slice's budget", false},
+		"the device manager cannot write Hygon's per-Pod vdev configuration, which enforces a slice's budget", false},
 	{"iluvatar", "Iluvatar", "1e3e", "iluvatar.com/gpu", "iluvatar", "GPU", 16, false, "", "", true},
 	{"metax", "MetaX", "9999", "metax-tech.com/gpu", "metax", "GPU", 0, false, "",
-		"the device agent cannot create MetaX's sGPUs (sysfs fixed-share), which enforce a slice's budget", false},
+		"the device manager cannot create MetaX's sGPUs (sysfs fixed-share), which enforce a slice's budget", false},
 	{"mthreads", "Moore Threads", "1ed5", "mthreads.com/gpu", "mthreads", "GPU", 0, false, "",
-		"the device agent cannot drive Moore Threads' sGPU kernel module, which enforces a slice's budget", true},
+		"the device manager cannot drive Moore Threads' sGPU kernel module, which enforces a slice's budget", true},
 	{"thead", "T-Head", "1ded", "alibabacloud.com/ppu", "", "PPU", 16, false, "mig", "", false},
 }
 
@@ -77,7 +77,7 @@ var table = builtin
 
 // Configure applies the GPUSTACK_<MFR>_* overrides read through getenv (os.Getenv) to the table All and Lookup
 // answer from. A process calls it once at start, before it looks a vendor up: the operator's main and the
-// composition functions' server do, so the worker, its device agents (which inherit the worker's GPUSTACK_*
+// composition functions' server do, so the worker, its device managers (which inherit the worker's GPUSTACK_*
 // variables) and a function Pod given the same variables compute the same names.
 func Configure(getenv func(string) string) {
 	out := make([]Vendor, len(builtin))

@@ -22,15 +22,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
-	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/hardware"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 )
 
-// runDeviceManager runs the device agent on this node's hardware. With --simulate-inventory it stands in for the agents of every node
+// runDeviceManager runs the device manager on this node's hardware. With --simulate-inventory it stands in for the agents of every node
 // of an inventory file (or of --node only), reporting their simulated cards through the same publishing code
 // a real agent uses.
 func runDeviceManager(args []string) error {
@@ -50,7 +50,7 @@ func runDeviceManager(args []string) error {
 	if *printOnly {
 		return printDetected(*node)
 	}
-	agents, err := deviceAgents(*inventoryFile, *node)
+	agents, err := deviceManagers(*inventoryFile, *node)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func runDeviceManager(args []string) error {
 	if *inventoryFile == "" {
 		// One real node: detect, publish and serve the kubelet device plugin.
 		for name, p := range agents {
-			a := &deviceagent.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
+			a := &devicemanager.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
 				Runtime: deviceplugin.DefaultRuntime(), Log: logger}
 			if hw, ok := p.(*hardware.Provider); ok {
 				a.Partitioners = map[string]deviceplugin.Partitioner{"nvidia": hw.MIG()}
@@ -105,10 +105,10 @@ func runDeviceManager(args []string) error {
 // nodePublishers returns the publisher of each simulated node: one client for all, or, with a token
 // directory, one per node that sends that node's token (the clients share c's mapping of kinds to resources,
 // so thousands of nodes cost one discovery).
-func nodePublishers(cfg *rest.Config, c client.Client, tokens string, agents map[string]providers.Provider) (map[string]*deviceagent.Publisher, error) {
-	out := map[string]*deviceagent.Publisher{}
+func nodePublishers(cfg *rest.Config, c client.Client, tokens string, agents map[string]providers.Provider) (map[string]*devicemanager.Publisher, error) {
+	out := map[string]*devicemanager.Publisher{}
 	for name := range agents {
-		out[name] = &deviceagent.Publisher{Client: c}
+		out[name] = &devicemanager.Publisher{Client: c}
 		if tokens == "" {
 			continue
 		}
@@ -123,9 +123,9 @@ func nodePublishers(cfg *rest.Config, c client.Client, tokens string, agents map
 	return out, nil
 }
 
-// deviceAgents returns the provider of each node this process reports for: the simulated cards of an
+// deviceManagers returns the provider of each node this process reports for: the simulated cards of an
 // inventory file's nodes, or this node's hardware (--node, else NODE_NAME, which the DaemonSet sets).
-func deviceAgents(inventoryFile, node string) (map[string]providers.Provider, error) {
+func deviceManagers(inventoryFile, node string) (map[string]providers.Provider, error) {
 	if inventoryFile == "" {
 		if node == "" {
 			node = os.Getenv("NODE_NAME")
@@ -134,7 +134,7 @@ func deviceAgents(inventoryFile, node string) (map[string]providers.Provider, er
 			return nil, errors.New("cannot tell which node this is: pass --node or set NODE_NAME")
 		}
 		// The vendors' tools are the node's, run in its root as the DaemonSet mounts it.
-		run := smitool.ExecRunner{Root: deviceagent.HostRoot, Scratch: deviceagent.ToolScratch}
+		run := smitool.ExecRunner{Root: devicemanager.HostRoot, Scratch: devicemanager.ToolScratch}
 		return map[string]providers.Provider{node: hardware.New(hardware.Options{Runner: run})}, nil
 	}
 	inv, err := simulated.Load(inventoryFile)
@@ -155,7 +155,7 @@ func deviceAgents(inventoryFile, node string) (map[string]providers.Provider, er
 
 // publishOnce detects and publishes. Cards a backend could only partly read come back unhealthy with an
 // error; they are published all the same, so the ledger shows them, and the error is returned for the log.
-func publishOnce(ctx context.Context, pub *deviceagent.Publisher, node string, p providers.Provider) error {
+func publishOnce(ctx context.Context, pub *devicemanager.Publisher, node string, p providers.Provider) error {
 	devices, detectErr := p.Detect(ctx)
 	if detectErr != nil && len(devices) == 0 {
 		return errors.Wrapf(detectErr, "cannot detect the cards of node %s", node)
@@ -197,7 +197,7 @@ func serveMetrics(ctx context.Context, addr string, logger logr.Logger, ready fu
 		return errors.Wrap(err, "cannot listen for metrics")
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(deviceagent.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(devicemanager.Registry, promhttp.HandlerOpts{}))
 	// The DaemonSet's probes: alive while the process answers; ready once the cards are published and every
 	// device plugin is registered with the kubelet (again, after the kubelet restarted).
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })

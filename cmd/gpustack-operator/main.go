@@ -1,7 +1,7 @@
 // Command gpustack-operator is the operator's one binary:
 //
 //	gpustack-operator worker          the control plane: profiler, composer and settings
-//	gpustack-operator device-manager  the per-node device agent
+//	gpustack-operator device-manager  the per-node device manager
 //	gpustack-operator cpu-info        reports the node's CPU from /proc/cpuinfo (a DaemonSet on every node)
 //	gpustack-operator plan            a dry run of the chain for an inventory file
 //	gpustack-operator function NAME   serves a composition function over gRPC for Crossplane

@@ -25,7 +25,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/controller/cardcheck"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
@@ -60,8 +60,8 @@ func runWorker(args []string) error {
 	webhookURL := fs.String("webhook-url", "", "base URL the API server reaches the webhooks at, instead of a Service (https://127.0.0.1:9443)")
 	webhookSecret := fs.String("webhook-secret", "gpustack-worker-webhook-tls", "Secret with the webhooks' tls.crt, tls.key and ca.crt")
 	webhookCertManager := fs.Bool("webhook-cert-manager", false, "cert-manager issues the webhook Secret: wait for it instead of self-signing")
-	agentImage := fs.String("device-manager-image", "", "deploy the device agents with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
-	enforcerImage := fs.String("enforcer-image", "", "an image of the soft-slicing enforcers (libvgpu.so and its kin under "+deviceagent.EnforcerImageDir+", with sh and cp) that each device agent copies to its node before it starts; empty copies none")
+	agentImage := fs.String("device-manager-image", "", "deploy the device managers with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
+	enforcerImage := fs.String("enforcer-image", "", "an image of the soft-slicing enforcers (libvgpu.so and its kin under "+devicemanager.EnforcerImageDir+", with sh and cp) that each device manager copies to its node before it starts; empty copies none")
 	kueueConfig := fs.String("kueue-config", kueueconfig.Namespace+"/"+kueueconfig.ConfigMap, "namespace/name of the ConfigMap that holds the Kueue controller's configuration ("+kueueconfig.ConfigKey+"): the worker checks it carries what the operator needs and says what it lacks on every InstanceType (condition "+composer.ConditionKueueConfigured+"); empty checks nothing")
 	leaderElect := fs.Bool("leader-elect", true, "run the controllers and the AdmissionCheck on one replica at a time, the holder of the Lease "+leaseName+" in the worker's namespace; every replica serves the webhooks")
 	// client-go's own limit (5 requests a second, bursts of 10) held each verdict of the check and each Instance
@@ -128,7 +128,7 @@ func runWorker(args []string) error {
 	if *agentImage != "" {
 		// A node agent the worker may not deploy (a role older than this binary, during an upgrade) is reported
 		// and leaves the others, and the worker, running.
-		d := deviceagent.DeploymentFromEnv(*agentImage)
+		d := devicemanager.DeploymentFromEnv(*agentImage)
 		d.EnforcerImage = *enforcerImage
 		if err := deployAgents(ctx, direct, d); err != nil {
 			ctrl.Log.WithName("node-agents").Error(err, "cannot deploy every node agent; the others are deployed")
@@ -254,7 +254,7 @@ func setupNodeProfile(ctx context.Context, mgr ctrl.Manager, direct client.Clien
 
 // deployAgents server-side applies the node agents' DaemonSets, each whatever became of the others; applying
 // what is already there writes nothing.
-func deployAgents(ctx context.Context, c client.Client, d deviceagent.Deployment) error {
+func deployAgents(ctx context.Context, c client.Client, d devicemanager.Deployment) error {
 	var errs []error
 	for _, o := range d.Objects() {
 		u, err := scheme.ForApply(o)

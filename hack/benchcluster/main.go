@@ -1,6 +1,6 @@
 // Command benchcluster is the scale harness of `make bench-cluster`: it starts a local cluster of one real node
 // and generated KWOK nodes (eight cards each, twelve products), installs the chart as in the demo (its system
-// Pods on the real node, a simulated device agent reporting the KWOK nodes' cards), measures how the operator
+// Pods on the real node, a simulated device manager reporting the KWOK nodes' cards), measures how the operator
 // behaves at that size, prints a table and one `name: value unit` line per measure, and records the run in a
 // results file that the plot is drawn from.
 //

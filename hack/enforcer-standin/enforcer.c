@@ -1,5 +1,5 @@
 /*
- * enforcer.c is a stand-in for the vendors' soft-slicing enforcers the device agent's Allocate preloads (through
+ * enforcer.c is a stand-in for the vendors' soft-slicing enforcers the device manager's Allocate preloads (through
  * /etc/ld.so.preload) into every process of a container that holds a slice: HAMi-core's libvgpu.so (NVIDIA,
  * Iluvatar), libvrocm.so (AMD), vcann-rt's libvruntime.so (Ascend) and T-Head's hggc_quota.so. The real
  * libraries cap the runtime's view of the card at the slice's budget; this machine has no card, so the stand-in,

@@ -35,8 +35,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/gpustack/gpustack-operator/deviceagent"
-	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/hack/ociimage"
 	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
@@ -240,7 +240,7 @@ func enforcerFiles(standIn string, busybox []ociimage.File) []ociimage.File {
 	for _, vendor := range slices.Sorted(maps.Keys(deviceplugin.Enforcers)) {
 		e := deviceplugin.Enforcers[vendor]
 		for major := range enforcerMajors + 1 {
-			dir := path.Join(deviceagent.EnforcerImageDir, e.Runtime)
+			dir := path.Join(devicemanager.EnforcerImageDir, e.Runtime)
 			if major > 0 {
 				dir += "-" + strconv.Itoa(major)
 			}

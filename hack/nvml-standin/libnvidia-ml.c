@@ -1,5 +1,5 @@
 /*
- * A stand-in for NVIDIA's libnvidia-ml.so.1 on a simulated node: the part of NVML the device agent calls,
+ * A stand-in for NVIDIA's libnvidia-ml.so.1 on a simulated node: the part of NVML the device manager calls,
  * answering from a fixture file beside the library (libnvidia-ml.fixture) instead of a driver. It is the
  * simulated hardware, nothing more: the agent loads it with go-nvml exactly as it loads the real library.
  *

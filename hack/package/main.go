@@ -103,7 +103,7 @@ func buildOperatorImage(out, version, registry, operatorBin string, platform v1.
 	if err != nil {
 		return errors.Wrap(err, "cannot collect the operator's libraries")
 	}
-	// A /tmp as every base image has: the device agent runs vendor tools in temporary directories (cnmon).
+	// A /tmp as every base image has: the device manager runs vendor tools in temporary directories (cnmon).
 	files := []ociimage.File{{Path: "/usr/local/bin/gpustack-operator", Source: operatorBin, Mode: 0o755}, {Path: "/tmp/", Mode: 0o1777}}
 	img, err := ociimage.Build(ociimage.Spec{Platform: platform, Labels: labels("gpustack-operator"),
 		Files:      append(files, libs...),

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
@@ -47,7 +47,7 @@ func TestDashboard(t *testing.T) {
 	}
 	served := map[string]bool{}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
-	for _, c := range append([]prometheus.Collector{deviceagent.Cards}, collectors...) {
+	for _, c := range append([]prometheus.Collector{devicemanager.Cards}, collectors...) {
 		ch := make(chan *prometheus.Desc, 10)
 		c.Describe(ch)
 		close(ch)

@@ -209,7 +209,7 @@ func (r *remover) kueueGone(ctx context.Context) {
 	}
 }
 
-// nodeFeatures deletes the worker's, the device agents' and the CPU reporters' NodeFeatures, in every
+// nodeFeatures deletes the worker's, the device managers' and the CPU reporters' NodeFeatures, in every
 // namespace, and the worker's NodeFeatureRule.
 func (r *remover) nodeFeatures(ctx context.Context) {
 	r.delete(ctx, &nfdv1alpha1.NodeFeatureRule{ObjectMeta: metav1.ObjectMeta{Name: cpuinfo.RuleName}})
@@ -219,7 +219,7 @@ func (r *remover) nodeFeatures(ctx context.Context) {
 		return
 	}
 	for i := range list.Items {
-		// The worker's (gpustack-operator-worker) and the device agents' (gpustack-operator-device-manager).
+		// The worker's (gpustack-operator-worker) and the device managers' (gpustack-operator-device-manager).
 		if strings.HasPrefix(list.Items[i].Labels["app.kubernetes.io/part-of"], "gpustack-operator") {
 			r.delete(ctx, &list.Items[i])
 		}

@@ -20,23 +20,23 @@ import (
 //go:embed worker/role.yaml device-manager/role.yaml cpu-info/role.yaml cleanup/role.yaml worker-gateway/role.yaml device-manager-node-scope.yaml worker-gateway-member.yaml
 var files embed.FS
 
-// NodeScope returns the ValidatingAdmissionPolicy and its binding that keep each device agent to its own
+// NodeScope returns the ValidatingAdmissionPolicy and its binding that keep each device manager to its own
 // node's Devices and NodeFeature (device-manager-node-scope.yaml, which the chart ships as it is).
 func NodeScope() ([]client.Object, error) {
 	data, err := files.ReadFile("device-manager-node-scope.yaml")
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot read the device agents' node scope")
+		return nil, errors.Wrap(err, "cannot read the device managers' node scope")
 	}
 	policy, binding := &admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}
 	docs := strings.Split(string(data), "\n---\n")
 	if len(docs) != 2 {
-		return nil, errors.Errorf("the device agents' node scope has %d documents, want a policy and its binding", len(docs))
+		return nil, errors.Errorf("the device managers' node scope has %d documents, want a policy and its binding", len(docs))
 	}
 	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
-		return nil, errors.Wrap(err, "cannot decode the device agents' node-scope policy")
+		return nil, errors.Wrap(err, "cannot decode the device managers' node-scope policy")
 	}
 	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
-		return nil, errors.Wrap(err, "cannot decode the device agents' node-scope binding")
+		return nil, errors.Wrap(err, "cannot decode the device managers' node-scope binding")
 	}
 	return []client.Object{policy, binding}, nil
 }

@@ -1,5 +1,5 @@
 // Package simulated reads the inventory file that describes a simulated cluster: its nodes, their CPUs and
-// their accelerators. The local cluster creates one KWOK node per entry, and the simulated device agent
+// their accelerators. The local cluster creates one KWOK node per entry, and the simulated device manager
 // reports the entry's accelerators as if it had detected them.
 package simulated
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Nodes profiles an inventory's nodes as the cluster would: the labels NFD would carry onto each
-// Node from the worker's and the device agent's NodeFeatures, read back by the same code the composer uses,
+// Node from the worker's and the device manager's NodeFeatures, read back by the same code the composer uses,
 // with a fresh ledger. Every node is managed.
 func Nodes(ctx context.Context, inv *Inventory) ([]pools.Node, error) {
 	out := make([]pools.Node, 0, len(inv.Nodes))

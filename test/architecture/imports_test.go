@@ -71,8 +71,8 @@ func TestPlantedImports(t *testing.T) {
 		},
 		"ProviderImportsAgent": {
 			reason: "Providers import no agent, even from their tests.",
-			pkg:    architecture.Package{Path: "providers/nvidia", TestImports: []string{m("deviceagent")}},
-			want:   []string{"providers/nvidia (providers) tests import deviceagent (deviceagent)"},
+			pkg:    architecture.Package{Path: "providers/nvidia", TestImports: []string{m("devicemanager")}},
+			want:   []string{"providers/nvidia (providers) tests import devicemanager (devicemanager)"},
 		},
 		"ControllerImportsSimulator": {
 			reason: "Production code never imports the simulator; only plan does.",
@@ -81,13 +81,13 @@ func TestPlantedImports(t *testing.T) {
 		},
 		"ProductionImportsTestTooling": {
 			reason: "No production package imports the test framework.",
-			pkg:    architecture.Package{Path: "deviceagent", Imports: []string{m("test/framework/testenv")}},
-			want:   []string{"deviceagent (deviceagent) imports test/framework/testenv (framework)"},
+			pkg:    architecture.Package{Path: "devicemanager", Imports: []string{m("test/framework/testenv")}},
+			want:   []string{"devicemanager (devicemanager) imports test/framework/testenv (framework)"},
 		},
 		"AgentImportsInternal": {
 			reason: "Nothing outside cmd and internal imports internal.",
-			pkg:    architecture.Package{Path: "deviceagent/deviceplugin", Imports: []string{m("internal/webhooks")}},
-			want:   []string{"deviceagent/deviceplugin (deviceagent) imports internal/webhooks (internal)"},
+			pkg:    architecture.Package{Path: "devicemanager/deviceplugin", Imports: []string{m("internal/webhooks")}},
+			want:   []string{"devicemanager/deviceplugin (devicemanager) imports internal/webhooks (internal)"},
 		},
 		"UnknownFolder": {
 			reason: "A new top-level folder must be given a layer.",

@@ -1,6 +1,6 @@
 // Package architecture holds the project's dependency rules as data, and checks the import graph of the tree
-// against them: every arrow points down the layers docs/architecture.md's Layout names, cmd -> (internal | deviceagent |
-// functions) -> (domain core | providers) -> apis.
+// against them: every arrow points down the layers docs/architecture.md's Layout names, cmd -> (internal |
+// devicemanager | functions) -> (domain core | providers) -> apis.
 package architecture
 
 import (
@@ -41,20 +41,20 @@ var Layers = []Layer{
 		MayImport:         []string{"apis", "core"},
 		TestsMayImport:    []string{"framework"},
 		ForbiddenExternal: append([]string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go"}, pure...)},
-	// The node agents: the device agent and the CPU reporter.
-	{Name: "deviceagent", Prefixes: []string{"deviceagent", "cpureporter"},
+	// The node agents: the device manager and the CPU reporter.
+	{Name: "devicemanager", Prefixes: []string{"devicemanager", "cpureporter"},
 		MayImport: []string{"apis", "core", "providers", "data"}, TestsMayImport: []string{"framework", "simulator"}},
 	// The SSH sidecar's own program, which runs in an Instance's Pod and imports nothing of the operator.
 	{Name: "sshsidecar", Prefixes: []string{"sshsidecar"}},
 	{Name: "internal", Prefixes: []string{"internal"},
-		MayImport:      []string{"apis", "core", "providers", "data", "deviceagent", "functions"},
+		MayImport:      []string{"apis", "core", "providers", "data", "devicemanager", "functions"},
 		TestsMayImport: []string{"framework", "simulator"}},
 	// plan composes an inventory file without a cluster: the one production user of the simulator.
 	{Name: "plan", Prefixes: []string{"internal/plan"},
-		MayImport:      []string{"apis", "core", "providers", "data", "deviceagent", "functions", "internal", "simulator"},
+		MayImport:      []string{"apis", "core", "providers", "data", "devicemanager", "functions", "internal", "simulator"},
 		TestsMayImport: []string{"framework"}},
 	{Name: "cmd", Prefixes: []string{"cmd"},
-		MayImport: []string{"apis", "core", "providers", "data", "deviceagent", "functions", "internal", "plan",
+		MayImport: []string{"apis", "core", "providers", "data", "devicemanager", "functions", "internal", "plan",
 			"simulator", "sshsidecar"}},
 	// The test framework, the test suites and the build helpers drive everything, so they may import it all;
 	// nothing in production imports them.

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
@@ -400,10 +400,10 @@ func compactEtcd() {
 	post("/v3/kv/compaction", fmt.Sprintf(`{"revision":%q,"physical":true}`, header["revision"]))
 }
 
-// Kills node-t4-b's device agent while slices run (its Pod deleted without a grace period; the DaemonSet makes
+// Kills node-t4-b's device manager while slices run (its Pod deleted without a grace period; the DaemonSet makes
 // a new one): the ledgers and the cards' specs stay as they were (the agent republishes the same cards, which
 // writes nothing), and a new slice is charged on a card with room, never on one already full.
-var _ = It("keeps the ledgers when the device agent is killed and restarted", func() {
+var _ = It("keeps the ledgers when the device manager is killed and restarted", func() {
 	ctx := context.Background()
 	var insts []*workerv1.Instance
 	for i, w := range []*builders.InstanceWrapper{
@@ -433,11 +433,11 @@ var _ = It("keeps the ledgers when the device agent is killed and restarted", fu
 	// readyAgent is node-t4-b's NVIDIA agent Pod once it runs and is ready: its readiness probe answers once
 	// it has published the node.
 	readyAgent := func() (string, string) {
-		out := kubectl("-n", deviceagent.Namespace, "get", "pods", "--field-selector", "spec.nodeName=node-t4-b", "-o",
+		out := kubectl("-n", devicemanager.Namespace, "get", "pods", "--field-selector", "spec.nodeName=node-t4-b", "-o",
 			`jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name} {.status.containerStatuses[0].ready}{"\n"}{end}`)
 		for _, line := range strings.Split(out, "\n") {
 			name, ready, _ := strings.Cut(line, " ")
-			if strings.HasPrefix(name, deviceagent.DaemonSetName("nvidia")+"-") && ready == "true" {
+			if strings.HasPrefix(name, devicemanager.DaemonSetName("nvidia")+"-") && ready == "true" {
 				return name, ""
 			}
 		}
@@ -445,14 +445,14 @@ var _ = It("keeps the ledgers when the device agent is killed and restarted", fu
 	}
 	agentCards := func(pod string) float64 {
 		GinkgoHelper()
-		url, err := metricsURL(deviceagent.Namespace, pod)
+		url, err := metricsURL(devicemanager.Namespace, pod)
 		Expect(err).NotTo(HaveOccurred())
 		return e2esuite.Scrape(url, "gpustack_device_cards", map[string]string{"node": "node-t4-b", "manufacturer": "nvidia", "health": "healthy"})
 	}
 	old, why := readyAgent()
 	Expect(old).NotTo(BeEmpty(), why)
 	Expect(agentCards(old)).To(Equal(4.0), "node-t4-b's healthy cards on the agent's metrics endpoint")
-	killPod(deviceagent.Namespace, old)
+	killPod(devicemanager.Namespace, old)
 	var restarted string
 	eventually(2*time.Minute, func() (bool, string) {
 		var why string

@@ -142,7 +142,7 @@ var _ = It("drains nothing when a pool's labels vanish for 20 seconds", func() {
 // A real node's kubelet restarted as a crash would (killed, started again), its containers running on, then the
 // node rebooted (every process of it killed at once, containers included, what it keeps in memory lost), under
 // a running Instance. After the kubelet's restart the whole-T4 Instance on it is Ready on the same Pod, and the
-// node's cards are allocatable again (the device agents register with the new kubelet). After the reboot the
+// node's cards are allocatable again (the device managers register with the new kubelet). After the reboot the
 // Instance is Ready again with no one acting, and nothing wrote spec.stop. That a failed Pod is built again at
 // any age of its Instance (once, an Instance older than five minutes was left failed for good) is the instance
 // controller suite's "is rebuilt at any age", on a clock a day ahead: waiting five real minutes here added
@@ -172,7 +172,7 @@ var _ = It("keeps an Instance Ready through its node's kubelet restarted and the
 	Expect(cluster.RebootNode(ctx, node)).To(Succeed())
 	nodeBack()
 	waitPhase(name, "Ready")
-	// The kubelet that boots admits the Pod again before the device agents have registered their plugins, so
+	// The kubelet that boots admits the Pod again before the device managers have registered their plugins, so
 	// it usually refuses it (UnexpectedAdmissionError: no healthy devices) and the Instance builds it again;
 	// had the plugins come first, the same Pod would run with its containers started again.
 	if now := podUID(name); now == uid {

@@ -53,7 +53,7 @@ var _ = Describe("the walkthrough's Step 1", func() {
 		Entry("Devices: One ledger per accelerated node; none for node-cpu",
 			[]string{"get", "devices", "-o", "custom-columns=NAME:.metadata.name"},
 			column("NAME", "node-a10g", "node-t4-a", "node-t4-b")),
-		Entry("NodeLabels: NFD carries the worker's and the device agent's labels onto node-a10g, as the seed's Node shows",
+		Entry("NodeLabels: NFD carries the worker's and the device manager's labels onto node-a10g, as the seed's Node shows",
 			[]string{"get", "node", "node-a10g", "-o", "custom-columns=" +
 				"MANAGED:.metadata.labels.gpustack\\.ai/managed," +
 				"CPU:.metadata.labels.general\\.feature\\.gpustack\\.ai/amd-epyc-7r32\\.count," +

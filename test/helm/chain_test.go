@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -160,7 +160,7 @@ func checkPCILabels(t *testing.T, objs map[string]*unstructured.Unstructured) {
 	if diff := cmp.Diff([]string{"vendor"}, pci.DeviceLabelFields); diff != "" {
 		t.Errorf("nfd-worker names a PCI label by vendor alone\nfields: -want, +got:\n%s", diff)
 	}
-	for _, o := range (deviceagent.Deployment{Image: "agent"}).Objects() {
+	for _, o := range (devicemanager.Deployment{Image: "agent"}).Objects() {
 		ds, ok := o.(*appsv1.DaemonSet)
 		mfr := ds.Labels["gpustack.ai/manufacturer"]
 		if !ok || mfr == "" {

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -89,7 +89,7 @@ func render(t *testing.T, set ...string) map[string]*unstructured.Unstructured {
 }
 
 // objectKey is how render files an object: Kind/name, or Kind/namespace/name when the template names a
-// namespace (the objects of the device agents' namespace; the rest go to the release's).
+// namespace (the objects of the device managers' namespace; the rest go to the release's).
 func objectKey(u *unstructured.Unstructured) string {
 	if u.GetNamespace() != "" {
 		return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
@@ -128,7 +128,7 @@ func TestLint(t *testing.T) {
 }
 
 // TestTemplateWorker renders the worker: a restricted Pod running the worker behind its webhook Service, the
-// device agents deployed with the same image, and exactly the rules generated from the code's RBAC markers.
+// device managers deployed with the same image, and exactly the rules generated from the code's RBAC markers.
 func TestTemplateWorker(t *testing.T) {
 	objs := render(t)
 	d := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"])
@@ -171,7 +171,7 @@ func TestTemplateWorker(t *testing.T) {
 	for _, r := range []struct{ key, component, kind, namespace string }{
 		{"ClusterRole/gpustack-operator-worker", "worker", "ClusterRole", ""},
 		{"Role/gpustack-operator-worker", "worker", "Role", namespace},
-		{"Role/gpustack-device-manager/gpustack-operator-worker", "worker", "Role", deviceagent.Namespace},
+		{"Role/gpustack-device-manager/gpustack-operator-worker", "worker", "Role", devicemanager.Namespace},
 		{"ClusterRole/gpustack-operator-device-manager", "device-manager", "ClusterRole", ""},
 		{"Role/gpustack-operator-device-manager", "device-manager", "Role", namespace},
 		{"Role/gpustack-operator-cpu-info", "cpu-info", "Role", namespace},
@@ -181,23 +181,23 @@ func TestTemplateWorker(t *testing.T) {
 			t.Errorf("%s rules differ from package/rbac/%s: -want, +got:\n%s", r.key, r.component, diff)
 		}
 	}
-	ns := convert[corev1.Namespace](t, objs["Namespace/"+deviceagent.Namespace])
-	for k, v := range deviceagent.NamespaceLabels {
+	ns := convert[corev1.Namespace](t, objs["Namespace/"+devicemanager.Namespace])
+	for k, v := range devicemanager.NamespaceLabels {
 		if ns.Labels[k] != v {
 			t.Errorf("the agents' namespace carries %s=%s: labels %v", k, v, ns.Labels)
 		}
 	}
 	for _, account := range []string{"gpustack-operator-device-manager", "gpustack-operator-cpu-info"} {
-		if objs["ServiceAccount/"+deviceagent.Namespace+"/"+account] == nil {
+		if objs["ServiceAccount/"+devicemanager.Namespace+"/"+account] == nil {
 			t.Errorf("no service account %s in the agents' namespace", account)
 		}
 	}
 	for name := range render(t, "worker.deviceManager.enabled=false") {
 		if strings.Contains(name, "device-manager") {
-			t.Errorf("%s is rendered although the device agents are off", name)
+			t.Errorf("%s is rendered although the device managers are off", name)
 		}
 	}
-	// The 9 rules of policies/cel, the device agents' node scope, and the component bounds unless turned off.
+	// The 9 rules of policies/cel, the device managers' node scope, and the component bounds unless turned off.
 	bounds := []string{"gpustack-operator-bounds-gateway-secrets", "gpustack-operator-bounds-node-status",
 		"gpustack-operator-bounds-pods", "gpustack-operator-bounds-system-namespaces", "gpustack-operator-bounds-token-secrets"}
 	for _, name := range bounds {
@@ -208,7 +208,7 @@ func TestTemplateWorker(t *testing.T) {
 		}
 	}
 	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 10+len(bounds) {
-		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel, the device agents' node scope and %d bounds", n, len(bounds))
+		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel, the device managers' node scope and %d bounds", n, len(bounds))
 	}
 	if n := countKind(render(t, "componentBounds.enabled=false"), "ValidatingAdmissionPolicy"); n != 10 {
 		t.Errorf("with componentBounds.enabled=false the chart renders %d admission policies, want 10", n)
@@ -225,7 +225,7 @@ func TestTemplateWorker(t *testing.T) {
 		kind := strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1.")
 		got := objs[kind+"/"+o.GetName()]
 		if got == nil {
-			t.Errorf("the device agents' node scope %s %s is not rendered", kind, o.GetName())
+			t.Errorf("the device managers' node scope %s %s is not rendered", kind, o.GetName())
 			continue
 		}
 		if diff := cmp.Diff(want["spec"], got.Object["spec"]); diff != "" {
@@ -348,7 +348,7 @@ func TestTemplateOptions(t *testing.T) {
 	}
 	for _, a := range args {
 		if strings.HasPrefix(a, "--device-manager-image") {
-			t.Errorf("device agents are deployed although turned off: %v", args)
+			t.Errorf("device managers are deployed although turned off: %v", args)
 		}
 	}
 

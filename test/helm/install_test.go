@@ -429,7 +429,7 @@ func snapshot(ctx context.Context, t *testing.T, c client.Client) map[string]str
 }
 
 // leftovers lists every object of the operator still in the cluster: the release's, and what the worker and
-// the device agents created at run time.
+// the device managers created at run time.
 func leftovers(ctx context.Context, t *testing.T, c client.Client) []string {
 	t.Helper()
 	var left []string

@@ -35,7 +35,7 @@ import (
 const version = "v0.2.0"
 
 // dir returns where make package wrote its output (PACKAGE_DIR; not a GPUSTACK_ variable, which the worker
-// would copy onto the device agents), or skips the test.
+// would copy onto the device managers), or skips the test.
 func dir(t *testing.T) string {
 	t.Helper()
 	d := os.Getenv("PACKAGE_DIR")

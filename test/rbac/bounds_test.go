@@ -24,7 +24,7 @@ import (
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -79,9 +79,9 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 	var userPod, systemPod *corev1.Pod
 	var node *corev1.Node
 	BeforeAll(func(ctx context.Context) {
-		// The roles' namespaces (the device agents' as the other specs make it) and a user's.
+		// The roles' namespaces (the device managers' as the other specs make it) and a user's.
 		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}},
-			{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}, {ObjectMeta: metav1.ObjectMeta{Name: users}}} {
+			{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace, Labels: devicemanager.NamespaceLabels}}, {ObjectMeta: metav1.ObjectMeta{Name: users}}} {
 			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 		}
 		for _, component := range []string{"worker", "worker-gateway"} {

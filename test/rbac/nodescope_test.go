@@ -18,25 +18,25 @@ import (
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
-// The node scope of the device agents and the CPU reporters, enforced by the real API server: an agent's token
+// The node scope of the device managers and the CPU reporters, enforced by the real API server: an agent's token
 // bound to node A (through a DaemonSet Pod on A, or to A itself) writes node A's Devices and NodeFeature and
 // nothing of node B's; a reporter's writes only node A's cpu-info NodeFeature; a token bound to no node writes
 // nothing.
-var _ = Describe("the device agents' node scope", Ordered, func() {
+var _ = Describe("the device managers' node scope", Ordered, func() {
 	var (
 		onA, podOnA, unbound, reporterOnA client.Client
 		nodeA, nodeB                      *corev1.Node
 	)
 	BeforeAll(func(ctx context.Context) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace, Labels: devicemanager.NamespaceLabels}}
 		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
-		objs, err := rbac.For("device-manager", deviceagent.Namespace)
+		objs, err := rbac.For("device-manager", devicemanager.Namespace)
 		Expect(err).NotTo(HaveOccurred())
-		reporter, err := rbac.For("cpu-info", deviceagent.Namespace)
+		reporter, err := rbac.For("cpu-info", devicemanager.Namespace)
 		Expect(err).NotTo(HaveOccurred())
 		objs = append(objs, reporter...)
 		scope, err := rbac.NodeScope()
@@ -47,7 +47,7 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 		nodeA, nodeB = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
 		Expect(suite.Client.Create(ctx, nodeA)).To(Succeed())
 		Expect(suite.Client.Create(ctx, nodeB)).To(Succeed())
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: deviceagent.Namespace, Name: "agent-on-a"},
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: devicemanager.Namespace, Name: "agent-on-a"},
 			Spec: corev1.PodSpec{NodeName: "node-a", ServiceAccountName: rbac.ServiceAccountName("device-manager"),
 				Containers: []corev1.Container{{Name: "agent", Image: "agent"}}}}
 		Expect(suite.Client.Create(ctx, pod)).To(Succeed())
@@ -99,14 +99,14 @@ var _ = Describe("the device agents' node scope", Ordered, func() {
 		nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
 		Expect(reporterOnA.Update(ctx, nf)).To(Succeed())
 		Expect(reporterOnA.Create(ctx, feature(workerv1.NodeFeatureName("node-a", workerv1.NodeFeatureDeviceManager), "node-a"))).To(MatchError(ContainSubstring(
-			"may write only that node's nodefeatures (node-a-gpustack-cpu-info, labelled")), "the device agent's NodeFeature")
+			"may write only that node's nodefeatures (node-a-gpustack-cpu-info, labelled")), "the device manager's NodeFeature")
 		Expect(reporterOnA.Create(ctx, feature(workerv1.NodeFeatureName("node-b", workerv1.NodeFeatureCPUInfo), "node-b"))).To(MatchError(ContainSubstring(
 			"may write only that node's nodefeatures")), "another node's")
 		Expect(reporterOnA.Create(ctx, devices("node-a"))).To(MatchError(ContainSubstring("forbidden")), "a Devices object: RBAC grants none")
 	})
 	It("refuses the agent of a node another node's inventory", func(ctx context.Context) {
 		for name, c := range map[string]client.Client{"a token bound to node-a": onA, "the token of a Pod on node-a": podOnA} {
-			Expect(c.Create(ctx, devices("node-b"))).To(MatchError(ContainSubstring("the device agent of node node-a may write only that node's devices")), name)
+			Expect(c.Create(ctx, devices("node-b"))).To(MatchError(ContainSubstring("the device manager of node node-a may write only that node's devices")), name)
 			Expect(c.Create(ctx, feature(workerv1.NodeFeatureName("node-b", workerv1.NodeFeatureDeviceManager), "node-b"))).To(MatchError(ContainSubstring("may write only that node's nodefeatures")), name)
 			Expect(c.Create(ctx, feature(workerv1.NodeFeatureName("node-a", workerv1.NodeFeatureCPUInfo), "node-a"))).To(MatchError(ContainSubstring(
 				"(node-a-gpustack-device-manager, labelled")), "%s: the CPU reporter's NodeFeature", name)
@@ -131,7 +131,7 @@ func accountClient(ctx context.Context, component string, ref *authenticationv1.
 	GinkgoHelper()
 	cs, err := kubernetes.NewForConfig(suite.Config)
 	Expect(err).NotTo(HaveOccurred())
-	token, err := cs.CoreV1().ServiceAccounts(deviceagent.Namespace).CreateToken(ctx, rbac.ServiceAccountName(component),
+	token, err := cs.CoreV1().ServiceAccounts(devicemanager.Namespace).CreateToken(ctx, rbac.ServiceAccountName(component),
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), BoundObjectRef: ref}},
 		metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())

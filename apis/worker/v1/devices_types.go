@@ -8,7 +8,7 @@ import (
 // a slice unit a hundredth, so all arithmetic stays in integers.
 const CreditsPerAccelerator int64 = 1_600_000
 
-// DevicesSpec is a node's accelerator inventory, as its device agent detected it.
+// DevicesSpec is a node's accelerator inventory, as its device manager detected it.
 type DevicesSpec struct {
 	// Groups are the node's accelerators, one group per product.
 	// +kubebuilder:validation:MaxItems=64
@@ -278,7 +278,7 @@ type AcceleratorAllocation struct {
 	RemainingProfiles []ProfileCount `json:"remainingProfiles,omitempty"`
 }
 
-// Devices is one node's accelerator inventory (spec, written by its device agent) and ledger (status). It is
+// Devices is one node's accelerator inventory (spec, written by its device manager) and ledger (status). It is
 // cluster-scoped and named after its node.
 //
 // +kubebuilder:object:root=true

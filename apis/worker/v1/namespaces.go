@@ -8,7 +8,7 @@ import "slices"
 // policies, the chart's webhook selector) are written from SystemNamespaces by make generate
 // (hack/systemnamespaces), and make verify fails when one of them is edited by hand.
 const (
-	// DeviceManagerNamespace is the device agents' namespace.
+	// DeviceManagerNamespace is the device managers' namespace.
 	DeviceManagerNamespace = "gpustack-device-manager"
 	// NodeFeatureDiscoveryNamespace is the bundled NFD's namespace.
 	NodeFeatureDiscoveryNamespace = "node-feature-discovery"

@@ -7,9 +7,9 @@ type NodeFeatureWriter string
 
 // The product's NodeFeature writers.
 const (
-	// NodeFeatureDeviceManager is a node's device agent: its accelerators' labels.
+	// NodeFeatureDeviceManager is a node's device manager: its accelerators' labels.
 	NodeFeatureDeviceManager NodeFeatureWriter = "gpustack-device-manager"
-	// NodeFeatureCPUInfo is a node's CPU reporter: its CPU's identity. Its name sorts before the device agent's,
+	// NodeFeatureCPUInfo is a node's CPU reporter: its CPU's identity. Its name sorts before the device manager's,
 	// so NFD merges the agent's acceleratable=true over the reporter's false.
 	NodeFeatureCPUInfo NodeFeatureWriter = "gpustack-cpu-info"
 	// NodeFeatureProfile is the worker's node profiler: the groups and flavors a node counts in.

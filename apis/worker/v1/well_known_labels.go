@@ -61,7 +61,7 @@ const (
 	AnnotationComposedHash = "gpustack.ai/composed-hash"
 	// FinalizerControlled holds an InstanceType until its queue is gone.
 	FinalizerControlled = "gpustack.ai/controlled"
-	// LabelManufacturer names the vendor of a device agent's objects (its DaemonSet, its Pods).
+	// LabelManufacturer names the vendor of a device manager's objects (its DaemonSet, its Pods).
 	LabelManufacturer = "gpustack.ai/manufacturer"
 )
 

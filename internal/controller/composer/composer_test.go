@@ -45,7 +45,7 @@ var suite testenv.EnvtestSuite
 
 func TestComposer(t *testing.T) { testenv.RunSuite(t, "composer controller suite", &suite) }
 
-// profiledNodes returns the inventory's nodes as the cluster shows them once the profiler, the device agents
+// profiledNodes returns the inventory's nodes as the cluster shows them once the profiler, the device managers
 // and NFD have done their part: Nodes with the general.* and acceleratable.* labels, and Devices inventories.
 func profiledNodes(file string) []client.Object {
 	GinkgoHelper()

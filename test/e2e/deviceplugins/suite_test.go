@@ -1,6 +1,6 @@
 // Package deviceplugins is the end-to-end suite of "what Kueue admits, the device plugins grant": a local cluster
 // of the nine vendors' cards (examples/clusters/nine-vendors.yaml) run as real nodes, with the product installed
-// by helm install of the chart, where each node's device agent registers its plugins with the node's real
+// by helm install of the chart, where each node's device manager registers its plugins with the node's real
 // kubelet, and the kubelet's device manager allocates each bound Pod's devices through them before it starts
 // the Pod's containers. Each vendor is asked every kind of request it advertises, through the real Kueue and the
 // per-card check, and each must be granted: read back from inside the running containers.

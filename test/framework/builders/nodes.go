@@ -49,7 +49,7 @@ func (w *NodeWrapper) Capacity(name corev1.ResourceName, q string) *NodeWrapper 
 // Obj returns the Node.
 func (w *NodeWrapper) Obj() *corev1.Node { return w.DeepCopy() }
 
-// DevicesWrapper builds a node's Devices inventory for tests, through the same code the device agent publishes
+// DevicesWrapper builds a node's Devices inventory for tests, through the same code the device manager publishes
 // with.
 type DevicesWrapper struct {
 	node  string

@@ -50,13 +50,13 @@ type Config struct {
 	// chart's system Pods are kept off them; KWOKAgent reports their cards.
 	KWOKNodes *simulated.Inventory
 	// KWOKAgent is the gpustack-operator binary whose `device-manager --simulate-inventory` stands in for the
-	// device agents of KWOKNodes, as their DaemonSet's account, with a token bound to each node.
+	// device managers of KWOKNodes, as their DaemonSet's account, with a token bound to each node.
 	KWOKAgent string
 	// Detach lets the components outlive this process (make demo).
 	Detach bool
 	// Chart, when set, is the operator's chart directory (its charts/ filled by make chart), which the cluster
 	// installs with helm on its real nodes, as a user would, into ChartNamespace with ChartValues after those of
-	// real nodes (realNodeChartValues): the chart brings Kueue, NFD, the operator and its device agents.
+	// real nodes (realNodeChartValues): the chart brings Kueue, NFD, the operator and its device managers.
 	Chart string
 	// ChartValues are helm --set values for Chart.
 	ChartValues []string
@@ -153,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		{"starting the real nodes", c.startRealNodes, !cfg.RealNodes || cfg.Inventory == nil},
 		{"starting kwok and its nodes", c.startKWOK, len(kwokNodes(cfg)) == 0},
 		{"installing the chart (helm install)", c.installChart, cfg.Chart == ""},
-		{"starting the KWOK nodes' simulated device agent", c.startKWOKAgent, cfg.KWOKAgent == ""},
+		{"starting the KWOK nodes' simulated device manager", c.startKWOKAgent, cfg.KWOKAgent == ""},
 	}
 	for _, s := range steps {
 		if s.skip {

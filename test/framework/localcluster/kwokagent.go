@@ -8,7 +8,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
@@ -26,11 +26,11 @@ func (c *Cluster) startKWOKAgent(ctx context.Context) error {
 		return errors.Wrap(err, "cannot write the KWOK nodes' inventory")
 	}
 	account := rbac.ServiceAccountName("device-manager")
-	kubeconfig, err := c.accountKubeconfig(ctx, account, deviceagent.Namespace)
+	kubeconfig, err := c.accountKubeconfig(ctx, account, devicemanager.Namespace)
 	if err != nil {
 		return err
 	}
-	tokens, err := c.nodeTokens(ctx, account, deviceagent.Namespace, c.cfg.KWOKNodes.Nodes)
+	tokens, err := c.nodeTokens(ctx, account, devicemanager.Namespace, c.cfg.KWOKNodes.Nodes)
 	if err != nil {
 		return err
 	}

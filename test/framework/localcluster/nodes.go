@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,7 +48,7 @@ func kwokNode(n simulated.Node) *corev1.Node {
 			labels["feature.node.kubernetes.io/pci-"+v.PCIVendorID+".present"] = "true"
 		}
 	}
-	// What the device agent's plugins would register with a real kubelet, from the cards it would detect.
+	// What the device manager's plugins would register with a real kubelet, from the cards it would detect.
 	cards, _ := simulated.New(n).Detect(context.Background())
 	for _, v := range vendors.All() {
 		for _, r := range deviceplugin.Resources(v) {

@@ -70,7 +70,7 @@ const vendorToolsDir = "/usr/local/sbin"
 type hardwareFile struct{ fixture, target string }
 
 // mountHardware puts the node's simulated hardware where the real hardware would be seen, in the node's own
-// mount namespace: its PCI devices over /sys/bus/pci/devices (nfd-worker and the device agents read them
+// mount namespace: its PCI devices over /sys/bus/pci/devices (nfd-worker and the device managers read them
 // through their /sys mounts), and, when the node has a CPU and memory of its own, its processors over
 // /proc/cpuinfo and /sys/devices/system/node and its memory over /proc/meminfo, which the kubelet's cAdvisor
 // reports as the Node's capacity and the cpu-info reporter reads.

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/providers/hardware"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
@@ -172,7 +172,7 @@ func TestRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	detected, err := hardware.New(hardware.Options{SysfsRoot: filepath.Join(root, pcisysfs.DefaultRoot),
-		Runner: smitool.ExecRunner{Root: root, Scratch: deviceagent.ToolScratch}}).Detect(ctx)
+		Runner: smitool.ExecRunner{Root: root, Scratch: devicemanager.ToolScratch}}).Detect(ctx)
 	if err != nil {
 		t.Errorf("detecting node-b's cards: %v", err)
 	}

@@ -1,4 +1,4 @@
-package deviceagent_test
+package devicemanager_test
 
 import (
 	"fmt"
@@ -14,13 +14,13 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // TestAgent runs the Ginkgo suite of the agent's writes on a real API server (the integration tier).
-func TestAgent(t *testing.T) { testenv.RunSuite(t, "device agent suite", &suite) }
+func TestAgent(t *testing.T) { testenv.RunSuite(t, "device manager suite", &suite) }
 
 var suite testenv.EnvtestSuite
 
@@ -35,7 +35,7 @@ func a10g(uuid string, index int32) providers.Device {
 var _ = It("publishes a node's cards three times through a client that counts writes", func() {
 	ctx := context.Background()
 	counting, writes := testenv.CountWrites(suite.Client)
-	p := &deviceagent.Publisher{Client: counting}
+	p := &devicemanager.Publisher{Client: counting}
 	type want struct {
 		Writes int
 		Count  string

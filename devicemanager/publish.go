@@ -1,7 +1,7 @@
-// Package deviceagent is the per-node agent: it runs a device provider and publishes what it found as the
+// Package devicemanager is the per-node agent: it runs a device provider and publishes what it found as the
 // node's device-manager NodeFeature (acceleratable.feature.gpustack.ai/* labels, which NFD copies onto the
 // Node) and the node's Devices object (the inventory, in spec; the ledger in status is the worker's).
-package deviceagent
+package devicemanager
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent/nodefeature"
+	"github.com/gpustack/gpustack-operator/devicemanager/nodefeature"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 )

@@ -1,4 +1,4 @@
-package deviceagent
+package devicemanager
 
 import (
 	"os"
@@ -15,12 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// Namespace is where the device agents run. It is the operator's one privileged part, so it has a namespace
+// Namespace is where the device managers run. It is the operator's one privileged part, so it has a namespace
 // of its own whose Pod Security label admits privileged Pods, while gpustack-system stays restricted.
 const Namespace = workerv1.DeviceManagerNamespace
 

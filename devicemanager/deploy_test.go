@@ -1,4 +1,4 @@
-package deviceagent_test
+package devicemanager_test
 
 import (
 	. "github.com/onsi/ginkgo/v2"
@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
-	"github.com/gpustack/gpustack-operator/deviceagent"
+	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
@@ -24,7 +24,7 @@ func TestDeployment(t *testing.T) {
 	t.Setenv("GPUSTACK_NVIDIA_PCI_VENDOR_ID", "0302_10de")
 	t.Setenv("UNRELATED", "x")
 	t.Setenv("GPUSTACK_BIN", "") // the test harness's own variable; empty ones are not copied
-	objs := deviceagent.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects()
+	objs := devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects()
 	selectors := map[string]string{}
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -33,7 +33,7 @@ func TestDeployment(t *testing.T) {
 				selectors[o.Name] = k
 			}
 			c := o.Spec.Template.Spec.Containers[0]
-			if o.Name == deviceagent.CPUInfoDaemonSetName {
+			if o.Name == devicemanager.CPUInfoDaemonSetName {
 				if sc := c.SecurityContext; sc == nil || sc.Privileged != nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
 					sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
 					t.Errorf("%s runs unprivileged, as a user other than root, with no capability: %+v", o.Name, sc)
@@ -62,9 +62,9 @@ func TestDeployment(t *testing.T) {
 	want := map[string]string{}
 	for mfr, id := range map[string]string{"nvidia": "10de", "amd": "1002", "ascend": "19e5", "cambricon": "cabc",
 		"hygon": "1d94", "iluvatar": "1e3e", "metax": "9999", "mthreads": "1ed5", "thead": "1ded"} {
-		want[deviceagent.DaemonSetName(mfr)] = "feature.node.kubernetes.io/pci-" + id + ".present"
+		want[devicemanager.DaemonSetName(mfr)] = "feature.node.kubernetes.io/pci-" + id + ".present"
 	}
-	want[deviceagent.CPUInfoDaemonSetName] = "kubernetes.io/os"
+	want[devicemanager.CPUInfoDaemonSetName] = "kubernetes.io/os"
 	if diff := cmp.Diff(want, selectors); diff != "" {
 		t.Errorf("One DaemonSet per manufacturer on the nodes with its PCI vendor, and the CPU reporter on every Linux node: -want, +got:\n%s", diff)
 	}
@@ -89,10 +89,10 @@ func TestEnforcerInstall(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := deviceagent.Deployment{Image: "gpustack/gpustack-operator:test", EnforcerImage: tc.image}
+			d := devicemanager.Deployment{Image: "gpustack/gpustack-operator:test", EnforcerImage: tc.image}
 			for _, o := range d.Objects() {
 				ds := o.(*appsv1.DaemonSet)
-				if ds.Name == deviceagent.CPUInfoDaemonSetName {
+				if ds.Name == devicemanager.CPUInfoDaemonSetName {
 					continue
 				}
 				var got []string
@@ -114,12 +114,12 @@ func TestEnforcerInstall(t *testing.T) {
 }
 
 var _ = It("applies the agents' DaemonSets to a real API server twice: the server accepts every object, and the second apply changes nothing", func() {
-	d := deviceagent.DeploymentFromEnv("gpustack/gpustack-operator:test")
+	d := devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test")
 	d.EnforcerImage = "registry.example/hami-core:v2"
 	objs := d.Objects()
 	ctx := context.Background()
 	// The chart creates the agents' namespace.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deviceagent.Namespace, Labels: deviceagent.NamespaceLabels}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace, Labels: devicemanager.NamespaceLabels}}
 	Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 	apply := func() map[string]string {
 		versions := map[string]string{}

@@ -1,4 +1,4 @@
-package deviceagent
+package devicemanager
 
 import (
 	"testing"

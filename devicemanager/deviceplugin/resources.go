@@ -1,4 +1,4 @@
-// Package deviceplugin is the kubelet device plugin of the device agent (deviceplugin v1beta1 over unix
+// Package deviceplugin is the kubelet device plugin of the device manager (deviceplugin v1beta1 over unix
 // sockets): for each vendor it serves the whole-card resource, the shared and sliced pools, and the SSH
 // sidecar's visibility pool, and on Allocate hands a container its cards with the vendor's visibility
 // variables and, for a slice, the soft-slicing runtime's limits.

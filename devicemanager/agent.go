@@ -1,4 +1,4 @@
-package deviceagent
+package devicemanager
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// Agent is one node's device agent: it detects the cards on start and every Interval, publishes them, and,
+// Agent is one node's device manager: it detects the cards on start and every Interval, publishes them, and,
 // when PluginDir is set, serves the kubelet device plugin for every vendor it found.
 type Agent struct {
 	// Node is the node's name.

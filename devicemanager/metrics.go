@@ -1,4 +1,4 @@
-package deviceagent
+package devicemanager
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -6,14 +6,14 @@ import (
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
-// Registry holds the device agent's metrics; `device-manager --metrics-bind-address` serves it.
+// Registry holds the device manager's metrics; `device-manager --metrics-bind-address` serves it.
 var Registry = prometheus.NewRegistry()
 
 // Cards is the number of cards an agent reports on its node, by manufacturer and health: a card that turns
 // unhealthy moves from healthy to unhealthy here before any Pod fails on it.
 var Cards = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "gpustack_device_cards",
-	Help: "Accelerator cards the device agent reports on its node, by manufacturer and health (healthy or unhealthy).",
+	Help: "Accelerator cards the device manager reports on its node, by manufacturer and health (healthy or unhealthy).",
 }, []string{"node", "manufacturer", "health"})
 
 func init() { Registry.MustRegister(Cards) }

@@ -1,4 +1,4 @@
-package deviceagent_test
+package devicemanager_test
 
 import (
 	. "github.com/onsi/ginkgo/v2"
@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/deviceagent"
-	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin"
-	"github.com/gpustack/gpustack-operator/deviceagent/deviceplugin/deviceplugintest"
+	"github.com/gpustack/gpustack-operator/devicemanager"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin/deviceplugintest"
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
@@ -40,7 +40,7 @@ var _ = It("serves its device plugins to the kubelet, and registers them again w
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(kubelet.Stop)
 
-	a := &deviceagent.Agent{Node: "node-restart", Provider: cardsOf{a10g("GPU-restart-0", 0)}, Client: suite.Client,
+	a := &devicemanager.Agent{Node: "node-restart", Provider: cardsOf{a10g("GPU-restart-0", 0)}, Client: suite.Client,
 		Interval: time.Hour, PluginDir: dir, PluginCheck: 100 * time.Millisecond, Log: logr.Discard(),
 		Runtime: deviceplugin.Runtime{LibDir: "/var/lib/gpustack/operator/lib", StateDir: GinkgoT().TempDir()}}
 	Expect(a.Ready()).To(MatchError(ContainSubstring("the cards of node node-restart are not published yet")))
