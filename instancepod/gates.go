@@ -1,6 +1,7 @@
 package instancepod
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -17,8 +18,7 @@ func Gates(inst, old *workerv1.Instance, privilegedAllowed, hostPathAllowed bool
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	if inst.Spec.Privileged && !privilegedAllowed && (old == nil || !old.Spec.Privileged) {
-		errs = append(errs, field.Forbidden(spec.Child("privileged"),
-			`privileged mode is not allowed: enable the "instance-privileged-allowed" setting to allow it`))
+		errs = append(errs, field.Forbidden(spec.Child("privileged"), privilegedForbidden))
 	}
 	if hostPathAllowed {
 		return errs
@@ -26,8 +26,43 @@ func Gates(inst, old *workerv1.Instance, privilegedAllowed, hostPathAllowed bool
 	for i, v := range inst.Spec.AdditionalVolumes {
 		if v.HostPath != nil && !hadHostPath(old, v) {
 			// The first one is enough to say what to do, as the policy says it.
-			return append(errs, field.Forbidden(spec.Child("additionalVolumes").Index(i).Child("hostPath"),
-				`host path volumes are not allowed: enable the "instance-host-path-volume-allowed" setting to allow it`))
+			return append(errs, field.Forbidden(spec.Child("additionalVolumes").Index(i).Child("hostPath"), hostPathForbidden))
+		}
+	}
+	return errs
+}
+
+// The gates' messages, as the policies word them.
+const (
+	privilegedForbidden = `privileged mode is not allowed: enable the "instance-privileged-allowed" setting to allow it`
+	hostPathForbidden   = `host path volumes are not allowed: enable the "instance-host-path-volume-allowed" setting to allow it`
+)
+
+// PodGates holds the same gates over a Pod an Instance elsewhere rendered: a Pod a manager cluster dispatched
+// here, which this cluster's Instance webhook never saw. A privileged container (init containers included)
+// needs instance-privileged-allowed, a host path volume instance-host-path-volume-allowed; the first of each is
+// named, at its path in the Pod's spec.
+func PodGates(pod *corev1.PodSpec, privilegedAllowed, hostPathAllowed bool) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	privileged := func(path *field.Path, cs []corev1.Container) bool {
+		for i, c := range cs {
+			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+				errs = append(errs, field.Forbidden(path.Index(i).Child("securityContext", "privileged"), privilegedForbidden))
+				return true
+			}
+		}
+		return false
+	}
+	if !privilegedAllowed && !privileged(spec.Child("initContainers"), pod.InitContainers) {
+		privileged(spec.Child("containers"), pod.Containers)
+	}
+	if hostPathAllowed {
+		return errs
+	}
+	for i, v := range pod.Volumes {
+		if v.HostPath != nil {
+			return append(errs, field.Forbidden(spec.Child("volumes").Index(i).Child("hostPath"), hostPathForbidden))
 		}
 	}
 	return errs

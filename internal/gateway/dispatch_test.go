@@ -172,6 +172,12 @@ func TestMemberReasons(t *testing.T) {
 			},
 			want: "a: waiting for quota: insufficient quota for cpu; b: waiting for a card with room: node-1: 0 free",
 		},
+		"Refused": {
+			reason: "A member whose settings refuse the copy says so in its check's words, not as a wait for a card.",
+			states: []MemberState{{Name: "a", Dispatched: []kueue.Workload{remoteCopy("pod-x",
+				"refused by this cluster's settings: spec.containers[0].securityContext.privileged: Forbidden: no", reserved)}}},
+			want: "a: refused by this cluster's settings: spec.containers[0].securityContext.privileged: Forbidden: no",
+		},
 		"NoCopyYet": {
 			reason: "Before MultiKueue made any copy there is nothing to tell.",
 			states: []MemberState{{Name: "a", Dispatched: []kueue.Workload{remoteCopy("pod-y", "", nil)}}},

@@ -15,6 +15,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
+	"github.com/gpustack/gpustack-operator/internal/controller/cardcheck"
 )
 
 // MemberReasons says, in one line, why each member that holds a copy of the manager's Workload
@@ -33,12 +34,17 @@ func MemberReasons(namespace, name string, states []MemberState) string {
 	return strings.Join(out, "; ")
 }
 
-// waitOf is what a member's copy of a Workload waits for.
+// waitOf is what a member's copy of a Workload waits for: a refusal of the member's settings as its per-card
+// check words it, or what it waits for.
 func waitOf(wl *kueue.Workload) string {
 	for _, c := range wl.Status.AdmissionChecks {
-		if c.State != kueue.CheckStateReady && c.Message != "" {
-			return "waiting for a card with room: " + c.Message
+		if c.State == kueue.CheckStateReady || c.Message == "" {
+			continue
 		}
+		if strings.HasPrefix(c.Message, cardcheck.RefusedPrefix) {
+			return c.Message
+		}
+		return "waiting for a card with room: " + c.Message
 	}
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
 		return "waiting for quota: " + c.Message

@@ -18,6 +18,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,8 +29,10 @@ import (
 	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
+	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -41,6 +44,14 @@ const (
 
 // retryAfterSeconds is how long a Workload that did not fit waits before Kueue tries it again.
 const retryAfterSeconds int32 = 5
+
+// refusedRetryAfterSeconds is how long a Workload this cluster's settings refuse waits before Kueue tries it
+// again: settings change seldom, and each try evicts and queues it again.
+const refusedRetryAfterSeconds int32 = 60
+
+// RefusedPrefix starts the check's message on a dispatched Workload this cluster's settings refuse; the
+// worker-gateway shows the message on the manager's Instance as it is.
+const RefusedPrefix = "refused by this cluster's settings: "
 
 // Reconciler judges the Workloads that wait on the check.
 type Reconciler struct {
@@ -95,6 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if v.state == kueue.CheckStateRetry {
 		// Kueue gives the quota back and tries again; without a pause it would retry many times a second.
 		state.RequeueAfterSeconds = ptr.To(retryAfterSeconds)
+		if v.reason == ReasonRefusedHere {
+			state.RequeueAfterSeconds = ptr.To(refusedRetryAfterSeconds)
+		}
 	}
 	if err := r.Client.Status().Update(ctx, wl); err != nil {
 		return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(err), "cannot set the check's state")
@@ -111,6 +125,7 @@ const (
 	ReasonNoAccelerator  = "NoAccelerator"
 	ReasonNoSingleFlavor = "NoSingleFlavor"
 	ReasonNoCardWithRoom = "NoCardWithRoom"
+	ReasonRefusedHere    = "RefusedBySettings"
 )
 
 // verdict is the check's answer for one Workload.
@@ -125,6 +140,13 @@ type verdict struct {
 // judge places the Workload's Pods on the nodes of its assigned flavors, after the Pods bound to them and the
 // Workloads that passed the check but whose Pods are not bound yet.
 func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, error) {
+	refusal, err := r.refusal(ctx, wl)
+	if err != nil {
+		return verdict{}, err
+	}
+	if refusal != "" {
+		return verdict{state: kueue.CheckStateRetry, reason: ReasonRefusedHere, message: refusal}, nil
+	}
 	pods := workloadPods(wl)
 	if len(pods) == 0 {
 		return verdict{state: kueue.CheckStateReady, reason: ReasonNoAccelerator, message: "asks for no accelerator"}, nil
@@ -168,6 +190,32 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	}
 	return verdict{state: kueue.CheckStateReady, reason: ReasonFits, message: "fits on " + onNodes(placed),
 		pin: pinOf(templates, placed, objects)}, nil
+}
+
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch
+
+// refusal says why this cluster's settings refuse a Workload a manager cluster dispatched here (MultiKueue's
+// copy), "" when they do not or the Workload is this cluster's own. This cluster's Instance webhook and gate
+// policies never saw the Instance, so its Pods pass the same gates here (instancepod.PodGates): a manager that
+// allows privileged Instances cannot run one on a member that does not. The Workload waits, its reason on the
+// manager's Instance, and runs once the member's setting allows it.
+func (r *Reconciler) refusal(ctx context.Context, wl *kueue.Workload) (string, error) {
+	if _, dispatched := wl.Labels[kueue.MultiKueueOriginLabel]; !dispatched {
+		return "", nil
+	}
+	values, _, err := settings.Load(ctx, r.Client)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot read the settings")
+	}
+	var errs field.ErrorList
+	for i := range wl.Spec.PodSets {
+		errs = append(errs, instancepod.PodGates(&wl.Spec.PodSets[i].Template.Spec,
+			values.Bool(workerv1.SettingInstancePrivilegedAllowed), values.Bool(workerv1.SettingInstanceHostPathVolumeAllowed))...)
+	}
+	if len(errs) == 0 {
+		return "", nil
+	}
+	return RefusedPrefix + errs.ToAggregate().Error(), nil
 }
 
 // nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods,

@@ -325,3 +325,37 @@ var _ = It("places a Workload judged again afresh", func(ctx context.Context) {
 	Expect(s.Message).To(Equal("fits on node repin-b"))
 	Expect(s.PodSetUpdates).To(ConsistOf(kueue.PodSetUpdate{Name: "main", NodeSelector: map[string]string{corev1.LabelHostname: "repin-b"}}))
 })
+
+// A manager cluster's MultiKueue copies a Workload here; this cluster never saw its Instance, so the check holds
+// this cluster's gates over its Pods: a privileged one waits, refused in words the manager's Instance shows,
+// until this cluster's instance-privileged-allowed is true. A Workload of this cluster's own is not judged so.
+var _ = DescribeTable("holds this cluster's gates over a Workload a manager dispatched here",
+	func(ctx context.Context, dispatched, allowed bool, w want) {
+		const key = "dispatched"
+		suite.Create(&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
+			Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}},
+			builders.MakeNode(key).Label("pool", key).Obj(), builders.MakeDevices(key).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj())
+		if allowed {
+			suite.Create(&workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace,
+				Name: workerv1.SettingInstancePrivilegedAllowed}, Spec: workerv1.SettingSpec{Value: "true"}})
+		}
+		wl, st := makeWorkload(key, key, whole, true)
+		wl.Spec.PodSets[0].Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		if dispatched {
+			wl.Labels = map[string]string{kueue.MultiKueueOriginLabel: "manager"}
+		}
+		s := judgeOnce(ctx, wl, st)
+		got := want{State: s.State, Message: s.Message, Requeue: s.RequeueAfterSeconds}
+		if strings.HasPrefix(got.Message, w.Message) {
+			got.Message = w.Message
+		}
+		Expect(cmp.Diff(w, got)).To(BeEmpty(), "Reconcile(...): -want, +got")
+	},
+	Entry("dispatched and privileged while this cluster does not allow it: refused, tried again in a minute", true, false,
+		want{State: kueue.CheckStateRetry, Requeue: ptr.To[int32](60), Message: cardcheck.RefusedPrefix +
+			`spec.containers[0].securityContext.privileged: Forbidden: privileged mode is not allowed: enable the "instance-privileged-allowed" setting`}),
+	Entry("dispatched and privileged where this cluster allows it: judged card by card", true, true,
+		want{State: kueue.CheckStateReady, Message: "fits on node dispatched"}),
+	Entry("this cluster's own privileged Workload: its Instance passed this cluster's gates already", false, false,
+		want{State: kueue.CheckStateReady, Message: "fits on node dispatched"}),
+)

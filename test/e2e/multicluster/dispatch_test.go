@@ -123,3 +123,39 @@ var _ = It("lets the member's per-card check judge what the manager dispatches",
 		return ready == 5 && waiting == 1, "five Ready on member-a, one waiting for a card there:" + states
 	})
 })
+
+// The manager allows privileged Instances; member-a, the T4 type's one member, keeps its default, which does
+// not. The manager's gates pass the Instance and MultiKueue copies it to member-a, whose per-card check holds
+// member-a's gates over the copy: it is refused there, no Pod of it runs there, and the manager's Instance
+// tells member-a's reason.
+var _ = It("lets a member refuse a privileged Instance its settings forbid, though the manager's allow it", func() {
+	const t4Type = "gpustack--nvidia-tesla-t4-linux-amd64"
+	waitAggregated(bothAnswer)
+	ctx, k := context.Background(), managerClient
+	e2esuite.WaitFor(6*time.Minute, func() (bool, string) {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "multikueueclusters", "member-a", "-o", "jsonpath={.status.conditions[?(@.type=='Active')].status}")
+		typ, _ := testenv.Kubectl(manager.Kubeconfig, "get", "instancetype", t4Type, "-o", "jsonpath={.status.phase}")
+		return out == "True" && typ == string(workerv1.InstanceTypeActive), "member-a Active: " + out + "; the manager's " + t4Type + ": " + typ
+	})
+	allow := func(value string) error {
+		_, err := testenv.Kubectl(manager.Kubeconfig, "-n", workerv1.SystemNamespace, "patch", "setting",
+			workerv1.SettingInstancePrivilegedAllowed, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"value":%q}}`, value))
+		return err
+	}
+	Expect(allow("true")).To(Succeed())
+	DeferCleanup(func() { _ = allow("false") })
+	inst := builders.MakeInstance("default", "dispatched-privileged", t4Type).Accelerators(1).Privileged().Obj()
+	// The manager's webhook reads the setting from its cache, a moment behind the API server.
+	Eventually(func() error { return k.Create(ctx, inst) }, 30*time.Second, time.Second).Should(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
+	e2esuite.WaitFor(3*time.Minute, func() (bool, string) {
+		s := instanceState(inst.Name)
+		return strings.HasPrefix(s, string(workerv1.InstanceStarting)+"//waiting for a member cluster to admit it: member-a: refused by this cluster's settings: ") &&
+			strings.Contains(s, `enable the "instance-privileged-allowed" setting`), "the manager's Instance (phase/cluster/message): " + s
+	})
+	GinkgoWriter.Println("the manager's Instance member-a refuses:", instanceState(inst.Name))
+	Consistently(func() string {
+		phase, _ := testenv.Kubectl(members["member-a"].Cluster.Kubeconfig, "-n", "default", "get", "pod", inst.Name, "-o", "jsonpath={.status.phase}")
+		return phase
+	}, 10*time.Second, time.Second).ShouldNot(Equal("Running"), "member-a runs no Pod of the refused Instance")
+})
