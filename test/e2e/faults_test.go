@@ -221,8 +221,7 @@ func productOf(d *workerv1.Devices, group string) string {
 
 // cleanChurn deletes the churn's Instances and waits for the walkthrough's Step 1 again.
 func cleanChurn() {
-	ctx := context.Background()
-	_ = k.DeleteAllOf(ctx, &workerv1.Instance{}, client.InNamespace("default"), client.MatchingLabels{churnLabel: "true"})
+	deleteInstances(client.MatchingLabels{churnLabel: "true"})
 	waitTable(step1Types, "get", "instancetype")
 }
 
