@@ -89,18 +89,28 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 		Should(HavePrefix(string(workerv1.InstanceStarting) + "//"))
 })
 
-// The T4 type is member-a's alone: five cards. Six 60 % slices fit its queue's quota (360 of 500), but only one
-// per card: member-a's per-card check admits five, each Ready on the manager, and holds the sixth, whose
-// Instance on the manager tells the check's reason from member-a.
-var _ = It("lets the member's per-card check judge what the manager dispatches", func() {
-	const t4Type = "gpustack--nvidia-tesla-t4-linux-amd64"
+// t4Type is member-a's alone: five cards.
+const t4Type = "gpustack--nvidia-tesla-t4-linux-amd64"
+
+// waitT4Dispatchable waits until the manager can dispatch t4Type: both members answer, member-a's
+// MultiKueueCluster is Active (MultiKueue connects again with its own backoff after an outage) and the manager's
+// mirror of the type is Active.
+func waitT4Dispatchable() {
+	GinkgoHelper()
 	waitAggregated(bothAnswer)
-	ctx, k := context.Background(), managerClient
 	e2esuite.WaitFor(6*time.Minute, func() (bool, string) {
 		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "multikueueclusters", "member-a", "-o", "jsonpath={.status.conditions[?(@.type=='Active')].status}")
 		typ, _ := testenv.Kubectl(manager.Kubeconfig, "get", "instancetype", t4Type, "-o", "jsonpath={.status.phase}")
 		return out == "True" && typ == string(workerv1.InstanceTypeActive), "member-a Active: " + out + "; the manager's " + t4Type + ": " + typ
 	})
+}
+
+// The T4 type is member-a's alone: five cards. Six 60 % slices fit its queue's quota (360 of 500), but only one
+// per card: member-a's per-card check admits five, each Ready on the manager, and holds the sixth, whose
+// Instance on the manager tells the check's reason from member-a.
+var _ = It("lets the member's per-card check judge what the manager dispatches", func() {
+	waitT4Dispatchable()
+	ctx, k := context.Background(), managerClient
 	var names []string
 	for i := range 6 {
 		inst := builders.MakeInstance("default", fmt.Sprintf("dispatched-slice-%d", i), t4Type).Slice(60, 100).Obj()
@@ -129,14 +139,8 @@ var _ = It("lets the member's per-card check judge what the manager dispatches",
 // member-a's gates over the copy: it is refused there, no Pod of it runs there, and the manager's Instance
 // tells member-a's reason.
 var _ = It("lets a member refuse a privileged Instance its settings forbid, though the manager's allow it", func() {
-	const t4Type = "gpustack--nvidia-tesla-t4-linux-amd64"
-	waitAggregated(bothAnswer)
+	waitT4Dispatchable()
 	ctx, k := context.Background(), managerClient
-	e2esuite.WaitFor(6*time.Minute, func() (bool, string) {
-		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "multikueueclusters", "member-a", "-o", "jsonpath={.status.conditions[?(@.type=='Active')].status}")
-		typ, _ := testenv.Kubectl(manager.Kubeconfig, "get", "instancetype", t4Type, "-o", "jsonpath={.status.phase}")
-		return out == "True" && typ == string(workerv1.InstanceTypeActive), "member-a Active: " + out + "; the manager's " + t4Type + ": " + typ
-	})
 	allow := func(value string) error {
 		_, err := testenv.Kubectl(manager.Kubeconfig, "-n", workerv1.SystemNamespace, "patch", "setting",
 			workerv1.SettingInstancePrivilegedAllowed, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"value":%q}}`, value))
