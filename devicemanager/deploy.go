@@ -20,10 +20,6 @@ import (
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// Namespace is where the device managers run. It is the operator's one privileged part, so it has a namespace
-// of its own whose Pod Security label admits privileged Pods, while gpustack-system stays restricted.
-const Namespace = workerv1.DeviceManagerNamespace
-
 // DaemonSetName is the agent DaemonSet of a manufacturer.
 func DaemonSetName(vendor string) string { return "gpustack-operator-device-manager-" + vendor }
 
@@ -88,7 +84,7 @@ func (d Deployment) cpuInfoDaemonSet() *appsv1.DaemonSet {
 	labels := map[string]string{"app.kubernetes.io/name": "gpustack-cpu-info", "app.kubernetes.io/part-of": "gpustack-operator"}
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: CPUInfoDaemonSetName, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.DeviceManagerNamespace, Name: CPUInfoDaemonSetName, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: labels},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
@@ -142,7 +138,7 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}, d.Env...)
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: DaemonSetName(v.Key), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.DeviceManagerNamespace, Name: DaemonSetName(v.Key), Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			// One node's agent at a time, so a bad image never takes every node's cards out of the ledger at once.

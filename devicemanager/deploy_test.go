@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -119,7 +120,7 @@ var _ = It("applies the agents' DaemonSets to a real API server twice: the serve
 	objs := d.Objects()
 	ctx := context.Background()
 	// The chart creates the agents' namespace.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace, Labels: devicemanager.NamespaceLabels}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.DeviceManagerNamespace, Labels: devicemanager.NamespaceLabels}}
 	Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 	apply := func() map[string]string {
 		versions := map[string]string{}

@@ -62,7 +62,7 @@ func runWorker(args []string) error {
 	webhookCertManager := fs.Bool("webhook-cert-manager", false, "cert-manager issues the webhook Secret: wait for it instead of self-signing")
 	agentImage := fs.String("device-manager-image", "", "deploy the device managers with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
 	enforcerImage := fs.String("enforcer-image", "", "an image of the soft-slicing enforcers (libvgpu.so and its kin under "+devicemanager.EnforcerImageDir+", with sh and cp) that each device manager copies to its node before it starts; empty copies none")
-	kueueConfig := fs.String("kueue-config", kueueconfig.Namespace+"/"+kueueconfig.ConfigMap, "namespace/name of the ConfigMap that holds the Kueue controller's configuration ("+kueueconfig.ConfigKey+"): the worker checks it carries what the operator needs and says what it lacks on every InstanceType (condition "+composer.ConditionKueueConfigured+"); empty checks nothing")
+	kueueConfig := fs.String("kueue-config", workerv1.KueueNamespace+"/"+kueueconfig.ConfigMap, "namespace/name of the ConfigMap that holds the Kueue controller's configuration ("+kueueconfig.ConfigKey+"): the worker checks it carries what the operator needs and says what it lacks on every InstanceType (condition "+composer.ConditionKueueConfigured+"); empty checks nothing")
 	leaderElect := fs.Bool("leader-elect", true, "run the controllers and the AdmissionCheck on one replica at a time, the holder of the Lease "+leaseName+" in the worker's namespace; every replica serves the webhooks")
 	// client-go's own limit (5 requests a second, bursts of 10) held each verdict of the check and each Instance
 	// behind the others' reads; these are Kueue's defaults.

@@ -7,7 +7,6 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/functions/xrs"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -98,7 +97,7 @@ func DerivedInstanceType(p pools.Pool, e pools.CatalogEntry) *workerv1.InstanceT
 	return &workerv1.InstanceType{
 		TypeMeta: metav1.TypeMeta{APIVersion: workerv1.GroupVersion.String(), Kind: "InstanceType"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
-			Annotations: map[string]string{workerv1.AnnotationComposePolicy: xrs.ComposePolicyCreateOnly}},
+			Annotations: map[string]string{workerv1.AnnotationComposePolicy: workerv1.ComposePolicyCreateOnly}},
 		Spec: spec,
 	}
 }

@@ -29,9 +29,6 @@ const (
 	KindInstanceTypePool = "XInstanceTypePool"
 )
 
-// ComposePolicyCreateOnly is the value of AnnotationComposePolicy for create-only objects.
-const ComposePolicyCreateOnly = "create-only"
-
 // FunctionSettings are the settings the functions read.
 type FunctionSettings struct {
 	// MixedOnNode is instance-type-mixed-on-node.

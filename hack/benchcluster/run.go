@@ -24,7 +24,6 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
@@ -67,7 +66,7 @@ func run(ctx context.Context, o options) (*result, error) {
 		Chart: o.chart, Images: []string{o.image}, Progress: os.Stderr,
 		// No storage: the harness claims no volumes, and the provisioner's Pod could land on a KWOK node.
 		ChartValues: []string{"worker.pprofPort=" + strconv.Itoa(pprofPort), "storage.enabled=false"},
-		AuditUsers:  []string{serviceAccountUser(localcluster.ChartNamespace, "worker"), serviceAccountUser(devicemanager.Namespace, "device-manager")},
+		AuditUsers:  []string{serviceAccountUser(localcluster.ChartNamespace, "worker"), serviceAccountUser(workerv1.DeviceManagerNamespace, "device-manager")},
 	})
 	if err != nil {
 		return nil, err

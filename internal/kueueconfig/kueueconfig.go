@@ -18,14 +18,13 @@ import (
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
 
-	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// Where Kueue's own manifests and chart keep its configuration.
+// The ConfigMap, in Kueue's namespace (workerv1.KueueNamespace unless told), and the key Kueue's own manifests
+// and chart keep its configuration in.
 const (
-	Namespace = workerv1.KueueNamespace
 	ConfigMap = "kueue-manager-config"
 	ConfigKey = "controller_manager_config.yaml"
 )

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,resourceNames=kueue-manager-config
@@ -121,7 +123,7 @@ func (w *Watch) Check(ctx context.Context) {
 func (w *Watch) where() (string, string) {
 	ns, name := w.Namespace, w.Name
 	if ns == "" {
-		ns = Namespace
+		ns = workerv1.KueueNamespace
 	}
 	if name == "" {
 		name = ConfigMap

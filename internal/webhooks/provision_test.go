@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -166,7 +165,7 @@ var _ = It("waits, as the worker's account, for the chart's configurations", fun
 	roles, err := rbac.For("worker", workerv1.SystemNamespace)
 	Expect(err).NotTo(HaveOccurred())
 	// Its roles include one in the agents' namespace; another spec may have made both already.
-	agents := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace}}
+	agents := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.DeviceManagerNamespace}}
 	Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, agents))).To(Succeed())
 	for _, o := range roles {
 		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, o))).To(Succeed())

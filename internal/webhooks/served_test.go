@@ -23,7 +23,6 @@ import (
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
@@ -130,7 +129,7 @@ var _ = Describe("the webhooks served to a real API server", Ordered, func() {
 		// The worker as its service account, with its generated roles.
 		roles, err := rbac.For("worker", workerv1.SystemNamespace)
 		Expect(err).NotTo(HaveOccurred())
-		agents := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace}}
+		agents := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.DeviceManagerNamespace}}
 		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, agents))).To(Succeed())
 		// Another spec may have made them already.
 		for _, o := range roles {

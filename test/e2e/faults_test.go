@@ -432,7 +432,7 @@ var _ = It("keeps the ledgers when the device manager is killed and restarted", 
 	// readyAgent is node-t4-b's NVIDIA agent Pod once it runs and is ready: its readiness probe answers once
 	// it has published the node.
 	readyAgent := func() (string, string) {
-		out := kubectl("-n", devicemanager.Namespace, "get", "pods", "--field-selector", "spec.nodeName=node-t4-b", "-o",
+		out := kubectl("-n", workerv1.DeviceManagerNamespace, "get", "pods", "--field-selector", "spec.nodeName=node-t4-b", "-o",
 			`jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name} {.status.containerStatuses[0].ready}{"\n"}{end}`)
 		for _, line := range strings.Split(out, "\n") {
 			name, ready, _ := strings.Cut(line, " ")
@@ -444,14 +444,14 @@ var _ = It("keeps the ledgers when the device manager is killed and restarted", 
 	}
 	agentCards := func(pod string) float64 {
 		GinkgoHelper()
-		url, err := metricsURL(devicemanager.Namespace, pod)
+		url, err := metricsURL(workerv1.DeviceManagerNamespace, pod)
 		Expect(err).NotTo(HaveOccurred())
 		return e2esuite.Scrape(url, "gpustack_device_cards", map[string]string{"node": "node-t4-b", "manufacturer": "nvidia", "health": "healthy"})
 	}
 	old, why := readyAgent()
 	Expect(old).NotTo(BeEmpty(), why)
 	Expect(agentCards(old)).To(Equal(4.0), "node-t4-b's healthy cards on the agent's metrics endpoint")
-	killPod(devicemanager.Namespace, old)
+	killPod(workerv1.DeviceManagerNamespace, old)
 	var restarted string
 	eventually(2*time.Minute, func() (bool, string) {
 		var why string

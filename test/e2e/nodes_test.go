@@ -70,14 +70,14 @@ var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and t
 	}
 	Expect(cmp.Diff(map[string]int{"gpustack-operator worker": 2, "kueue ": 1, "nfd master": 1, "nfd gc": 1, "nfd worker": len(inv.Nodes),
 		"gpustack-local-path-provisioner ": 1}, running)).To(BeEmpty(), "the chart's Pods running in containers, by name and component: -want, +got")
-	ds, err := cs.AppsV1().DaemonSets(devicemanager.Namespace).Get(ctx, devicemanager.DaemonSetName("nvidia"), metav1.GetOptions{})
+	ds, err := cs.AppsV1().DaemonSets(workerv1.DeviceManagerNamespace).Get(ctx, devicemanager.DaemonSetName("nvidia"), metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect([]int32{ds.Status.DesiredNumberScheduled, ds.Status.NumberReady}).To(Equal([]int32{3, 3}),
 		"the NVIDIA agents run and are ready on the three nodes with cards")
-	amd, err := cs.AppsV1().DaemonSets(devicemanager.Namespace).Get(ctx, devicemanager.DaemonSetName("amd"), metav1.GetOptions{})
+	amd, err := cs.AppsV1().DaemonSets(workerv1.DeviceManagerNamespace).Get(ctx, devicemanager.DaemonSetName("amd"), metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(amd.Status.DesiredNumberScheduled).To(BeZero(), "AMD agents on a cluster without AMD cards")
-	ns, err := cs.CoreV1().Namespaces().Get(ctx, devicemanager.Namespace, metav1.GetOptions{})
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, workerv1.DeviceManagerNamespace, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(ns.Labels["pod-security.kubernetes.io/enforce"]).To(Equal("privileged"), "the agents' namespace's Pod Security level")
 	eventually(time.Minute, func() (bool, string) {

@@ -81,7 +81,7 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 	BeforeAll(func(ctx context.Context) {
 		// The roles' namespaces (the device managers' as the other specs make it) and a user's.
 		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}},
-			{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace, Labels: devicemanager.NamespaceLabels}}, {ObjectMeta: metav1.ObjectMeta{Name: users}}} {
+			{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: workerv1.DeviceManagerNamespace, Labels: devicemanager.NamespaceLabels}}, {ObjectMeta: metav1.ObjectMeta{Name: users}}} {
 			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 		}
 		for _, component := range []string{"worker", "worker-gateway"} {

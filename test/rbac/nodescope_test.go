@@ -32,11 +32,11 @@ var _ = Describe("the device managers' node scope", Ordered, func() {
 		nodeA, nodeB                      *corev1.Node
 	)
 	BeforeAll(func(ctx context.Context) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace, Labels: devicemanager.NamespaceLabels}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.DeviceManagerNamespace, Labels: devicemanager.NamespaceLabels}}
 		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
-		objs, err := rbac.For("device-manager", devicemanager.Namespace)
+		objs, err := rbac.For("device-manager", workerv1.DeviceManagerNamespace)
 		Expect(err).NotTo(HaveOccurred())
-		reporter, err := rbac.For("cpu-info", devicemanager.Namespace)
+		reporter, err := rbac.For("cpu-info", workerv1.DeviceManagerNamespace)
 		Expect(err).NotTo(HaveOccurred())
 		objs = append(objs, reporter...)
 		scope, err := rbac.NodeScope()
@@ -47,7 +47,7 @@ var _ = Describe("the device managers' node scope", Ordered, func() {
 		nodeA, nodeB = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
 		Expect(suite.Client.Create(ctx, nodeA)).To(Succeed())
 		Expect(suite.Client.Create(ctx, nodeB)).To(Succeed())
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: devicemanager.Namespace, Name: "agent-on-a"},
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.DeviceManagerNamespace, Name: "agent-on-a"},
 			Spec: corev1.PodSpec{NodeName: "node-a", ServiceAccountName: rbac.ServiceAccountName("device-manager"),
 				Containers: []corev1.Container{{Name: "agent", Image: "agent"}}}}
 		Expect(suite.Client.Create(ctx, pod)).To(Succeed())
@@ -131,7 +131,7 @@ func accountClient(ctx context.Context, component string, ref *authenticationv1.
 	GinkgoHelper()
 	cs, err := kubernetes.NewForConfig(suite.Config)
 	Expect(err).NotTo(HaveOccurred())
-	token, err := cs.CoreV1().ServiceAccounts(devicemanager.Namespace).CreateToken(ctx, rbac.ServiceAccountName(component),
+	token, err := cs.CoreV1().ServiceAccounts(workerv1.DeviceManagerNamespace).CreateToken(ctx, rbac.ServiceAccountName(component),
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), BoundObjectRef: ref}},
 		metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())

@@ -88,13 +88,13 @@ var _ = Describe("the generated roles", Ordered, func() {
 	system := workerv1.SystemNamespace
 	BeforeAll(func() {
 		ctx := context.Background()
-		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: devicemanager.Namespace, Labels: devicemanager.NamespaceLabels}},
+		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: workerv1.DeviceManagerNamespace, Labels: devicemanager.NamespaceLabels}},
 			{ObjectMeta: metav1.ObjectMeta{Name: system}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}} {
 			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 		}
-		for component, namespace := range map[string]string{"worker": system, "worker-gateway": system, "device-manager": devicemanager.Namespace,
-			"cpu-info": devicemanager.Namespace, "cleanup": system} {
+		for component, namespace := range map[string]string{"worker": system, "worker-gateway": system, "device-manager": workerv1.DeviceManagerNamespace,
+			"cpu-info": workerv1.DeviceManagerNamespace, "cleanup": system} {
 			objs, err := rbac.For(component, namespace)
 			Expect(err).NotTo(HaveOccurred())
 			for _, o := range objs {
@@ -109,8 +109,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 		access               access
 	}
 	worker := func(a access) row { return row{"worker", system, a} }
-	agent := func(a access) row { return row{"device-manager", devicemanager.Namespace, a} }
-	reporter := func(a access) row { return row{"cpu-info", devicemanager.Namespace, a} }
+	agent := func(a access) row { return row{"device-manager", workerv1.DeviceManagerNamespace, a} }
+	reporter := func(a access) row { return row{"cpu-info", workerv1.DeviceManagerNamespace, a} }
 	cleanup := func(a access) row { return row{"cleanup", system, a} }
 	gateway := func(a access) row { return row{"worker-gateway", system, a} }
 	mustDeny := []row{
@@ -127,7 +127,7 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: system}),
 		worker(access{verb: "patch", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "gpustack-operator-worker"}),
 		worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: "kube-system", name: "kube-proxy"}),
-		worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: devicemanager.Namespace, name: "not-an-agent"}),
+		worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: workerv1.DeviceManagerNamespace, name: "not-an-agent"}),
 		worker(access{verb: "patch", resource: "namespaces", name: "default"}),
 		worker(access{verb: "get", resource: "secrets", namespace: "kube-system", name: "any"}),
 		worker(access{verb: "list", resource: "secrets"}),
@@ -149,7 +149,7 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "create", group: "certificates.k8s.io", resource: "certificatesigningrequests"}),
 		agent(access{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}),
 		agent(access{verb: "patch", resource: "nodes", name: "node-a"}),
-		agent(access{verb: "create", resource: "pods", namespace: devicemanager.Namespace}),
+		agent(access{verb: "create", resource: "pods", namespace: workerv1.DeviceManagerNamespace}),
 		agent(access{verb: "update", group: workerv1.GroupVersion.Group, resource: "instances", namespace: "team-a", name: "demo"}),
 		agent(access{verb: "update", group: workerv1.GroupVersion.Group, resource: "devices", subresource: "status", name: "node-a"}),
 		agent(access{verb: "create", group: "nfd.k8s-sigs.io", resource: "nodefeatures", namespace: "node-feature-discovery"}),
@@ -186,7 +186,7 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "watch", resource: "secrets", namespace: system, name: "gpustack-settings"}),
 		worker(access{verb: "update", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}),
 		worker(access{verb: "create", resource: "secrets", namespace: system}),
-		worker(access{verb: "create", group: "apps", resource: "daemonsets", namespace: devicemanager.Namespace}),
+		worker(access{verb: "create", group: "apps", resource: "daemonsets", namespace: workerv1.DeviceManagerNamespace}),
 		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: webhooks.MutatingName}),
 		worker(access{verb: "patch", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: webhooks.ValidatingName}),
 		worker(access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: system, name: "gpustack-operator-worker"}),
@@ -216,10 +216,10 @@ var _ = Describe("the generated roles", Ordered, func() {
 	}
 	// The names the markers spell out by hand must be every name the code uses.
 	for _, v := range vendors.All() {
-		mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: devicemanager.Namespace,
+		mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: workerv1.DeviceManagerNamespace,
 			name: devicemanager.DaemonSetName(v.Key)}))
 	}
-	mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: devicemanager.Namespace,
+	mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: workerv1.DeviceManagerNamespace,
 		name: devicemanager.CPUInfoDaemonSetName}))
 
 	// Every component is refused each of these, but where its work needs the verb: then RBAC grants it and
@@ -258,7 +258,7 @@ var _ = Describe("the generated roles", Ordered, func() {
 		for _, component := range []string{"worker", "worker-gateway", "device-manager", "cpu-info", "cleanup"} {
 			namespace := system
 			if component == "device-manager" || component == "cpu-info" {
-				namespace = devicemanager.Namespace
+				namespace = workerv1.DeviceManagerNamespace
 			}
 			for _, a := range everyone {
 				if why, ok := needs[component][a]; ok {

@@ -8,7 +8,9 @@ import "slices"
 // policies, the chart's webhook selector) are written from SystemNamespaces by make generate
 // (hack/systemnamespaces), and make verify fails when one of them is edited by hand.
 const (
-	// DeviceManagerNamespace is the device managers' namespace.
+	// DeviceManagerNamespace is where the device managers run. They are the operator's one privileged part, so
+	// they have a namespace of their own whose Pod Security label admits privileged Pods, while SystemNamespace
+	// stays restricted.
 	DeviceManagerNamespace = "gpustack-device-manager"
 	// NodeFeatureDiscoveryNamespace is the bundled NFD's namespace.
 	NodeFeatureDiscoveryNamespace = "node-feature-discovery"
@@ -28,7 +30,10 @@ func SystemNamespaces() []string {
 		NodeFeatureDiscoveryNamespace, StorageNamespace, KueueNamespace)
 }
 
+// systemNamespaces is SystemNamespaces, made once: IsSystemNamespace answers for every Pod admitted.
+var systemNamespaces = SystemNamespaces()
+
 // IsSystemNamespace reports whether name is one of SystemNamespaces.
 func IsSystemNamespace(name string) bool {
-	return slices.Contains(SystemNamespaces(), name)
+	return slices.Contains(systemNamespaces, name)
 }

@@ -55,6 +55,8 @@ const (
 	// AnnotationComposePolicy marks a desired object the embedded composer creates but never updates or prunes:
 	// derived InstanceTypes are create-only.
 	AnnotationComposePolicy = "gpustack.ai/compose-policy"
+	// ComposePolicyCreateOnly is the value of AnnotationComposePolicy for create-only objects.
+	ComposePolicyCreateOnly = "create-only"
 	// AnnotationComposedHash records the hash of what the composer last applied to an object. A changed hash
 	// means the composer wants something different (including fields it no longer sets, which server-side
 	// apply then removes); an unchanged hash with drifted fields means someone else changed them.

@@ -126,7 +126,7 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 			wantCatalog[o.GetName()] = true
 		}
 		annotations := o.GetAnnotations()
-		if annotations[workerv1.AnnotationComposePolicy] != xrs.ComposePolicyCreateOnly {
+		if annotations[workerv1.AnnotationComposePolicy] != workerv1.ComposePolicyCreateOnly {
 			_, err = a.apply(ctx, o)
 		} else {
 			// Create-only objects (derived InstanceTypes) are created once and then belong to their users.

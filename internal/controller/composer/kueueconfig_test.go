@@ -27,10 +27,10 @@ import (
 // configuration carries it, the condition turns True.
 var _ = It("says on every InstanceType what the running Kueue's configuration lacks", func(ctx context.Context) {
 	suite.Create(profiledNodes("walkthrough.yaml")...)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueconfig.Namespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.KueueNamespace}}
 	Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 	stock := "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations:\n  frameworks: [batch/job]\n"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kueueconfig.Namespace, Name: kueueconfig.ConfigMap},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.KueueNamespace, Name: kueueconfig.ConfigMap},
 		Data: map[string]string{kueueconfig.ConfigKey: stock}}
 	suite.Create(cm)
 	parsed, err := kueueconfig.Parse([]byte(stock))
@@ -80,11 +80,11 @@ var _ = It("says on every InstanceType what the running Kueue's configuration la
 // The worker reads Kueue's configuration again as soon as it changes: with a watch, a change shows long before the
 // interval's read (an hour here).
 var _ = It("reads Kueue's configuration again when it changes", func(ctx context.Context) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueconfig.Namespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.KueueNamespace}}
 	Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
 	required, err := kueueconfig.Required()
 	Expect(err).NotTo(HaveOccurred())
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kueueconfig.Namespace, Name: kueueconfig.ConfigMap},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.KueueNamespace, Name: kueueconfig.ConfigMap},
 		Data: map[string]string{kueueconfig.ConfigKey: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + string(required)}}
 	suite.Create(cm)
 

@@ -8,7 +8,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpustack/gpustack-operator/devicemanager"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 )
 
@@ -26,11 +26,11 @@ func (c *Cluster) startKWOKAgent(ctx context.Context) error {
 		return errors.Wrap(err, "cannot write the KWOK nodes' inventory")
 	}
 	account := rbac.ServiceAccountName("device-manager")
-	kubeconfig, err := c.accountKubeconfig(ctx, account, devicemanager.Namespace)
+	kubeconfig, err := c.accountKubeconfig(ctx, account, workerv1.DeviceManagerNamespace)
 	if err != nil {
 		return err
 	}
-	tokens, err := c.nodeTokens(ctx, account, devicemanager.Namespace, c.cfg.KWOKNodes.Nodes)
+	tokens, err := c.nodeTokens(ctx, account, workerv1.DeviceManagerNamespace, c.cfg.KWOKNodes.Nodes)
 	if err != nil {
 		return err
 	}
