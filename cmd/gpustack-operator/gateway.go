@@ -21,7 +21,6 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
-	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 )
 
 // runWorkerGateway reads the member clusters named by the kubeconfig Secrets of the members' namespace and
@@ -41,7 +40,8 @@ func runWorkerGateway(args []string) error {
 	servicePort := fs.Int("service-port", 443, "the Service's port")
 	dispatch := fs.Bool("dispatch", true, "keep, in this cluster, what Kueue's MultiKueue needs to run Instances created here on the members")
 	retention := fs.Duration("retention", 24*time.Hour, "how long what no member offers any more (a member removed for good, a type it deleted) is kept, Inactive, before it is removed from this cluster; a member's outage, Hold or re-registration never removes the types the manager's Instances run on")
-	kueueNamespace := fs.String("kueue-namespace", kueueconfig.Namespace, "the namespace of this cluster's Kueue, where MultiKueue reads the members' kubeconfigs")
+	grace := fs.Duration("first-answer-grace", gateway.DefaultFirstAnswerGrace, "how long after start the dispatcher waits for every member's first answer before it writes: a member not read yet would look as if it offered nothing")
+	kueueNamespace := fs.String("kueue-namespace", workerv1.KueueNamespace, "the namespace of this cluster's Kueue, where MultiKueue reads the members' kubeconfigs")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("worker-gateway")
@@ -79,7 +79,7 @@ func runWorkerGateway(args []string) error {
 	g.Go(func() error { return gw.Run(ctx) })
 	if *dispatch {
 		d := &gateway.Dispatcher{Client: c, Gateway: gw, Namespace: *members, KueueNamespace: *kueueNamespace, Interval: *interval,
-			Retention: *retention, Log: ctrl.Log.WithName("dispatch")}
+			Retention: *retention, FirstAnswerGrace: *grace, Log: ctrl.Log.WithName("dispatch")}
 		g.Go(func() error { return d.Run(ctx) })
 	}
 	g.Go(func() error {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,31 +155,44 @@ var _ = It("keeps an Instance Ready through its node's kubelet restarted and the
 	uid := runReady(inst)
 	node := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.spec.nodeName}")
 	allocatable := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
-	nodeBack := func() {
+	// nodeBack waits until the node's kubelet started after since has reported it Ready with its cards
+	// allocatable: a kubelet reports its node's status as it starts, so an older heartbeat is the last one's.
+	nodeBack := func(since time.Time) {
 		GinkgoHelper()
 		eventually(2*time.Minute, func() (bool, string) {
-			ready := kubectl("get", "node", node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+			ready := kubectl("get", "node", node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}`)
+			status, beat, _ := strings.Cut(ready, " ")
+			at, err := time.Parse(time.RFC3339, beat)
 			now := kubectl("get", "node", node, "-o", "jsonpath={.status.allocatable}")
-			return ready == "True" && now == allocatable, node + " Ready: " + ready + "; allocatable: " + now + ", was " + allocatable
+			return status == "True" && err == nil && !at.Before(since.Truncate(time.Second)) && now == allocatable,
+				node + " Ready (heartbeat): " + ready + ", since " + since.Format(time.RFC3339) + "; allocatable: " + now + ", was " + allocatable
 		})
 	}
+	restarted := time.Now()
 	Expect(cluster.RestartKubelet(ctx, node)).To(Succeed())
-	nodeBack()
+	nodeBack(restarted)
 	waitPhase(name, "Ready")
 	Expect(podUID(name)).To(Equal(uid), "the Pod that ran through the kubelet's restart")
 	restarts := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.status.containerStatuses[*].restartCount}")
 	Expect(strings.Fields(restarts)).To(HaveEach("0"), "the containers ran on through the kubelet's restart")
 
+	rebooted := time.Now()
 	Expect(cluster.RebootNode(ctx, node)).To(Succeed())
-	nodeBack()
-	waitPhase(name, "Ready")
 	// The kubelet that boots admits the Pod again before the device managers have registered their plugins, so
 	// it usually refuses it (UnexpectedAdmissionError: no healthy devices) and the Instance builds it again;
-	// had the plugins come first, the same Pod would run with its containers started again.
-	if now := podUID(name); now == uid {
-		again := kubectl("get", "pod", name, "-n", "default", "-o", "jsonpath={.status.containerStatuses[*].restartCount}")
-		Expect(strings.Fields(again)).NotTo(ContainElement("0"), "the same Pod after the reboot, its containers started again")
-	} else {
+	// had the plugins come first, the same Pod would run with its containers started again. Until the booted
+	// kubelet reports, the API server still says what the node said before (Ready, the Pod running, no
+	// restart): wait for the Pod to show the reboot, either way, before the node and the Instance are read.
+	eventually(3*time.Minute, func() (bool, string) {
+		now := podUID(name)
+		again := strings.Fields(kubectl("get", "pods", "-n", "default", "--field-selector", "metadata.name="+name, "-o",
+			"jsonpath={.items[*].status.containerStatuses[*].restartCount}"))
+		return now != "" && (now != uid || len(again) > 0 && !slices.Contains(again, "0")),
+			fmt.Sprintf("Pod %s (was %s) rebuilt, or its containers started again after the reboot: restarts %v", now, uid, again)
+	})
+	nodeBack(rebooted)
+	waitPhase(name, "Ready")
+	if now := podUID(name); now != uid {
 		// The rebuild count ends with the Ready Pod; the event stays.
 		events := kubectl("get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Instance,involvedObject.name="+name+",reason=PodRebuilt",
 			"-o", "jsonpath={.items[*].message}")

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -171,7 +172,7 @@ func TestTemplateWorker(t *testing.T) {
 	for _, r := range []struct{ key, component, kind, namespace string }{
 		{"ClusterRole/gpustack-operator-worker", "worker", "ClusterRole", ""},
 		{"Role/gpustack-operator-worker", "worker", "Role", namespace},
-		{"Role/gpustack-device-manager/gpustack-operator-worker", "worker", "Role", devicemanager.Namespace},
+		{"Role/gpustack-device-manager/gpustack-operator-worker", "worker", "Role", workerv1.DeviceManagerNamespace},
 		{"ClusterRole/gpustack-operator-device-manager", "device-manager", "ClusterRole", ""},
 		{"Role/gpustack-operator-device-manager", "device-manager", "Role", namespace},
 		{"Role/gpustack-operator-cpu-info", "cpu-info", "Role", namespace},
@@ -181,14 +182,14 @@ func TestTemplateWorker(t *testing.T) {
 			t.Errorf("%s rules differ from package/rbac/%s: -want, +got:\n%s", r.key, r.component, diff)
 		}
 	}
-	ns := convert[corev1.Namespace](t, objs["Namespace/"+devicemanager.Namespace])
+	ns := convert[corev1.Namespace](t, objs["Namespace/"+workerv1.DeviceManagerNamespace])
 	for k, v := range devicemanager.NamespaceLabels {
 		if ns.Labels[k] != v {
 			t.Errorf("the agents' namespace carries %s=%s: labels %v", k, v, ns.Labels)
 		}
 	}
 	for _, account := range []string{"gpustack-operator-device-manager", "gpustack-operator-cpu-info"} {
-		if objs["ServiceAccount/"+devicemanager.Namespace+"/"+account] == nil {
+		if objs["ServiceAccount/"+workerv1.DeviceManagerNamespace+"/"+account] == nil {
 			t.Errorf("no service account %s in the agents' namespace", account)
 		}
 	}
@@ -360,6 +361,9 @@ func TestTemplateOptions(t *testing.T) {
 	checkRestricted(t, gw)
 	if args := gw.Containers[0].Args; len(args) == 0 || args[0] != "worker-gateway" || !contains(args, "--secure-port=8443") || !contains(args, "--dispatch=true") {
 		t.Errorf("the gateway's Deployment does not serve the aggregation layer and dispatch: %v", args)
+	}
+	if !contains(gw.Containers[0].Args, "--first-answer-grace=2m") {
+		t.Errorf("the gateway does not wait the default 2m for the members' first answers: %v", gw.Containers[0].Args)
 	}
 	memberRole, err := rbac.GatewayMember()
 	if err != nil {

@@ -7,6 +7,7 @@ package multicluster
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,7 +47,9 @@ var _ = BeforeSuite(func() {
 	}
 	members["member-a"] = start("walkthrough.yaml", localcluster.MemberChartValues, nil)
 	members["member-b"] = start("h100-mig.yaml", localcluster.MemberChartValues, nil)
-	m := start("manager.yaml", localcluster.ManagerChartValues, localcluster.ManagerSettings)
+	// A restarted gateway waits 30s, not 2m, for the members' first answers: the outage spec outlasts it sooner.
+	m := start("manager.yaml", slices.Concat(localcluster.ManagerChartValues, []string{"workerGateway.firstAnswerGrace=30s"}),
+		localcluster.ManagerSettings)
 	DeferCleanup(m.Stop)
 	manager = m.Cluster
 	var err error
