@@ -147,7 +147,7 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: rbac.ServiceAccountName("device-manager"),
-					NodeSelector:       map[string]string{"feature.node.kubernetes.io/pci-" + v.PCIVendorID + ".present": "true"},
+					NodeSelector:       map[string]string{"feature.node.kubernetes.io/pci-" + v.PCILabel() + ".present": "true"},
 					// Accelerator nodes are often tainted for accelerator work only; the agent must run there.
 					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					PriorityClassName: "system-node-critical",

@@ -17,6 +17,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // TestDeployment renders the agents' objects from the worker's environment.
@@ -68,6 +69,33 @@ func TestDeployment(t *testing.T) {
 	want[devicemanager.CPUInfoDaemonSetName] = "kubernetes.io/os"
 	if diff := cmp.Diff(want, selectors); diff != "" {
 		t.Errorf("One DaemonSet per manufacturer on the nodes with its PCI vendor, and the CPU reporter on every Linux node: -want, +got:\n%s", diff)
+	}
+}
+
+// TestDeploymentPCIClass checks that a vendor ID given with its class (GPUSTACK_NVIDIA_PCI_VENDOR_ID=0302_10de)
+// puts the agent on the nodes NFD labels with that class and vendor, and leaves the other vendors' as they are.
+func TestDeploymentPCIClass(t *testing.T) {
+	vendors.Configure(func(k string) string {
+		if k == "GPUSTACK_NVIDIA_PCI_VENDOR_ID" {
+			return "0302_10de"
+		}
+		return ""
+	})
+	t.Cleanup(func() { vendors.Configure(func(string) string { return "" }) })
+	selectors := map[string]map[string]string{}
+	for _, o := range devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects() {
+		if ds, ok := o.(*appsv1.DaemonSet); ok {
+			selectors[ds.Name] = ds.Spec.Template.Spec.NodeSelector
+		}
+	}
+	want := map[string]map[string]string{
+		devicemanager.DaemonSetName("nvidia"): {"feature.node.kubernetes.io/pci-0302_10de.present": "true"},
+		devicemanager.DaemonSetName("amd"):    {"feature.node.kubernetes.io/pci-1002.present": "true"},
+	}
+	for name, sel := range want {
+		if diff := cmp.Diff(sel, selectors[name]); diff != "" {
+			t.Errorf("%s's node selector with GPUSTACK_NVIDIA_PCI_VENDOR_ID=0302_10de: -want, +got:\n%s", name, diff)
+		}
 	}
 }
 

@@ -38,6 +38,26 @@ type Vendor struct {
 	// Threads) or its devices (Ascend, Iluvatar) into containers: the chart creates that RuntimeClass. An
 	// Instance's Pod names its vendor's RuntimeClass whenever the class exists, whoever made it.
 	RuntimeInjects bool
+	// PCIClass restricts the vendor's cards to the PCI functions whose class starts with it (0302, a 3D
+	// controller), set when GPUSTACK_<MFR>_PCI_VENDOR_ID is given as class_vendor; empty takes every class the
+	// node's scan admits (GPUSTACK_PCI_CLASS_PREFIXES).
+	PCIClass string
+}
+
+// PCILabel is the vendor's part of NFD's PCI label feature.node.kubernetes.io/pci-<PCILabel>.present, which the
+// device manager's DaemonSet selects: the vendor ID (10de), as NFD writes it with deviceLabelFields [vendor],
+// or class_vendor (0302_10de) when PCIClass is set, as NFD writes it with deviceLabelFields [class, vendor].
+func (v Vendor) PCILabel() string {
+	if v.PCIClass == "" {
+		return v.PCIVendorID
+	}
+	return v.PCIClass + "_" + v.PCIVendorID
+}
+
+// OwnsPCI reports whether a PCI function of this vendor ID and class (lowercase hex, 10de and 030200) is
+// one of the vendor's cards.
+func (v Vendor) OwnsPCI(vendorID, class string) bool {
+	return vendorID == v.PCIVendorID && strings.HasPrefix(class, v.PCIClass)
 }
 
 // ProfilePrefix is the start of the vendor's per-profile partition keys, <base>.partitioned.<kind>- (a Pod asks
@@ -51,19 +71,19 @@ func (v Vendor) ProfilePrefix() string {
 
 // builtin lists the vendors in the order the documentation does.
 var builtin = []Vendor{
-	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig", "", true},
-	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, "", "", false},
-	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, "", "", true},
+	{"nvidia", "NVIDIA", "10de", "nvidia.com/gpu", "nvidia", "GPU", 128, true, "mig", "", true, ""},
+	{"amd", "AMD", "1002", "amd.com/gpu", "amd", "GPU", 128, true, "", "", false, ""},
+	{"ascend", "Huawei Ascend", "19e5", "huawei.com/npu", "ascend", "NPU", 63, true, "", "", true, ""},
 	{"cambricon", "Cambricon", "cabc", "cambricon.com/mlu", "cambricon", "MLU", 0, false, "",
-		"the device manager cannot create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget", false},
+		"the device manager cannot create Cambricon's sMLU profiles (cnDev), which enforce a slice's budget", false, ""},
 	{"hygon", "Hygon", "1d94", "hygon.com/dcu", "hygon", "DCU", 0, false, "mig",
-		"the device manager cannot write Hygon's per-Pod vdev configuration, which enforces a slice's budget", false},
-	{"iluvatar", "Iluvatar", "1e3e", "iluvatar.com/gpu", "iluvatar", "GPU", 16, false, "", "", true},
+		"the device manager cannot write Hygon's per-Pod vdev configuration, which enforces a slice's budget", false, ""},
+	{"iluvatar", "Iluvatar", "1e3e", "iluvatar.com/gpu", "iluvatar", "GPU", 16, false, "", "", true, ""},
 	{"metax", "MetaX", "9999", "metax-tech.com/gpu", "metax", "GPU", 0, false, "",
-		"the device manager cannot create MetaX's sGPUs (sysfs fixed-share), which enforce a slice's budget", false},
+		"the device manager cannot create MetaX's sGPUs (sysfs fixed-share), which enforce a slice's budget", false, ""},
 	{"mthreads", "Moore Threads", "1ed5", "mthreads.com/gpu", "mthreads", "GPU", 0, false, "",
-		"the device manager cannot drive Moore Threads' sGPU kernel module, which enforces a slice's budget", true},
-	{"thead", "T-Head", "1ded", "alibabacloud.com/ppu", "", "PPU", 16, false, "mig", "", false},
+		"the device manager cannot drive Moore Threads' sGPU kernel module, which enforces a slice's budget", true, ""},
+	{"thead", "T-Head", "1ded", "alibabacloud.com/ppu", "", "PPU", 16, false, "mig", "", false, ""},
 }
 
 // aliases maps other spellings of a manufacturer to its key.
@@ -121,12 +141,14 @@ func Lookup(name string) (Vendor, bool) {
 // _ACCELERATABLE_RUNTIME_NAME and _PARTITION_KIND read through getenv.
 func withOverrides(v Vendor, getenv func(string) string) Vendor {
 	prefix := "GPUSTACK_" + strings.ToUpper(v.Key) + "_"
-	if id := getenv(prefix + "PCI_VENDOR_ID"); id != "" {
-		// The value is a vendor ID (10de) or a class_vendor pair (0302_10de); keep the vendor part.
+	if id := strings.ToLower(getenv(prefix + "PCI_VENDOR_ID")); id != "" {
+		// The value is a vendor ID (10de) or a class_vendor pair (0302_10de, as NFD's labels write it), which
+		// takes only that class of the vendor's functions.
+		v.PCIClass = ""
 		if i := strings.LastIndexAny(id, "_:"); i >= 0 {
-			id = id[i+1:]
+			v.PCIClass, id = id[:i], id[i+1:]
 		}
-		v.PCIVendorID = strings.ToLower(id)
+		v.PCIVendorID = id
 	}
 	if r := getenv(prefix + "ACCELERATABLE_RESOURCE_NAME"); r != "" {
 		v.ResourceName = r

@@ -38,7 +38,8 @@ func TestOverrides(t *testing.T) {
 	nvidia, _ := Lookup("nvidia")
 	got := withOverrides(nvidia, func(k string) string { return env[k] })
 	want := Vendor{Key: "nvidia", DisplayName: "NVIDIA", PCIVendorID: "10de", ResourceName: "example.com/gpu",
-		RuntimeClass: "", Class: "GPU", SlicesPerCard: 128, CoresOvercommit: true, PartitionKind: "mig2", RuntimeInjects: true}
+		RuntimeClass: "", Class: "GPU", SlicesPerCard: 128, CoresOvercommit: true, PartitionKind: "mig2", RuntimeInjects: true,
+		PCIClass: "0302"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GPUSTACK_NVIDIA_* override the table entry\nwithOverrides(...): -want, +got:\n%s", diff)
 	}
@@ -60,5 +61,57 @@ func TestConfigure(t *testing.T) {
 	Configure(func(string) string { return "" })
 	if amd, _ := Lookup("amd"); amd.ResourceName != "amd.com/gpu" {
 		t.Errorf("Configure with no overrides restores the built-in table; Lookup(amd) = %q", amd.ResourceName)
+	}
+}
+
+func TestPCI(t *testing.T) {
+	type function struct{ vendor, class string }
+	type want struct {
+		label string
+		owns  []bool
+	}
+	functions := []function{{"10de", "030200"}, {"10de", "030000"}, {"1002", "030200"}}
+	cases := map[string]struct {
+		reason string
+		id     string
+		want   want
+	}{
+		"Builtin": {
+			reason: "Without an override the vendor's every function is its card, and the label is NFD's by vendor.",
+			want:   want{label: "10de", owns: []bool{true, true, false}},
+		},
+		"VendorOnly": {
+			reason: "A vendor ID alone (any case) keeps every class.",
+			id:     "10DE",
+			want:   want{label: "10de", owns: []bool{true, true, false}},
+		},
+		"ClassAndVendor": {
+			reason: "A class_vendor pair takes only that class's functions, and names NFD's class_vendor label.",
+			id:     "0302_10de",
+			want:   want{label: "0302_10de", owns: []bool{true, false, false}},
+		},
+		"OtherVendor": {
+			reason: "A vendor ID moved elsewhere owns that vendor's functions, not the built-in one's.",
+			id:     "0302:1002",
+			want:   want{label: "0302_1002", owns: []bool{false, false, true}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nvidia, _ := Lookup("nvidia")
+			v := withOverrides(nvidia, func(k string) string {
+				if k == "GPUSTACK_NVIDIA_PCI_VENDOR_ID" {
+					return tc.id
+				}
+				return ""
+			})
+			got := want{label: v.PCILabel()}
+			for _, f := range functions {
+				got.owns = append(got.owns, v.OwnsPCI(f.vendor, f.class))
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nPCILabel and OwnsPCI(%v) with %q: -want, +got:\n%s", tc.reason, functions, tc.id, diff)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ package hardware
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -94,22 +95,19 @@ func (p *Provider) Detect(ctx context.Context) ([]providers.Device, error) {
 		ids = append(ids, v.PCIVendorID)
 	}
 	onBus, _, busErr := pcisysfs.Scan(root, ids, p.opts.ClassPrefixes)
-	present := map[string]bool{}
-	for _, d := range onBus {
-		present[d.VendorID] = true
-	}
 	var devices []providers.Device
 	var errs []error
 	for _, v := range vendors.All() {
+		owned := slices.ContainsFunc(onBus, func(f pcisysfs.Device) bool { return v.OwnsPCI(f.VendorID, f.Class) })
 		// Without a readable bus every backend is asked; each then answers from its tool alone.
-		if busErr == nil && !present[v.PCIVendorID] {
+		if busErr == nil && !owned {
 			continue
 		}
 		found, err := p.backends[v.Key].Detect(ctx)
 		if len(found) == 0 && err != nil {
 			// A backend that could read nothing (NVML missing) still leaves its cards visible, unhealthy.
 			for _, f := range onBus {
-				if f.VendorID == v.PCIVendorID {
+				if v.OwnsPCI(f.VendorID, f.Class) {
 					d := smitool.Undescribed(v, f)
 					d.Index = int32(len(found))
 					found = append(found, d)

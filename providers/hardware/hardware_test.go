@@ -13,6 +13,7 @@ import (
 	"github.com/gpustack/gpustack-operator/providers/amd"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
 	"github.com/gpustack/gpustack-operator/providers/smitool/smitooltest"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 func TestDetect(t *testing.T) {
@@ -39,6 +40,7 @@ func TestDetect(t *testing.T) {
 		reason string
 		bus    map[string]map[string]string
 		nvml   func() nvml.Interface
+		env    map[string]string
 		want   want
 	}{
 		"OnlyWhatIsOnTheBus": {
@@ -61,6 +63,20 @@ func TestDetect(t *testing.T) {
 			want: want{products: append(strings.Split(strings.Repeat("Mock NVIDIA A100-SXM4-40GB,", 8), ",")[:8],
 				"AMD Instinct MI300X", "AMD Instinct MI300X")},
 		},
+		"ClassKept": {
+			reason: "GPUSTACK_AMD_PCI_VENDOR_ID=0380_1002 takes the AMD functions of class 0380, which these are.",
+			bus:    amdOnly,
+			nvml:   func() nvml.Interface { return dgxa100.New() },
+			env:    map[string]string{"GPUSTACK_AMD_PCI_VENDOR_ID": "0380_1002"},
+			want:   want{products: []string{"AMD Instinct MI300X", "AMD Instinct MI300X"}},
+		},
+		"OtherClass": {
+			reason: "GPUSTACK_AMD_PCI_VENDOR_ID=0302_1002 takes only AMD's 3D controllers: these display controllers (0380) are no card of it.",
+			bus:    amdOnly,
+			nvml:   func() nvml.Interface { return dgxa100.New() },
+			env:    map[string]string{"GPUSTACK_AMD_PCI_VENDOR_ID": "0302_1002"},
+			want:   want{},
+		},
 		"NoNVML": {
 			reason: "Without the NVIDIA library the NVIDIA cards on the bus stay visible, unhealthy, and the error says why.",
 			bus:    withNvidia,
@@ -75,6 +91,8 @@ func TestDetect(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			vendors.Configure(func(k string) string { return tc.env[k] })
+			t.Cleanup(func() { vendors.Configure(func(string) string { return "" }) })
 			p := New(Options{SysfsRoot: pcisysfstest.Tree(t, tc.bus), NVML: tc.nvml(),
 				Runner: smitooltest.Runner{amd.Command.String(): {Stdout: string(rocm)}}})
 			got, err := p.Detect(context.Background())

@@ -7,6 +7,7 @@ package smitool
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ func (b *Backend) Detect(ctx context.Context) ([]providers.Device, error) {
 		prefixes = pcisysfs.DefaultClassPrefixes
 	}
 	bus, _, busErr := pcisysfs.Scan(root, []string{b.Vendor.PCIVendorID}, prefixes)
+	bus = slices.DeleteFunc(bus, func(f pcisysfs.Device) bool { return !b.Vendor.OwnsPCI(f.VendorID, f.Class) })
 	if busErr == nil && len(bus) == 0 {
 		return nil, nil
 	}

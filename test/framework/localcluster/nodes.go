@@ -45,7 +45,7 @@ func kwokNode(n simulated.Node) *corev1.Node {
 	}
 	for _, a := range n.Accelerators {
 		if v, ok := vendors.Lookup(a.Vendor); ok {
-			labels["feature.node.kubernetes.io/pci-"+v.PCIVendorID+".present"] = "true"
+			labels["feature.node.kubernetes.io/pci-"+v.PCILabel()+".present"] = "true"
 		}
 	}
 	// What the device manager's plugins would register with a real kubelet, from the cards it would detect.
