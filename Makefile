@@ -2,8 +2,9 @@
 #
 # Third-party binaries (Kubernetes control plane, etcd, KWOK, Kueue, nfd-master, controller-gen, the Crossplane
 # CLI, helm) are built from the Go module proxy through the wrapper modules in hack/tools/ into the git-ignored
-# bin/, once: each one has a version stamp in bin/.stamp/, and the Go build cache makes a rebuild after a fresh
-# clone a relink.
+# bin/, once: each one has a version stamp in bin/.stamp/, and a fresh clone copies them from TOOLS_CACHE,
+# where the first clone of this machine to build them left them (hack/toolcache/toolcache.sh); the Go build
+# cache makes a rebuild a relink.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -13,6 +14,10 @@ export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
 ROOT := $(abspath .)
 BIN := $(ROOT)/bin
+# TOOLS_CACHE holds the third-party binaries of each build, keyed by everything that goes into it, for every clone
+# of this machine (hack/toolcache/toolcache.sh); empty builds them in every clone.
+TOOLS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpustack-operator/tools
+export TOOLS_CACHE
 STAMP := $(BIN)/.stamp
 ASSETS := $(BIN)/assets
 
@@ -108,7 +113,7 @@ tools: $(TEST_TOOLS) ## Build every third-party binary the tests and the demo ne
 define tool
 $(STAMP)/$(1)-$(2): hack/tools/$(3)/go.mod
 	$$(call say,building $(1) $(2) (a first build takes minutes; later ones relink from the Go build cache))
-	cd hack/tools/$(3) && go build -trimpath -ldflags "$$($(5))" -o $(BIN)/$(1) $(4)
+	hack/toolcache/toolcache.sh hack/tools/$(3) $(BIN) $(1) -- go build -trimpath -ldflags "$$($(5))" -o $(BIN)/$(1) $(4)
 	@mkdir -p $(STAMP) && touch $$@
 endef
 
@@ -139,13 +144,15 @@ $(eval $(call tool,golangci-lint,$(GOLANGCI_LINT_VERSION),golangci-lint,github.c
 # compile once and the links run side by side (as the node's two below).
 $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
 	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION) (a first build takes about 10 minutes))
-	mkdir -p $(BIN) && cd hack/tools/k8s && go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler)
+	hack/toolcache/toolcache.sh hack/tools/k8s $(BIN) kube-apiserver kube-controller-manager kube-scheduler -- \
+		go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler)
 	@mkdir -p $(STAMP) && touch $@
 
 # A real node's kubelet and kube-proxy come from the same wrapper module.
 $(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
 	$(call say,building kubelet kube-proxy $(K8S_VERSION) (a first build takes minutes))
-	mkdir -p $(BIN) && cd hack/tools/k8s && go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+	hack/toolcache/toolcache.sh hack/tools/k8s $(BIN) kubelet kube-proxy -- \
+		go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
 	@mkdir -p $(STAMP) && touch $@
 
 # The images every real node holds before anything is pulled (there is no registry): Kubernetes' own pause.c
@@ -296,7 +303,11 @@ test: verify test-unit test-integration test-e2e test-packages ## Run every tier
 
 .PHONY: test-unit
 test-unit: ## Unit tests with the race detector; no control plane.
-	env -u GPUSTACK_BIN go test -race -count=1 ./...
+	env -u GPUSTACK_BIN go test -race -count=1 $$(go list ./... | grep -v $(addprefix -e ,$(SUITE_PKGS)))
+
+# The suites that only run with the binaries built (end-to-end, Helm, packages), in their own tiers: the unit
+# tier does not link them with the race detector only to see them skip.
+SUITE_PKGS := /test/e2e /test/helm$$ /test/packages$$
 
 .PHONY: test-integration
 test-integration: $(TEST_TOOLS) $(CHART_DEPS) build ## Tests on envtest's API server, and the policies through OPA, gator and a real API server.
