@@ -61,9 +61,13 @@ func runDeviceManager(args []string) error {
 	ctx := ctrl.SetupSignalHandler()
 	if *inventoryFile == "" {
 		// One real node: detect, publish and serve the kubelet device plugin.
+		runtime := deviceplugin.DefaultRuntime()
+		if runtime.CDI, err = deviceplugin.Injection(os.Getenv, devicemanager.HostRoot); err != nil {
+			return err
+		}
 		for name, p := range agents {
 			a := &devicemanager.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
-				Runtime: deviceplugin.DefaultRuntime(), Log: logger}
+				Runtime: runtime, Log: logger}
 			if hw, ok := p.(*hardware.Provider); ok {
 				a.Partitioners = map[string]deviceplugin.Partitioner{"nvidia": hw.MIG()}
 			}

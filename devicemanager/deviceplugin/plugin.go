@@ -217,13 +217,13 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		var cresp *pluginapi.ContainerAllocateResponse
 		switch p.Resource.Kind {
 		case Whole:
-			cresp = containerFor(p.Resource.Vendor.Key, cards)
+			cresp = p.Runtime.containerFor(p.Resource.Vendor.Key, cards)
 		case Shared:
 			if len(cards) != len(creq.DevicesIds) {
 				return nil, errors.Errorf("%s: %d shares must sit on %d distinct cards, got %d cards", p.Resource.Name,
 					len(creq.DevicesIds), len(creq.DevicesIds), len(cards))
 			}
-			cresp = containerFor(p.Resource.Vendor.Key, cards)
+			cresp = p.Runtime.containerFor(p.Resource.Vendor.Key, cards)
 		case Sliced:
 			if len(creq.DevicesIds) != 1 {
 				return nil, errors.Errorf("%s: a slice is always one card, got %d", p.Resource.Name, len(creq.DevicesIds))
@@ -256,7 +256,7 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 			if reserved := p.Reservations.take(len(cards)); reserved != nil {
 				cards = reserved
 			}
-			cresp = containerFor(p.Resource.Vendor.Key, cards)
+			cresp = p.Runtime.containerFor(p.Resource.Vendor.Key, cards)
 		}
 		if p.Resource.Kind != Visibility {
 			p.Reservations.add(cards)
@@ -314,7 +314,7 @@ func (p *Plugin) partitionsFor(ctx context.Context, tokens []string, byID map[st
 		}
 		devices = append(devices, dev)
 	}
-	return &pluginapi.ContainerAllocateResponse{Envs: visibleDevices(p.Resource.Vendor.Key, devices)}, nil
+	return p.Runtime.expose(p.Resource.Vendor.Key, devices), nil
 }
 
 // PreStartContainer is not used; the plugin asks the kubelet not to call it.

@@ -66,13 +66,16 @@ type Budget struct {
 	CoresPercent int64
 }
 
-// Runtime describes where the soft-slicing libraries live on the host.
+// Runtime describes where the soft-slicing libraries live on the host, and how cards reach a container.
 type Runtime struct {
 	// LibDir is the host directory the libraries are staged in, per runtime subdirectory
 	// (/var/lib/gpustack/operator/lib/cuda-13).
 	LibDir string
 	// StateDir is a host directory for per-slice files (Ascend's npu_info.config, ledgers of the enforcers).
 	StateDir string
+	// CDI holds the vendors whose cards Allocate names as CDI devices, in the annotation CDIAnnotation,
+	// rather than in their visibility variable (Injection resolves GPUSTACK_<MFR>_DEVICE_INJECTION_STRATEGY).
+	CDI map[string]bool
 }
 
 // DefaultRuntime is the layout under GPUSTACK_DATA_DIR (/var/lib/gpustack).
@@ -84,34 +87,37 @@ func DefaultRuntime() Runtime {
 	return Runtime{LibDir: filepath.Join(data, "operator", "lib"), StateDir: filepath.Join(data, "operator", "slices")}
 }
 
-// visible returns the visibility variable for the cards.
-func visible(vendor string, cards []providers.Device) map[string]string {
-	vis, ok := visibility[vendor]
-	if !ok {
-		return map[string]string{}
-	}
+// containerFor returns what a container needs to use whole cards or shares: the cards, made visible.
+func (rt Runtime) containerFor(vendor string, cards []providers.Device) *pluginapi.ContainerAllocateResponse {
 	ids := make([]string, len(cards))
 	for i, c := range cards {
 		ids[i] = strconv.Itoa(int(c.Index))
-		if vis.byUUID {
+		if visibility[vendor].byUUID {
 			ids[i] = c.UUID
 		}
 	}
-	return map[string]string{vis.env: strings.Join(ids, ",")}
+	return rt.expose(vendor, ids)
 }
 
-// visibleDevices makes partitions visible by their device names, through the vendor's variable.
-func visibleDevices(vendor string, names []string) map[string]string {
+// expose makes the devices (cards by the vendor's identifier, or partitions by their device names) visible to
+// a container: named as CDI devices in the vendor's CDI annotation where the node injects through CDI, through
+// the vendor's visibility variable otherwise.
+func (rt Runtime) expose(vendor string, devices []string) *pluginapi.ContainerAllocateResponse {
 	vis, ok := visibility[vendor]
 	if !ok {
-		return map[string]string{}
+		return &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
 	}
-	return map[string]string{vis.env: strings.Join(names, ",")}
-}
-
-// containerFor returns what a container needs to use whole cards or shares: the cards, made visible.
-func containerFor(vendor string, cards []providers.Device) *pluginapi.ContainerAllocateResponse {
-	return &pluginapi.ContainerAllocateResponse{Envs: visible(vendor, cards)}
+	if kind := cdiKinds[vendor]; rt.CDI[vendor] && kind != "" {
+		names := make([]string, len(devices))
+		for i, d := range devices {
+			names[i] = kind + "=" + d
+		}
+		// "void" keeps the vendor's runtime from exposing what an image's own variable asks for (CUDA's images
+		// say NVIDIA_VISIBLE_DEVICES=all): the container gets the CDI devices and nothing else.
+		return &pluginapi.ContainerAllocateResponse{Envs: map[string]string{vis.env: "void"},
+			Annotations: map[string]string{CDIAnnotation(vendor): strings.Join(names, ",")}}
+	}
+	return &pluginapi.ContainerAllocateResponse{Envs: map[string]string{vis.env: strings.Join(devices, ",")}}
 }
 
 // sliceFor returns what a container needs to use a slice of the card: the card made visible, and the vendor's
@@ -127,7 +133,7 @@ func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*plugin
 	if !ok {
 		return nil, errors.Errorf("soft slicing of %s cards is not supported by this agent yet", card.Manufacturer)
 	}
-	resp := containerFor(card.Manufacturer, []providers.Device{card})
+	resp := rt.containerFor(card.Manufacturer, []providers.Device{card})
 	preload, err := rt.preload(enforcer, card)
 	if err != nil {
 		return nil, err
