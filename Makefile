@@ -112,7 +112,7 @@ tools: $(TEST_TOOLS) ## Build every third-party binary the tests and the demo ne
 # The stamp names the version, so a version bump rebuilds it.
 define tool
 $(STAMP)/$(1)-$(2): hack/tools/$(3)/go.mod
-	$$(call say,building $(1) $(2) (a first build takes minutes; later ones relink from the Go build cache))
+	$$(call say,building $(1) $(2), or copying it from TOOLS_CACHE (a first build takes minutes; later ones relink from the Go build cache))
 	hack/toolcache/toolcache.sh hack/tools/$(3) $(BIN) $(1) -- go build -trimpath -ldflags "$$($(5))" -o $(BIN)/$(1) $(4)
 	@mkdir -p $(STAMP) && touch $$@
 endef
@@ -143,14 +143,14 @@ $(eval $(call tool,golangci-lint,$(GOLANGCI_LINT_VERSION),golangci-lint,github.c
 # The three control-plane binaries come from one wrapper module, in one go build: the packages they share
 # compile once and the links run side by side (as the node's two below).
 $(STAMP)/kube-$(K8S_VERSION): hack/tools/k8s/go.mod
-	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION) (a first build takes about 10 minutes))
+	$(call say,building kube-apiserver kube-controller-manager kube-scheduler $(K8S_VERSION), or copying them from TOOLS_CACHE (a first build takes about 10 minutes))
 	hack/toolcache/toolcache.sh hack/tools/k8s $(BIN) kube-apiserver kube-controller-manager kube-scheduler -- \
 		go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler)
 	@mkdir -p $(STAMP) && touch $@
 
 # A real node's kubelet and kube-proxy come from the same wrapper module.
 $(STAMP)/node-$(K8S_VERSION): hack/tools/k8s/go.mod
-	$(call say,building kubelet kube-proxy $(K8S_VERSION) (a first build takes minutes))
+	$(call say,building kubelet kube-proxy $(K8S_VERSION), or copying them from TOOLS_CACHE (a first build takes minutes))
 	hack/toolcache/toolcache.sh hack/tools/k8s $(BIN) kubelet kube-proxy -- \
 		go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
 	@mkdir -p $(STAMP) && touch $@

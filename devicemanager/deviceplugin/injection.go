@@ -1,9 +1,10 @@
 package deviceplugin
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -38,12 +39,7 @@ func CDIAnnotation(vendor string) string { return "cdi.k8s.io/gpustack-" + vendo
 // is an error naming the variable.
 func Injection(getenv func(string) string, root string) (map[string]bool, error) {
 	out := map[string]bool{}
-	vendors := make([]string, 0, len(cdiKinds))
-	for v := range cdiKinds {
-		vendors = append(vendors, v)
-	}
-	sort.Strings(vendors)
-	for _, v := range vendors {
+	for _, v := range slices.Sorted(maps.Keys(cdiKinds)) {
 		name := "GPUSTACK_" + strings.ToUpper(v) + "_DEVICE_INJECTION_STRATEGY"
 		switch s := strings.ToLower(strings.TrimSpace(getenv(name))); s {
 		case "", InjectEnvVar:
