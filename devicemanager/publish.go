@@ -49,7 +49,7 @@ func (p *Publisher) publishDevices(ctx context.Context, node string, devices []p
 	spec := providers.DevicesSpec(devices)
 	labels := map[string]string{}
 	for _, g := range spec.Groups {
-		labels[workerv1.AcceleratablePrefix+pools.AcceleratorKey(g.Manufacturer, g.Name)] = "true"
+		labels[workerv1.AcceleratablePrefix+pools.GroupKey(g)] = "true"
 	}
 	d := &workerv1.Devices{}
 	err := p.Client.Get(ctx, client.ObjectKey{Name: node}, d)

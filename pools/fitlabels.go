@@ -13,7 +13,7 @@ func FitLabels(d *workerv1.Devices) map[string]string {
 	out := map[string]string{}
 	cards := LedgerCards(d)
 	for _, g := range d.Spec.Groups {
-		key := AcceleratorKey(g.Manufacturer, g.Name)
+		key := GroupKey(g)
 		var sliceable, shareable bool
 		var maxFree, freeCards int64
 		for _, a := range g.Accelerators {

@@ -11,7 +11,7 @@ import (
 func TestFitLabels(t *testing.T) {
 	a10g := func() *workerv1.Devices {
 		d := twoA10G()
-		d.Spec.Groups[0].Name = "NVIDIA A10G"
+		d.Spec.Groups[0].ID, d.Spec.Groups[0].Name = "a10g", "NVIDIA A10G"
 		return d
 	}
 	entry := func(id string, mode workerv1.AllocationMode, remaining int64, slices int32) workerv1.AcceleratorAllocation {
@@ -34,7 +34,7 @@ func TestFitLabels(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			d := a10g()
-			d.Status.Groups = []workerv1.GroupAllocation{{ID: "g", Manufacturer: "nvidia", Accelerators: tc.ledger}}
+			d.Status.Groups = []workerv1.GroupAllocation{{ID: "a10g", Manufacturer: "nvidia", Accelerators: tc.ledger}}
 			if diff := cmp.Diff(tc.want, FitLabels(d)); diff != "" {
 				t.Errorf("%s\nFitLabels(...): -want, +got:\n%s", tc.reason, diff)
 			}

@@ -99,6 +99,19 @@ func AcceleratorKey(manufacturer, product string) string {
 	return truncate(manufacturer+"-"+id, KeyBudget)
 }
 
+// AcceleratorKeyWithMemory is AcceleratorKey with the card's memory in whole GiB (rounded) as a last segment
+// (Tesla T4, 16384 MiB -> nvidia-tesla-t4-16g), so one product sold with several memory sizes makes one group
+// per size (GPUSTACK_DEVICES_GROUP_ID_WITH_MEMORY). A card of unknown memory keeps the plain key. The suffix
+// survives the key's truncation.
+func AcceleratorKeyWithMemory(manufacturer, product string, memoryMiB int64) string {
+	key := AcceleratorKey(manufacturer, product)
+	if memoryMiB <= 0 {
+		return key
+	}
+	suffix := fmt.Sprintf("-%dg", (memoryMiB+512)/1024)
+	return truncate(key, KeyBudget-len(suffix)) + suffix
+}
+
 // ProductLabel is the product as a label value: case kept, spaces and other characters turned into dashes
 // (NVIDIA A10G -> NVIDIA-A10G).
 func ProductLabel(product string) string {

@@ -1,9 +1,12 @@
 package pools
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
 func TestGeneralKey(t *testing.T) {
@@ -54,6 +57,50 @@ func TestAcceleratorKey(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, AcceleratorKey(tc.manufacturer, tc.product)); diff != "" {
 				t.Errorf("%s\nAcceleratorKey(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestAcceleratorKeyWithMemory(t *testing.T) {
+	long := "Accelerator " + strings.Repeat("X", 60)
+	cases := map[string]struct {
+		reason, product string
+		memoryMiB       int64
+		want            string
+	}{
+		"T4":      {"The reference's example: 16 GiB gives -16g.", "Tesla T4", 16384, "nvidia-tesla-t4-16g"},
+		"Rounded": {"A real T4 reports 15360 MiB; the GiB are rounded, not cut.", "Tesla T4", 15360 + 600, "nvidia-tesla-t4-16g"},
+		"Unknown": {"A card of unknown memory keeps the plain key.", "NVIDIA A10G", 0, "nvidia-a10g"},
+		"Long":    {"The suffix survives the key's truncation to its budget.", long, 81920, "nvidia-accelerator-" + strings.Repeat("x", KeyBudget-len("nvidia-accelerator-")-len("-80g")) + "-80g"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := AcceleratorKeyWithMemory("nvidia", tc.product, tc.memoryMiB)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nAcceleratorKeyWithMemory(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if len(got) > KeyBudget {
+				t.Errorf("%s\nAcceleratorKeyWithMemory(...) = %q, longer than %d", tc.reason, got, KeyBudget)
+			}
+		})
+	}
+}
+
+func TestGroupKey(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		group  workerv1.DeviceGroup
+		want   string
+	}{
+		"ID":        {"The group's ID is the key the device manager chose, memory suffix included.", workerv1.DeviceGroup{ID: "tesla-t4-16g", Manufacturer: "nvidia", Name: "Tesla T4"}, "nvidia-tesla-t4-16g"},
+		"NoID":      {"Without an ID the product names the group.", workerv1.DeviceGroup{Manufacturer: "nvidia", Name: "Tesla T4"}, "nvidia-tesla-t4"},
+		"VendorKey": {"A card without a product name is grouped by its vendor alone.", workerv1.DeviceGroup{ID: "metax", Manufacturer: "metax"}, "metax"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, GroupKey(tc.group)); diff != "" {
+				t.Errorf("%s\nGroupKey(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -196,10 +196,23 @@ func (n *Node) AttachLedger(d *workerv1.Devices) {
 	}
 }
 
+// GroupKey returns the aKey of an inventory group as the device manager keyed it: the manufacturer and the
+// group's ID (GroupID's inverse), which carries the memory suffix where the device manager was told to add one;
+// the product's key for a group without an ID.
+func GroupKey(dg workerv1.DeviceGroup) string {
+	switch dg.ID {
+	case "":
+		return AcceleratorKey(dg.Manufacturer, dg.Name)
+	case dg.Manufacturer:
+		return dg.Manufacturer
+	}
+	return dg.Manufacturer + "-" + dg.ID
+}
+
 // IsGroup reports whether an inventory group is the cards of accelerator group aKey: by its product name, or
 // by its ID where the product name is not known.
 func IsGroup(dg workerv1.DeviceGroup, aKey string) bool {
-	return AcceleratorKey(dg.Manufacturer, dg.Name) == aKey || dg.Manufacturer+"-"+dg.ID == aKey
+	return AcceleratorKey(dg.Manufacturer, dg.Name) == aKey || GroupKey(dg) == aKey
 }
 
 // LedgerCards returns every card of a Devices object with its allocation, keyed by card ID.

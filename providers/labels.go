@@ -75,11 +75,11 @@ type productGroup struct {
 	cards []Device
 }
 
-// group sorts cards into product groups by aKey, each group's cards by index.
+// group sorts cards into groups by aKey (GroupKey), each group's cards by index.
 func group(devices []Device) []productGroup {
 	byKey := map[string]*productGroup{}
 	for _, d := range devices {
-		key := pools.AcceleratorKey(d.Manufacturer, d.Product)
+		key := GroupKey(d)
 		g := byKey[key]
 		if g == nil {
 			g = &productGroup{key: key, first: d}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
@@ -39,9 +40,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "usage: gpustack-operator <%s> [flags]\n", joinNames(names))
 		os.Exit(2)
 	}
-	// The vendor table is configured once, here: every command looks vendors up through it.
+	// The vendor table and the card grouping are configured once, here: every command looks vendors up and
+	// groups cards through them.
 	vendors.Configure(os.Getenv)
-	if err := commands[os.Args[1]](os.Args[2:]); err != nil {
+	err := providers.Configure(os.Getenv)
+	if err == nil {
+		err = commands[os.Args[1]](os.Args[2:])
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "gpustack-operator %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
