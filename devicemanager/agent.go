@@ -13,12 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/providers/rdma"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
@@ -41,6 +43,9 @@ type Agent struct {
 	Log logr.Logger
 	// Partitioners create and reclaim hardware partitions, by vendor key; a vendor without one refuses them.
 	Partitioners map[string]deviceplugin.Partitioner
+	// RDMA finds the node's RDMA devices at each detection; nil finds none. The node is labelled RDMA capable
+	// while one has a port up, and, when PluginDir is set, the RDMA resources are served while it has any.
+	RDMA func() ([]rdma.Device, error)
 	// PluginCheck is how often the plugins' sockets are looked at, so a kubelet that started again (and removed
 	// them) has the plugins registered again within that time; 2 s when zero.
 	PluginCheck time.Duration
@@ -49,8 +54,10 @@ type Agent struct {
 	mu           sync.Mutex
 	servingMu    sync.Mutex
 	cards        []providers.Device
+	nics         []rdma.Device
 	published    bool
 	plugins      map[string]*deviceplugin.Plugin
+	rdmaPlugins  map[string]*deviceplugin.RDMAPlugin
 	servers      map[string]*deviceplugin.Server
 	reservations map[string]*deviceplugin.Reservations
 	// partitionTokens are what the partitioned cards offered when last listed; only Run's goroutine uses it.
@@ -62,6 +69,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	pub := &Publisher{Client: a.Client}
 	a.servingMu.Lock()
 	a.plugins, a.servers, a.reservations = map[string]*deviceplugin.Plugin{}, map[string]*deviceplugin.Server{}, map[string]*deviceplugin.Reservations{}
+	a.rdmaPlugins = map[string]*deviceplugin.RDMAPlugin{}
 	a.servingMu.Unlock()
 	check := a.PluginCheck
 	if check <= 0 {
@@ -88,7 +96,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// detect detects the cards and publishes them.
+// detect detects the cards and the RDMA devices and publishes them.
 func (a *Agent) detect(ctx context.Context, pub *Publisher) {
 	cards, err := a.Provider.Detect(ctx)
 	if err != nil {
@@ -97,7 +105,8 @@ func (a *Agent) detect(ctx context.Context, pub *Publisher) {
 	if err != nil && len(cards) == 0 {
 		return
 	}
-	if err := pub.Publish(ctx, a.Node, cards); err != nil {
+	nics := a.scanRDMA()
+	if err := pub.Publish(ctx, a.Node, cards, nics); err != nil {
 		a.Log.Error(err, "cannot publish the cards", "node", a.Node)
 	} else {
 		a.mu.Lock()
@@ -105,6 +114,19 @@ func (a *Agent) detect(ctx context.Context, pub *Publisher) {
 		a.mu.Unlock()
 	}
 	a.setCards(cards)
+	a.setNICs(nics)
+}
+
+// scanRDMA returns the node's RDMA devices; none when they cannot be read (said in the log).
+func (a *Agent) scanRDMA() []rdma.Device {
+	if a.RDMA == nil {
+		return nil
+	}
+	nics, err := a.RDMA()
+	if err != nil {
+		a.Log.Error(err, "cannot read the RDMA devices", "node", a.Node)
+	}
+	return nics
 }
 
 // reclaim destroys the partitions whose Pod is gone and the orphans, once per detection.
@@ -173,15 +195,41 @@ func (a *Agent) setCards(cards []providers.Device) {
 	}
 }
 
+// setNICs records the RDMA devices and tells the RDMA plugins when they changed.
+func (a *Agent) setNICs(nics []rdma.Device) {
+	a.mu.Lock()
+	changed := !apiequality.Semantic.DeepEqual(a.nics, nics)
+	a.nics = nics
+	a.mu.Unlock()
+	if !changed {
+		return
+	}
+	a.servingMu.Lock()
+	defer a.servingMu.Unlock()
+	for _, p := range a.rdmaPlugins {
+		p.Changed()
+	}
+}
+
+func (a *Agent) currentNICs() []rdma.Device {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.nics
+}
+
 func (a *Agent) currentCards() []providers.Device {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.cards
 }
 
-// wantedResources returns the device-plugin resources of every vendor with cards on the node.
+// wantedResources returns the device-plugin resources of every vendor with cards on the node, and the RDMA
+// resources where it has RDMA devices.
 func (a *Agent) wantedResources() []string {
 	var out []string
+	if len(a.currentNICs()) > 0 {
+		out = append(out, deviceplugin.RDMAResource, deviceplugin.RDMASharedResource)
+	}
 	seen := map[string]bool{}
 	for _, c := range a.currentCards() {
 		v, ok := vendors.Lookup(c.Manufacturer)
@@ -196,12 +244,21 @@ func (a *Agent) wantedResources() []string {
 	return out
 }
 
-// servePlugins serves the plugin of every resource of every vendor with cards that is not served, or whose
-// socket the kubelet removed when it started again; one that fails (the kubelet not up yet) is tried again
-// at the next check.
+// servePlugins serves the plugin of every resource of every vendor with cards, and the RDMA resources where the
+// node has RDMA devices, that is not served, or whose socket the kubelet removed when it started again; one
+// that fails (the kubelet not up yet) is tried again at the next check.
 func (a *Agent) servePlugins(ctx context.Context) {
 	a.servingMu.Lock()
 	defer a.servingMu.Unlock()
+	if len(a.currentNICs()) > 0 {
+		for _, shared := range []bool{false, true} {
+			p := &deviceplugin.RDMAPlugin{Shared: shared, Devices: a.currentNICs}
+			if a.rdmaPlugins[p.Resource()] == nil {
+				a.rdmaPlugins[p.Resource()] = p
+			}
+			a.serve(ctx, p.Resource(), a.rdmaPlugins[p.Resource()])
+		}
+	}
 	for _, c := range a.currentCards() {
 		v, ok := vendors.Lookup(c.Manufacturer)
 		if !ok {
@@ -211,14 +268,6 @@ func (a *Agent) servePlugins(ctx context.Context) {
 			a.reservations[v.Key] = &deviceplugin.Reservations{}
 		}
 		for _, r := range deviceplugin.Resources(v) {
-			if s := a.servers[r.Name]; s != nil {
-				if s.Registered() {
-					continue
-				}
-				a.Log.Info("the kubelet forgot the device plugin; registering it again", "resource", r.Name)
-				s.Stop()
-				delete(a.servers, r.Name)
-			}
 			// One plugin per resource for the agent's life: its reservations and watchers outlive a kubelet restart.
 			p := a.plugins[r.Name]
 			if p == nil {
@@ -227,14 +276,27 @@ func (a *Agent) servePlugins(ctx context.Context) {
 					Partitioner: a.Partitioners[v.Key]}
 				a.plugins[r.Name] = p
 			}
-			s, err := deviceplugin.Serve(ctx, a.PluginDir, p)
-			if err != nil {
-				a.Log.Error(err, "cannot serve the device plugin", "resource", r.Name)
-				continue
-			}
-			a.servers[r.Name] = s
+			a.serve(ctx, r.Name, p)
 		}
 	}
+}
+
+// serve serves a resource's plugin unless it is served and registered; servingMu is held.
+func (a *Agent) serve(ctx context.Context, resource string, p pluginapi.DevicePluginServer) {
+	if s := a.servers[resource]; s != nil {
+		if s.Registered() {
+			return
+		}
+		a.Log.Info("the kubelet forgot the device plugin; registering it again", "resource", resource)
+		s.Stop()
+		delete(a.servers, resource)
+	}
+	s, err := deviceplugin.Serve(ctx, a.PluginDir, resource, p)
+	if err != nil {
+		a.Log.Error(err, "cannot serve the device plugin", "resource", resource)
+		return
+	}
+	a.servers[resource] = s
 }
 
 // followLedger lists the partitioned resources' tokens again when the ledger changed what the node's

@@ -17,6 +17,7 @@ import (
 	"github.com/gpustack/gpustack-operator/devicemanager/nodefeature"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/providers/rdma"
 )
 
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;list;watch;create;update
@@ -27,10 +28,15 @@ type Publisher struct {
 	Client client.Client
 }
 
-// Publish writes what the node's provider detected, and sets the node's card gauges.
-func (p *Publisher) Publish(ctx context.Context, node string, devices []providers.Device) error {
+// Publish writes what the node's provider detected, the cards and whether its RDMA devices can carry traffic,
+// and sets the node's card gauges.
+func (p *Publisher) Publish(ctx context.Context, node string, devices []providers.Device, nics []rdma.Device) error {
 	ObserveCards(node, devices)
-	if err := p.publishNodeFeature(ctx, node, providers.NodeLabels(devices)); err != nil {
+	labels := providers.NodeLabels(devices)
+	if rdma.Capable(nics) {
+		labels[workerv1.LabelRDMACapable] = "true"
+	}
+	if err := p.publishNodeFeature(ctx, node, labels); err != nil {
 		return err
 	}
 	if len(devices) == 0 {

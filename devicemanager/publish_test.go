@@ -56,7 +56,7 @@ var _ = It("publishes a node's cards three times through a client that counts wr
 	}
 	for _, s := range steps {
 		writes.Reset()
-		Expect(p.Publish(ctx, "node-a10g", s.devices)).To(Succeed())
+		Expect(p.Publish(ctx, "node-a10g", s.devices, nil)).To(Succeed())
 		nf := &nfdv1alpha1.NodeFeature{}
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: "node-a10g-gpustack-device-manager"}, nf)).To(Succeed())
 		d := &workerv1.Devices{}

@@ -26,6 +26,8 @@ import (
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/hardware"
+	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
+	"github.com/gpustack/gpustack-operator/providers/rdma"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/providers/smitool"
 )
@@ -67,7 +69,7 @@ func runDeviceManager(args []string) error {
 		}
 		for name, p := range agents {
 			a := &devicemanager.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
-				Runtime: runtime, Log: logger}
+				Runtime: runtime, Log: logger, RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) }}
 			if hw, ok := p.(*hardware.Provider); ok {
 				a.Partitioners = map[string]deviceplugin.Partitioner{"nvidia": hw.MIG()}
 			}
@@ -164,7 +166,7 @@ func publishOnce(ctx context.Context, pub *devicemanager.Publisher, node string,
 	if detectErr != nil && len(devices) == 0 {
 		return errors.Wrapf(detectErr, "cannot detect the cards of node %s", node)
 	}
-	if err := pub.Publish(ctx, node, devices); err != nil {
+	if err := pub.Publish(ctx, node, devices, nil); err != nil {
 		return err
 	}
 	return errors.Wrapf(detectErr, "some cards of node %s are unhealthy", node)

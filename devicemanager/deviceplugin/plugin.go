@@ -53,27 +53,33 @@ type Plugin struct {
 	// Partitioner creates the partitions a partitioned resource hands out; without one, it refuses them.
 	Partitioner Partitioner
 
+	changes
+}
+
+// changes wakes the kubelet's ListAndWatch streams of a plugin when what it offers changed.
+type changes struct {
 	mu      sync.Mutex
 	changed chan struct{}
 }
 
-// Changed tells the kubelet's ListAndWatch streams that the cards changed.
-func (p *Plugin) Changed() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.changed != nil {
-		close(p.changed)
-		p.changed = nil
+// Changed tells the kubelet's ListAndWatch streams that what the plugin offers changed.
+func (c *changes) Changed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
 	}
 }
 
-func (p *Plugin) waitChange() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.changed == nil {
-		p.changed = make(chan struct{})
+// waitChange returns a channel closed at the next change.
+func (c *changes) waitChange() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed == nil {
+		c.changed = make(chan struct{})
 	}
-	return p.changed
+	return c.changed
 }
 
 // GetDevicePluginOptions asks the kubelet for preferred-allocation calls.

@@ -108,7 +108,7 @@ func TestPlugin(t *testing.T) {
 	for _, r := range Resources(nvidia) {
 		p := &Plugin{Resource: r, Cards: current, Ledger: ledger, Runtime: rt, Reservations: reservations,
 			Pending: pend}
-		if _, err := Serve(ctx, dir, p); err != nil {
+		if _, err := Serve(ctx, dir, p.Resource.Name, p); err != nil {
 			t.Fatal(err)
 		}
 		plugins[r.Kind] = p

@@ -47,17 +47,17 @@ func (s *Server) Registered() bool {
 	return err == nil
 }
 
-// Serve starts the plugin on its socket in dir (pluginapi.DevicePluginPath on a node), registers it with the
-// kubelet listening on dir's kubelet.sock, and serves until ctx ends or Stop is called. It returns once
-// registered.
-func Serve(ctx context.Context, dir string, p *Plugin) (*Server, error) {
-	socket := filepath.Join(dir, SocketName(p.Resource.Name))
+// Serve starts a plugin of resource on its socket in dir (pluginapi.DevicePluginPath on a node), registers it
+// with the kubelet listening on dir's kubelet.sock, with the options the plugin states, and serves until ctx
+// ends or Stop is called. It returns once registered.
+func Serve(ctx context.Context, dir, resource string, p pluginapi.DevicePluginServer) (*Server, error) {
+	socket := filepath.Join(dir, SocketName(resource))
 	if err := os.Remove(socket); err != nil && !os.IsNotExist(err) {
-		return nil, errors.Wrapf(err, "cannot remove the old socket of %s", p.Resource.Name)
+		return nil, errors.Wrapf(err, "cannot remove the old socket of %s", resource)
 	}
 	lis, err := net.Listen("unix", socket)
 	if err != nil {
-		return nil, errors.Wrapf(err, "cannot listen for %s", p.Resource.Name)
+		return nil, errors.Wrapf(err, "cannot listen for %s", resource)
 	}
 	s := &Server{socket: socket, srv: grpc.NewServer(), done: make(chan struct{})}
 	pluginapi.RegisterDevicePluginServer(s.srv, p)
@@ -69,7 +69,11 @@ func Serve(ctx context.Context, dir string, p *Plugin) (*Server, error) {
 		case <-s.done:
 		}
 	}()
-	if err := register(ctx, filepath.Join(dir, filepath.Base(pluginapi.KubeletSocket)), p.Resource.Name, filepath.Base(socket)); err != nil {
+	opts, err := p.GetDevicePluginOptions(ctx, &pluginapi.Empty{})
+	if err == nil {
+		err = register(ctx, filepath.Join(dir, filepath.Base(pluginapi.KubeletSocket)), resource, filepath.Base(socket), opts)
+	}
+	if err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -77,7 +81,7 @@ func Serve(ctx context.Context, dir string, p *Plugin) (*Server, error) {
 }
 
 // register tells the kubelet about the plugin's resource and socket.
-func register(ctx context.Context, kubeletSocket, resource, endpoint string) error {
+func register(ctx context.Context, kubeletSocket, resource, endpoint string, opts *pluginapi.DevicePluginOptions) error {
 	conn, err := grpc.NewClient("unix://"+kubeletSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return errors.Wrapf(err, "cannot reach the kubelet at %s", kubeletSocket)
@@ -86,8 +90,7 @@ func register(ctx context.Context, kubeletSocket, resource, endpoint string) err
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
-		Version: pluginapi.Version, Endpoint: endpoint, ResourceName: resource,
-		Options: &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true},
+		Version: pluginapi.Version, Endpoint: endpoint, ResourceName: resource, Options: opts,
 	})
 	if err != nil {
 		return errors.Wrapf(err, "cannot register %s with the kubelet", resource)

@@ -9,6 +9,9 @@ const (
 	LabelManaged = "gpustack.ai/managed"
 	// LabelAcceleratable says whether a node has accelerators the product counts ("true") or none ("false").
 	LabelAcceleratable = "feature.gpustack.ai/acceleratable"
+	// LabelRDMACapable marks a node whose RDMA devices (InfiniBand or RoCE) have a port up ("true"); the device
+	// manager sets it, and leaves it out elsewhere.
+	LabelRDMACapable = "feature.gpustack.ai/rdma.capable"
 	// LabelCPUOnly marks a node that counts in CPU pools only.
 	LabelCPUOnly = "feature.gpustack.ai/cpu-only"
 	// GeneralPrefix + gKey + ".count" is a node's count in a general (CPU) group.
