@@ -166,7 +166,11 @@ func publishOnce(ctx context.Context, pub *devicemanager.Publisher, node string,
 	if detectErr != nil && len(devices) == 0 {
 		return errors.Wrapf(detectErr, "cannot detect the cards of node %s", node)
 	}
-	if err := pub.Publish(ctx, node, devices, nil); err != nil {
+	var nics []rdma.Device
+	if s, ok := p.(*simulated.Provider); ok {
+		nics = s.RDMA()
+	}
+	if err := pub.Publish(ctx, node, devices, nics); err != nil {
 		return err
 	}
 	return errors.Wrapf(detectErr, "some cards of node %s are unhealthy", node)

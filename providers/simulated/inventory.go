@@ -45,6 +45,16 @@ type Node struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Accelerators are the node's cards, one entry per product.
 	Accelerators []Accelerators `json:"accelerators,omitempty"`
+	// RDMA are the node's RDMA NICs (InfiniBand or RoCE host channel adapters).
+	RDMA []RDMANIC `json:"rdma,omitempty"`
+}
+
+// RDMANIC is one RDMA NIC of a node, with one port.
+type RDMANIC struct {
+	// LinkLayer is InfiniBand, or Ethernet for RoCE; InfiniBand when empty.
+	LinkLayer string `json:"linkLayer,omitempty"`
+	// Down says its port is down.
+	Down bool `json:"down,omitempty"`
 }
 
 // CPU is a node's processor as NFD and /proc/cpuinfo would report it.
@@ -183,6 +193,15 @@ func (n *Node) validate() error {
 		}
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
 			return errors.Errorf("labels[%s]: %s", k, strings.Join(errs, "; "))
+		}
+	}
+	for j := range n.RDMA {
+		switch l := &n.RDMA[j].LinkLayer; *l {
+		case "":
+			*l = "InfiniBand"
+		case "InfiniBand", "Ethernet":
+		default:
+			return errors.Errorf("rdma[%d].linkLayer: unknown link layer %q; known: InfiniBand, Ethernet", j, *l)
 		}
 	}
 	products := map[string]bool{}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpustack/gpustack-operator/providers/rdma"
 )
 
 const goodNode = `
@@ -49,6 +51,16 @@ func TestParse(t *testing.T) {
 			reason: "A misspelt field is reported rather than ignored.",
 			file:   "nodes:" + strings.Replace(goodNode, "storage:", "storag:", 1),
 			want:   want{err: `nodes[0]: cannot parse: unknown field "storag"`},
+		},
+		"RDMA": {
+			reason: "RDMA NICs parse, InfiniBand by default.",
+			file:   "nodes:" + goodNode + "    rdma: [{}, {linkLayer: Ethernet, down: true}]\n",
+			want:   want{nodes: 1},
+		},
+		"UnknownLinkLayer": {
+			reason: "An unknown link layer names the NIC and the known ones.",
+			file:   "nodes:" + goodNode + "    rdma: [{linkLayer: Omnipath}]\n",
+			want:   want{err: `nodes[0] (node-a10g): rdma[0].linkLayer: unknown link layer "Omnipath"; known: InfiniBand, Ethernet`},
 		},
 		"UnknownVendor": {
 			reason: "An unknown vendor names the entry, the field and the known vendors.",
@@ -148,5 +160,19 @@ func TestWalkthroughInventory(t *testing.T) {
 	want := []node{{"node-cpu", 16, 0}, {"node-a10g", 4, 1}, {"node-t4-a", 4, 1}, {"node-t4-b", 48, 4}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the walkthrough's four nodes\nLoad(...): -want, +got:\n%s", diff)
+	}
+}
+
+func TestRDMA(t *testing.T) {
+	inv, err := Parse([]byte("nodes:" + goodNode + "    rdma: [{}, {linkLayer: Ethernet, down: true}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rdma.Device{
+		{Name: "mlx5_0", LinkLayer: "InfiniBand", Active: true, Verbs: []string{"uverbs0"}},
+		{Name: "mlx5_1", LinkLayer: "Ethernet", Verbs: []string{"uverbs1"}},
+	}
+	if diff := cmp.Diff(want, New(inv.Nodes[0]).RDMA()); diff != "" {
+		t.Errorf("The NICs named as the kernel names them, InfiniBand by default, the down one inactive.\nRDMA(): -want, +got:\n%s", diff)
 	}
 }

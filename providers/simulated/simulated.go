@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/nvidia"
+	"github.com/gpustack/gpustack-operator/providers/rdma"
 )
 
 // Provider reports one inventory node's accelerators.
@@ -42,6 +43,17 @@ func (p *Provider) Detect(context.Context) ([]providers.Device, error) {
 		}
 	}
 	return out, nil
+}
+
+// RDMA returns the node's RDMA NICs as the kernel would name them: mlx5_<i> with the verbs device uverbs<i>, in
+// inventory order, active unless their port is down.
+func (p *Provider) RDMA() []rdma.Device {
+	var out []rdma.Device
+	for i, n := range p.node.RDMA {
+		out = append(out, rdma.Device{Name: fmt.Sprintf("mlx5_%d", i), LinkLayer: n.LinkLayer, Active: !n.Down,
+			Verbs: []string{fmt.Sprintf("uverbs%d", i)}})
+	}
+	return out
 }
 
 // uuidFor derives a GPU-style UUID from the node name and card index.

@@ -16,6 +16,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
@@ -103,16 +104,29 @@ var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and t
 })
 
 // capacity says what of a node's capacity differs from its inventory entry: the memory the kubelet read from
-// the node's /proc/meminfo and the cards the agent's device plugin registered with it.
+// the node's /proc/meminfo, the cards the agent's device plugin registered with it, and the RDMA NICs the agent
+// found under the node's PCI bus (a device each, the node's shares, and the label while one is up).
 func capacity(n corev1.Node, want simulated.Node) string {
-	var cards int64
+	var cards, nics, shares int64
 	for _, a := range want.Accelerators {
 		cards += int64(a.Count)
 	}
-	gpu := n.Status.Capacity[corev1.ResourceName("nvidia.com/gpu")]
-	got := []int64{n.Status.Capacity.Memory().Value(), gpu.Value()}
-	if diff := cmp.Diff([]int64{want.Memory.Value(), cards}, got); diff != "" {
-		return fmt.Sprintf("node %s's memory and nvidia.com/gpu capacity: -want, +got:\n%s", n.Name, strings.TrimSpace(diff))
+	capable := ""
+	for _, nic := range want.RDMA {
+		nics, shares = nics+1, deviceplugin.RDMASharesPerNode
+		if !nic.Down {
+			capable = "true"
+		}
+	}
+	quantity := func(name string) int64 {
+		q := n.Status.Capacity[corev1.ResourceName(name)]
+		return q.Value()
+	}
+	wantFields := []string{fmt.Sprint(want.Memory.Value()), fmt.Sprint(cards), fmt.Sprint(nics), fmt.Sprint(shares), capable}
+	got := []string{fmt.Sprint(n.Status.Capacity.Memory().Value()), fmt.Sprint(quantity("nvidia.com/gpu")),
+		fmt.Sprint(quantity(deviceplugin.RDMAResource)), fmt.Sprint(quantity(deviceplugin.RDMASharedResource)), n.Labels[workerv1.LabelRDMACapable]}
+	if diff := cmp.Diff(wantFields, got); diff != "" {
+		return fmt.Sprintf("node %s's memory, nvidia.com/gpu, RDMA capacity and rdma.capable label: -want, +got:\n%s", n.Name, strings.TrimSpace(diff))
 	}
 	return ""
 }

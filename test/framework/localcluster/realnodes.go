@@ -186,8 +186,8 @@ func stopRealNodes(dir string) error {
 	return last
 }
 
-// pciDevices are a node's cards as its PCI bus would show them: its vendor's ID, a 3D controller's class for
-// a GPU and a processing accelerator's for the others.
+// pciDevices are a node's cards as its PCI bus would show them (its vendor's ID, a 3D controller's class for
+// a GPU and a processing accelerator's for the others), then its RDMA NICs, with their RDMA devices.
 func pciDevices(n simulated.Node) []realnode.PCIDevice {
 	var out []realnode.PCIDevice
 	for _, a := range n.Accelerators {
@@ -202,6 +202,18 @@ func pciDevices(n simulated.Node) []realnode.PCIDevice {
 		for range a.Count {
 			out = append(out, realnode.PCIDevice{Class: class, Vendor: v.PCIVendorID, Device: "0001"})
 		}
+	}
+	for _, d := range simulated.New(n).RDMA() {
+		// Mellanox ConnectX-6: an InfiniBand controller, or an Ethernet controller for RoCE.
+		class, state := "020700", "4: ACTIVE"
+		if d.LinkLayer == "Ethernet" {
+			class = "020000"
+		}
+		if !d.Active {
+			state = "1: DOWN"
+		}
+		out = append(out, realnode.PCIDevice{Class: class, Vendor: "15b3", Device: "101b",
+			RDMA: &realnode.RDMAPort{Device: d.Name, Verbs: d.Verbs[0], LinkLayer: d.LinkLayer, State: state}})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpustack/gpustack-operator/providers/cpuinfo"
+	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
 )
 
 // PCIDevice is one card of a simulated node as the PCI bus shows it.
@@ -21,6 +22,18 @@ type PCIDevice struct {
 	// Vendor and Device are the PCI vendor and device IDs, four hex digits each.
 	Vendor string `json:"vendor"`
 	Device string `json:"device"`
+	// RDMA is the RDMA device of a NIC the kernel's RDMA stack drives; nil for others.
+	RDMA *RDMAPort `json:"rdma,omitempty"`
+}
+
+// RDMAPort is the RDMA device of a PCI function, with its one port, as the kernel lists it under the function.
+type RDMAPort struct {
+	// Device and Verbs are the device's and its verbs character device's names (mlx5_0, uverbs0).
+	Device string `json:"device"`
+	Verbs  string `json:"verbs"`
+	// LinkLayer is InfiniBand, or Ethernet for RoCE; State the port's state (4: ACTIVE, 1: DOWN).
+	LinkLayer string `json:"linkLayer"`
+	State     string `json:"state"`
 }
 
 // PCIAddress is the address the node's bus shows its i-th PCI device (of Config.PCIDevices) at.
@@ -70,8 +83,8 @@ const vendorToolsDir = "/usr/local/sbin"
 type hardwareFile struct{ fixture, target string }
 
 // mountHardware puts the node's simulated hardware where the real hardware would be seen, in the node's own
-// mount namespace: its PCI devices over /sys/bus/pci/devices (nfd-worker and the device managers read them
-// through their /sys mounts), and, when the node has a CPU and memory of its own, its processors over
+// mount namespace: its PCI devices over /sys/bus/pci/devices, RDMA NICs with their RDMA devices under them
+// (nfd-worker and the device managers read them through their /sys mounts), and, when the node has a CPU and memory of its own, its processors over
 // /proc/cpuinfo and /sys/devices/system/node and its memory over /proc/meminfo, which the kubelet's cAdvisor
 // reports as the Node's capacity and the cpu-info reporter reads.
 func mountHardware(cfg Config) error {
@@ -87,6 +100,11 @@ func mountHardware(cfg Config) error {
 			"subsystem_vendor": "0x" + d.Vendor, "subsystem_device": "0x0000", "numa_node": "-1",
 		} {
 			files[dev+name] = v + "\n"
+		}
+		if r := d.RDMA; r != nil {
+			for name, v := range pcisysfstest.RDMA(nil, r.Device, r.Verbs, r.LinkLayer, r.State) {
+				files[dev+name] = v
+			}
 		}
 	}
 	mounts := []hardwareFile{{"pci", "/sys/bus/pci/devices"}}
