@@ -66,8 +66,8 @@ var _ = It("labels a node with an RDMA device up as RDMA capable and offers its 
 		}
 		return nf.Spec.Labels
 	}
-	Eventually(labels).WithTimeout(10*time.Second).Should(HaveKeyWithValue(workerv1.LabelRDMACapable, "true"))
-	Eventually(kubelet.Registered).WithTimeout(10*time.Second).Should(And(
+	Eventually(labels).WithTimeout(10 * time.Second).Should(HaveKeyWithValue(workerv1.LabelRDMACapable, "true"))
+	Eventually(kubelet.Registered).WithTimeout(10 * time.Second).Should(And(
 		HaveKey(deviceplugin.RDMAResource), HaveKey(deviceplugin.RDMASharedResource)))
 	Eventually(a.Ready).WithTimeout(10 * time.Second).Should(Succeed())
 

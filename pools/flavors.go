@@ -20,6 +20,42 @@ type Flavor struct {
 	CPUOnly bool     `json:"cpuOnly,omitempty"`
 	// Manufacturer is the accelerator manufacturer of an accelerated flavor.
 	Manufacturer string `json:"manufacturer,omitempty"`
+	// Hardware is what the flavor's nodes are made of, as its first node shows it.
+	Hardware Hardware `json:"hardware"`
+}
+
+// Hardware describes a flavor's nodes: their CPU, and the cards of an accelerated flavor. A ResourceFlavor
+// carries it as its note.gpustack.ai annotations (Notes), and the catalog entries are made of it.
+type Hardware struct {
+	// CPUManufacturer is the lowercase CPU manufacturer (amd), or generic.
+	CPUManufacturer string `json:"cpuManufacturer,omitempty"`
+	// CPUModel is the CPU model name (AMD EPYC 7R32), when known.
+	CPUModel string `json:"cpuModel,omitempty"`
+	// Product, Family, Memory and Cores describe one card of an accelerated flavor (NVIDIA-A10G, Ampere,
+	// 24Gi, 10240), each when known.
+	Product string `json:"product,omitempty"`
+	Family  string `json:"family,omitempty"`
+	Memory  string `json:"memory,omitempty"`
+	Cores   string `json:"cores,omitempty"`
+	// SlicesPerCard is the manufacturer's soft-slice count; 0 when cards cannot be sliced.
+	SlicesPerCard int32 `json:"slicesPerCard,omitempty"`
+	// CoresOvercommit says whether slice compute budgets may exceed 100 %.
+	CoresOvercommit bool `json:"coresOvercommit,omitempty"`
+}
+
+// hardwareOf describes node n's CPU and, for an accelerated flavor, its cards of group aKey.
+func hardwareOf(n Node, aKey string) Hardware {
+	h := Hardware{CPUManufacturer: n.CPU.Manufacturer, CPUModel: n.CPU.Model}
+	for _, g := range n.Groups {
+		if aKey == "" || g.Key != aKey {
+			continue
+		}
+		h.Product, h.Family, h.Memory, h.Cores = g.Product, g.Family, g.Memory, g.Cores
+		if v, ok := vendors.Lookup(g.Manufacturer); ok {
+			h.SlicesPerCard, h.CoresOvercommit = v.SlicesPerCard, v.CoresOvercommit
+		}
+	}
+	return h
 }
 
 // Accelerated reports whether the flavor is a flavor of accelerators.
@@ -38,7 +74,7 @@ func Flavors(nodes []Node, mixedOnNode bool) []Flavor {
 		f := byName[name]
 		if f == nil {
 			f = &Flavor{Name: name, GKey: n.CPU.Key, AKey: aKey, OS: n.OS, Arch: n.Arch, Count: count,
-				Manufacturer: mfr, CPUOnly: cpuOnly}
+				Manufacturer: mfr, CPUOnly: cpuOnly, Hardware: hardwareOf(n, aKey)}
 			byName[name] = f
 		}
 		f.Nodes = append(f.Nodes, n.Name)
@@ -110,13 +146,10 @@ type Platform struct {
 // Acceleratable reports whether the entry is an accelerator entry.
 func (e CatalogEntry) Acceleratable() bool { return e.AcceleratorGroup != "" }
 
-// Catalog groups the managed nodes' hardware into catalog entries: collapsed (generic CPU, one entry per
-// accelerator) while CPU awareness is off, split by gKey while it is on. Entries are sorted by name.
-func Catalog(nodes []Node, flavors []Flavor, aware bool) []CatalogEntry {
-	byNode := map[string]Node{}
-	for _, n := range nodes {
-		byNode[n.Name] = n
-	}
+// Catalog groups the flavors' hardware into catalog entries: collapsed (generic CPU, one entry per
+// accelerator) while CPU awareness is off, split by gKey while it is on. Entries are sorted by name; an entry
+// is described by the first of its flavors.
+func Catalog(flavors []Flavor, aware bool) []CatalogEntry {
 	entries := map[string]*CatalogEntry{}
 	for _, f := range flavors {
 		general := Generic
@@ -130,7 +163,7 @@ func Catalog(nodes []Node, flavors []Flavor, aware bool) []CatalogEntry {
 		e := entries[name]
 		if e == nil {
 			e = &CatalogEntry{Name: name, GeneralGroup: general, AcceleratorGroup: f.AKey}
-			describe(e, byNode[f.Nodes[0]], f)
+			describe(e, f)
 			entries[name] = e
 		}
 		e.addPlatform(Platform{OS: f.OS, Arch: f.Arch})
@@ -142,24 +175,18 @@ func Catalog(nodes []Node, flavors []Flavor, aware bool) []CatalogEntry {
 	return out
 }
 
-// describe fills an entry's hardware descriptors from one node of one of its flavors.
-func describe(e *CatalogEntry, n Node, f Flavor) {
+// describe fills an entry's hardware descriptors from one of its flavors.
+func describe(e *CatalogEntry, f Flavor) {
+	h := f.Hardware
 	if !f.Accelerated() {
 		e.Manufacturer = Generic
 		if e.GeneralGroup != Generic {
-			e.Manufacturer, e.Product = n.CPU.Manufacturer, n.CPU.Model
+			e.Manufacturer, e.Product = h.CPUManufacturer, h.CPUModel
 		}
 		return
 	}
-	for _, g := range n.Groups {
-		if g.Key != f.AKey {
-			continue
-		}
-		e.Manufacturer, e.Product, e.Family, e.Memory, e.Cores = g.Manufacturer, g.Product, g.Family, g.Memory, g.Cores
-		if v, ok := vendors.Lookup(g.Manufacturer); ok {
-			e.SlicesPerCard, e.CoresOvercommit = v.SlicesPerCard, v.CoresOvercommit
-		}
-	}
+	e.Manufacturer, e.Product, e.Family, e.Memory, e.Cores = f.Manufacturer, h.Product, h.Family, h.Memory, h.Cores
+	e.SlicesPerCard, e.CoresOvercommit = h.SlicesPerCard, h.CoresOvercommit
 }
 
 func (e *CatalogEntry) addPlatform(p Platform) {

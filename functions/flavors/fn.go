@@ -101,7 +101,7 @@ func Compose(in xrs.NodeInventorySpec) Composition {
 	c.Nodes = len(nodes)
 
 	flavors := pools.Flavors(nodes, in.Settings.MixedOnNode)
-	catalog := pools.Catalog(nodes, flavors, in.Settings.AwareCPUManufacturer)
+	catalog := pools.Catalog(flavors, in.Settings.AwareCPUManufacturer)
 	for _, fl := range flavors {
 		c.Objects["resourceflavor-"+fl.Name] = ResourceFlavor(fl)
 	}

@@ -25,7 +25,9 @@ const epycNode = `{"names": ["node-cpu"], "identity": {"name": "", "os": "linux"
 // The objects the CPU node composes: its ResourceFlavor, the generic catalog entry and the derived generic pool.
 const (
 	epycFlavor = `{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-		"metadata": {"name": "gpustack--amd-epyc-7r13-linux-amd64-16c", "labels": {
+		"metadata": {"name": "gpustack--amd-epyc-7r13-linux-amd64-16c", "annotations": {
+			"note.gpustack.ai/generalGroup": "amd-epyc-7r13", "note.gpustack.ai/cpuManufacturer": "amd",
+			"note.gpustack.ai/cpuDetail": "AMD EPYC 7R13 Processor"}, "labels": {
 			"feature.gpustack.ai/acceleratable": "false", "general.feature.gpustack.ai/amd-epyc-7r13": "true",
 			"general.feature.gpustack.ai/amd-epyc-7r13.capacity": "16", "general.feature.gpustack.ai/amd-epyc-7r13.count": "16",
 			"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "resource.gpustack.ai/type": "nodes"}},
@@ -42,7 +44,7 @@ const (
 			"manufacturer": "generic", "os": "linux", "unitResources": {"cpu": "1", "ram": "2Gi"}}}`
 	epycStatus = `{"status": {
 		"flavors": [{"name": "gpustack--amd-epyc-7r13-linux-amd64-16c", "gKey": "amd-epyc-7r13", "os": "linux", "arch": "amd64",
-			"count": 16, "nodes": ["node-cpu"]}],
+			"count": 16, "nodes": ["node-cpu"], "hardware": {"cpuManufacturer": "amd", "cpuModel": "AMD EPYC 7R13 Processor"}}],
 		"catalog": [{"name": "gpustack--generic", "generalGroup": "generic", "manufacturer": "generic",
 			"platforms": [{"os": "linux", "arch": "amd64"}]}]}}`
 )

@@ -10,8 +10,8 @@ import (
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
-// ResourceFlavor returns the Kueue ResourceFlavor of a flavor: its labels describe it, its nodeLabels pin the
-// managed nodes it groups.
+// ResourceFlavor returns the Kueue ResourceFlavor of a flavor: its labels select it, its note.gpustack.ai
+// annotations describe its hardware, its nodeLabels pin the managed nodes it groups.
 func ResourceFlavor(f pools.Flavor) *kueuev1beta2.ResourceFlavor {
 	general := workerv1.GeneralPrefix + f.GKey
 	labels := map[string]string{
@@ -41,7 +41,7 @@ func ResourceFlavor(f pools.Flavor) *kueuev1beta2.ResourceFlavor {
 	}
 	return &kueuev1beta2.ResourceFlavor{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kueuev1beta2.GroupVersion.String(), Kind: "ResourceFlavor"},
-		ObjectMeta: metav1.ObjectMeta{Name: f.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: f.Name, Labels: labels, Annotations: pools.Notes(f)},
 		Spec:       kueuev1beta2.ResourceFlavorSpec{NodeLabels: nodeLabels},
 	}
 }
@@ -55,7 +55,7 @@ func InstanceTypeFlavor(e pools.CatalogEntry) *workerv1.InstanceTypeFlavor {
 	if e.Acceleratable() {
 		spec.Memory = quantity(e.Memory)
 		spec.Sliceable = ptr.To(e.SlicesPerCard > 0)
-		spec.Feature = feature(e)
+		spec.Feature = pools.Feature(e.SlicesPerCard, e.CoresOvercommit)
 	}
 	return &workerv1.InstanceTypeFlavor{
 		TypeMeta:   metav1.TypeMeta{APIVersion: workerv1.GroupVersion.String(), Kind: "InstanceTypeFlavor"},
@@ -92,7 +92,7 @@ func DerivedInstanceType(p pools.Pool, e pools.CatalogEntry) *workerv1.InstanceT
 	}
 	if e.Acceleratable() {
 		spec.Memory = quantity(e.Memory)
-		spec.Feature = feature(e)
+		spec.Feature = pools.Feature(e.SlicesPerCard, e.CoresOvercommit)
 	}
 	return &workerv1.InstanceType{
 		TypeMeta: metav1.TypeMeta{APIVersion: workerv1.GroupVersion.String(), Kind: "InstanceType"},
@@ -100,17 +100,6 @@ func DerivedInstanceType(p pools.Pool, e pools.CatalogEntry) *workerv1.InstanceT
 			Annotations: map[string]string{workerv1.AnnotationComposePolicy: workerv1.ComposePolicyCreateOnly}},
 		Spec: spec,
 	}
-}
-
-// feature describes how one card of the entry divides: soft slices as the manufacturer allows, and no
-// hardware partitions until a card reports a partitioning mode.
-func feature(e pools.CatalogEntry) *workerv1.InstanceTypeFeature {
-	f := &workerv1.InstanceTypeFeature{PhysicalSliced: &workerv1.PhysicalSlicedFeature{MaxSize: 0}}
-	if e.SlicesPerCard > 0 {
-		f.LogicalSliced = &workerv1.LogicalSlicedFeature{MaxSize: e.SlicesPerCard,
-			CoresPercentageOvercommit: e.CoresOvercommit, MemoryPercentageStep: 1}
-	}
-	return f
 }
 
 func quantity(s string) *resource.Quantity {

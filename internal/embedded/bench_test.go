@@ -119,7 +119,7 @@ func BenchmarkDomain(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		flavors := pools.Flavors(nodes, true)
-		catalog := pools.Catalog(nodes, flavors, false)
+		catalog := pools.Catalog(flavors, false)
 		for _, p := range pools.DerivedPools(catalog) {
 			pools.PoolViews(p, flavors, byName)
 		}
@@ -138,7 +138,7 @@ func BenchmarkAggregate(b *testing.B) {
 	}
 	flavors := pools.Flavors(nodes, true)
 	candidates := map[string][]pools.Candidate{}
-	for _, p := range pools.DerivedPools(pools.Catalog(nodes, flavors, false)) {
+	for _, p := range pools.DerivedPools(pools.Catalog(flavors, false)) {
 		v := pools.PoolViews(p, flavors, byName)
 		for m := 0; m < members; m++ {
 			candidates[p.Name()] = append(candidates[p.Name()], pools.Candidate{Cluster: fmt.Sprintf("member-%02d", m),

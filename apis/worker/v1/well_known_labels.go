@@ -64,6 +64,24 @@ const (
 	// means the composer wants something different (including fields it no longer sets, which server-side
 	// apply then removes); an unchanged hash with drifted fields means someone else changed them.
 	AnnotationComposedHash = "gpustack.ai/composed-hash"
+	// NotePrefix prefixes a ResourceFlavor's hardware descriptors (note.gpustack.ai/cpuDetail): what its nodes
+	// are made of, so a flavor read alone says it; the catalog (InstanceTypeFlavors) is what they say, grouped.
+	NotePrefix = "note.gpustack.ai/"
+	// NoteGeneralGroup is the flavor's gKey; NoteCPUManufacturer and NoteCPUDetail its nodes' CPU manufacturer
+	// and model name, each when known.
+	NoteGeneralGroup    = NotePrefix + "generalGroup"
+	NoteCPUManufacturer = NotePrefix + "cpuManufacturer"
+	NoteCPUDetail       = NotePrefix + "cpuDetail"
+	// NoteGroup is an accelerated flavor's aKey; NoteManufacturer, NoteProduct, NoteFamily, NoteVRAM and
+	// NoteCores describe one of its cards, each when known; NoteAcceleratorFeature is how one card divides,
+	// as an InstanceTypeFeature in JSON.
+	NoteGroup              = NotePrefix + "group"
+	NoteManufacturer       = NotePrefix + "manufacturer"
+	NoteProduct            = NotePrefix + "product"
+	NoteFamily             = NotePrefix + "family"
+	NoteVRAM               = NotePrefix + "vram"
+	NoteCores              = NotePrefix + "cores"
+	NoteAcceleratorFeature = NotePrefix + "acceleratorFeature"
 	// FinalizerControlled holds an InstanceType until its queue is gone.
 	FinalizerControlled = "gpustack.ai/controlled"
 	// LabelManufacturer names the vendor of a device manager's objects (its DaemonSet, its Pods).
