@@ -137,15 +137,18 @@ type verdict struct {
 	pin []kueue.PodSetUpdate
 }
 
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch
+
 // judge places the Workload's Pods on the nodes of its assigned flavors, after the Pods bound to them and the
-// Workloads that passed the check but whose Pods are not bound yet.
+// Workloads that passed the check but whose Pods are not bound yet, and pins it where it placed it while
+// workload-fit-affinity is true.
 func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, error) {
-	refusal, err := r.refusal(ctx, wl)
+	values, _, err := settings.Load(ctx, r.Client)
 	if err != nil {
-		return verdict{}, err
+		return verdict{}, errors.Wrap(err, "cannot read the settings")
 	}
-	if refusal != "" {
-		return verdict{state: kueue.CheckStateRetry, reason: ReasonRefusedHere, message: refusal}, nil
+	if refused := refusal(wl, values); refused != "" {
+		return verdict{state: kueue.CheckStateRetry, reason: ReasonRefusedHere, message: refused}, nil
 	}
 	pods := workloadPods(wl)
 	if len(pods) == 0 {
@@ -188,24 +191,23 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoCardWithRoom,
 			message: fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(pods), err)}, nil
 	}
+	if !values.Bool(workerv1.SettingWorkloadFitAffinity) {
+		// The scheduler alone picks the node; the device plugin's ledger check at Allocate is the guard.
+		return verdict{state: kueue.CheckStateReady, reason: ReasonFits,
+			message: "fits on " + onNodes(placed) + " (not pinned there: workload-fit-affinity is false)"}, nil
+	}
 	return verdict{state: kueue.CheckStateReady, reason: ReasonFits, message: "fits on " + onNodes(placed),
 		pin: pinOf(templates, placed, objects)}, nil
 }
-
-// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch
 
 // refusal says why this cluster's settings refuse a Workload a manager cluster dispatched here (MultiKueue's
 // copy), "" when they do not or the Workload is this cluster's own. This cluster's Instance webhook and gate
 // policies never saw the Instance, so its Pods pass the same gates here (instancepod.PodGates): a manager that
 // allows privileged Instances cannot run one on a member that does not. The Workload waits, its reason on the
 // manager's Instance, and runs once the member's setting allows it.
-func (r *Reconciler) refusal(ctx context.Context, wl *kueue.Workload) (string, error) {
+func refusal(wl *kueue.Workload, values settings.Values) string {
 	if _, dispatched := wl.Labels[kueue.MultiKueueOriginLabel]; !dispatched {
-		return "", nil
-	}
-	values, _, err := settings.Load(ctx, r.Client)
-	if err != nil {
-		return "", errors.Wrap(err, "cannot read the settings")
+		return ""
 	}
 	var errs field.ErrorList
 	for i := range wl.Spec.PodSets {
@@ -213,9 +215,9 @@ func (r *Reconciler) refusal(ctx context.Context, wl *kueue.Workload) (string, e
 			values.Bool(workerv1.SettingInstancePrivilegedAllowed), values.Bool(workerv1.SettingInstanceHostPathVolumeAllowed))...)
 	}
 	if len(errs) == 0 {
-		return "", nil
+		return ""
 	}
-	return RefusedPrefix + errs.ToAggregate().Error(), nil
+	return RefusedPrefix + errs.ToAggregate().Error()
 }
 
 // nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods,

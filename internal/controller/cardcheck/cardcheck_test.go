@@ -310,6 +310,19 @@ var _ = DescribeTable("pins a Workload to the node it placed it on",
 		want{State: kueue.CheckStateReady, Message: "fits on node pininflight-a"}, "main:pininflight-a"),
 )
 
+// workload-fit-affinity=false takes the pin off: the Workload still waits for a card with room, but where it
+// fits the scheduler alone picks the node.
+var _ = It("does not pin a Workload it placed while workload-fit-affinity is false", func(ctx context.Context) {
+	twoOneCardNodes("nopin")
+	suite.Create(&workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace,
+		Name: workerv1.SettingWorkloadFitAffinity}, Spec: workerv1.SettingSpec{Value: "false"}})
+	wl, st := makeWorkload("nopin", "nopin", whole, true)
+	s := judgeOnce(ctx, wl, st)
+	Expect(s.State).To(Equal(kueue.CheckStateReady))
+	Expect(s.Message).To(Equal("fits on node nopin-a (not pinned there: workload-fit-affinity is false)"))
+	Expect(s.PodSetUpdates).To(BeEmpty(), "no podSetUpdates pin the Pods")
+})
+
 // A Workload judged again (after an eviction) is placed afresh: the pin of an earlier verdict, to a node whose
 // card a bound Pod has taken since, does not keep it there.
 var _ = It("places a Workload judged again afresh", func(ctx context.Context) {
