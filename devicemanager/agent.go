@@ -43,6 +43,8 @@ type Agent struct {
 	Log logr.Logger
 	// Partitioners create and reclaim hardware partitions, by vendor key; a vendor without one refuses them.
 	Partitioners map[string]deviceplugin.Partitioner
+	// NoSlicedAllocateGate hands out slices without checking the ledger first (Plugin.NoSlicedAllocateGate).
+	NoSlicedAllocateGate bool
 	// RDMA finds the node's RDMA devices at each detection; nil finds none. The node is labelled RDMA capable
 	// while one has a port up, and, when PluginDir is set, the RDMA resources are served while it has any.
 	RDMA func() ([]rdma.Device, error)
@@ -273,7 +275,7 @@ func (a *Agent) servePlugins(ctx context.Context) {
 			if p == nil {
 				p = &deviceplugin.Plugin{Resource: r, Cards: a.currentCards, Ledger: a.ledger, Runtime: a.Runtime,
 					Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node}, Reservations: a.reservations[v.Key],
-					Partitioner: a.Partitioners[v.Key]}
+					Partitioner: a.Partitioners[v.Key], NoSlicedAllocateGate: a.NoSlicedAllocateGate}
 				a.plugins[r.Name] = p
 			}
 			a.serve(ctx, r.Name, p)

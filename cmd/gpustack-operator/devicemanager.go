@@ -67,9 +67,13 @@ func runDeviceManager(args []string) error {
 		if runtime.CDI, err = deviceplugin.Injection(os.Getenv, devicemanager.HostRoot); err != nil {
 			return err
 		}
+		sliceGate, err := deviceplugin.SlicedAllocateGate(os.Getenv)
+		if err != nil {
+			return err
+		}
 		for name, p := range agents {
 			a := &devicemanager.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
-				Runtime: runtime, Log: logger, RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) }}
+				Runtime: runtime, Log: logger, NoSlicedAllocateGate: !sliceGate, RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) }}
 			if hw, ok := p.(*hardware.Provider); ok {
 				a.Partitioners = map[string]deviceplugin.Partitioner{"nvidia": hw.MIG()}
 			}

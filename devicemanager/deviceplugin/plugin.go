@@ -52,6 +52,9 @@ type Plugin struct {
 	Reservations *Reservations
 	// Partitioner creates the partitions a partitioned resource hands out; without one, it refuses them.
 	Partitioner Partitioner
+	// NoSlicedAllocateGate hands out a slice without checking its card's room on the ledger first
+	// (GPUSTACK_DEVICE_PLUGIN_SLICED_ALLOCATE_GATE=false): the per-card admission check alone guards the cards.
+	NoSlicedAllocateGate bool
 
 	changes
 }
@@ -245,8 +248,10 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 			if cards[0].MemoryMiB > 0 {
 				units = max(1, b.MemoryMiB*pools.M/cards[0].MemoryMiB)
 			}
-			if err := p.roomFor(ctx, cards[0], pools.Demand{Family: pools.FamilySliced, Units: units}); err != nil {
-				return nil, err
+			if !p.NoSlicedAllocateGate {
+				if err := p.roomFor(ctx, cards[0], pools.Demand{Family: pools.FamilySliced, Units: units}); err != nil {
+					return nil, err
+				}
 			}
 			key := strings.NewReplacer(":", "-", "/", "-").Replace(creq.DevicesIds[0])
 			if cresp, err = p.Runtime.sliceFor(cards[0], b, key); err != nil {

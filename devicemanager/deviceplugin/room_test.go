@@ -105,3 +105,48 @@ func TestTokensOn(t *testing.T) {
 		})
 	}
 }
+
+// TestSlicedAllocateGate: GPUSTACK_DEVICE_PLUGIN_SLICED_ALLOCATE_GATE=false hands out a slice the ledger says
+// has no room; true, unset, or anything else is the gate (or an error naming the variable).
+func TestSlicedAllocateGate(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		value   string
+		want    bool
+		wantErr bool
+	}{
+		"Unset":   {reason: "On by default.", want: true},
+		"False":   {reason: "false turns it off.", value: "false"},
+		"True":    {reason: "true keeps it.", value: "true", want: true},
+		"Invalid": {reason: "A value that is not a boolean is an error.", value: "sometimes", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := SlicedAllocateGate(func(k string) string {
+				if k == EnvSlicedAllocateGate {
+					return tc.value
+				}
+				return ""
+			})
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("%s\nSlicedAllocateGate(...) = %t, %v; want %t, error %t", tc.reason, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+
+	nvidia, _ := vendors.Lookup("nvidia")
+	cards := func() []providers.Device { return []providers.Device{a10g(0)} }
+	full := func(context.Context) (map[string]pools.Card, error) {
+		return map[string]pools.Card{"GPU-a10g-0": {ID: "GPU-a10g-0", Mode: workerv1.AllocationSliced, Remaining: pools.M * 3 / 10, AllocatedSlices: 2, Slots: 128}}, nil
+	}
+	for _, off := range []bool{false, true} {
+		rt := Runtime{LibDir: t.TempDir(), StateDir: t.TempDir()}
+		stageEnforcers(t, rt.LibDir, cards()...)
+		p := &Plugin{Resource: Resource{Name: "nvidia.com/gpu.sliced", Kind: Sliced, Vendor: nvidia}, Cards: cards, Ledger: full,
+			Pending: &pending{budgets: map[string]Budget{"GPU-a10g-0": {MemoryMiB: 12288, CoresPercent: 100}}}, Runtime: rt, NoSlicedAllocateGate: off}
+		_, err := p.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"GPU-a10g-0::sliced-5"}}}})
+		if (err != nil) == off {
+			t.Errorf("A 50 %% slice on a card with 30 %% left, gate off %t: Allocate(...) error %v", off, err)
+		}
+	}
+}
