@@ -19,7 +19,8 @@ const (
 	// InjectCDIAnnotations names them as CDI devices in the annotation CDIAnnotation, which a container runtime
 	// with CDI on (containerd's enable_cdi) resolves from the node's CDI specs.
 	InjectCDIAnnotations = "cdi-annotations"
-	// InjectAuto takes CDI where the node has a CDI spec of the vendor's kind, the variable otherwise.
+	// InjectAuto takes CDI where the node's containerd resolves CDI devices and has a spec of the vendor's kind
+	// in its spec directories, the variable otherwise.
 	InjectAuto = "auto"
 )
 
@@ -27,7 +28,7 @@ const (
 // nvidia-ctk writes the spec), by vendor.
 var cdiKinds = map[string]string{"nvidia": "nvidia.com/gpu"}
 
-// CDISpecDirs are where a node's CDI specs are, as containerd reads them.
+// CDISpecDirs are where a node's CDI specs are, as containerd reads them unless its cdi_spec_dirs say otherwise.
 var CDISpecDirs = []string{"/etc/cdi", "/var/run/cdi"}
 
 // CDIAnnotation is the annotation Allocate names a vendor's CDI devices in (cdi.k8s.io/gpustack-nvidia).
@@ -35,8 +36,9 @@ func CDIAnnotation(vendor string) string { return "cdi.k8s.io/gpustack-" + vendo
 
 // Injection reads GPUSTACK_<MFR>_DEVICE_INJECTION_STRATEGY of the vendors that can be injected through CDI
 // and returns those whose cards Allocate names as CDI devices (Runtime.CDI). root is where the node's root
-// is seen (the device manager's host mount), for auto to look for the node's CDI specs. An unknown strategy
-// is an error naming the variable.
+// is seen (the device manager's host mount), for auto to read the node's containerd configuration (in
+// GPUSTACK_CONTAINERD_CONFIG_DIR, /etc/containerd by default) and CDI specs. An unknown strategy is an error
+// naming the variable.
 func Injection(getenv func(string) string, root string) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, v := range slices.Sorted(maps.Keys(cdiKinds)) {
@@ -46,7 +48,8 @@ func Injection(getenv func(string) string, root string) (map[string]bool, error)
 		case InjectCDIAnnotations:
 			out[v] = true
 		case InjectAuto:
-			if hasCDISpec(root, cdiKinds[v]) {
+			c := readContainerdCDI(root, containerdConfigDir(getenv))
+			if c.enabled && hasCDISpec(root, c.specDirs, cdiKinds[v]) {
 				out[v] = true
 			}
 		default:
@@ -56,10 +59,10 @@ func Injection(getenv func(string) string, root string) (map[string]bool, error)
 	return out, nil
 }
 
-// hasCDISpec reports whether one of the node's CDI specs (YAML or JSON, under root's CDISpecDirs) declares
-// devices of kind. A spec that cannot be read or parsed does not count: the runtime could not use it either.
-func hasCDISpec(root, kind string) bool {
-	for _, dir := range CDISpecDirs {
+// hasCDISpec reports whether one of the node's CDI specs (YAML or JSON, in dirs under root) declares devices
+// of kind. A spec that cannot be read or parsed does not count: the runtime could not use it either.
+func hasCDISpec(root string, dirs []string, kind string) bool {
+	for _, dir := range dirs {
 		for _, pattern := range []string{"*.yaml", "*.json"} {
 			files, _ := filepath.Glob(filepath.Join(root, dir, pattern))
 			for _, f := range files {
