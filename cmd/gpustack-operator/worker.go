@@ -215,7 +215,7 @@ func bootstrap(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return errors.Wrap(err, "cannot create the system namespace")
 	}
-	problems, err := settings.Ensure(ctx, c)
+	problems, err := settings.Ensure(ctx, c, os.Getenv)
 	for _, p := range problems {
 		ctrl.Log.WithName("settings").Info("a Setting is left as it is", "problem", p)
 	}

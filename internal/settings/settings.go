@@ -111,25 +111,52 @@ func Load(ctx context.Context, c client.Reader) (Values, []string, error) {
 	return v, problems, nil
 }
 
+// EnvName is the worker's environment variable that seeds a setting: GPUSTACK_ and its name in upper snake
+// case (workload-fit-affinity: GPUSTACK_WORKLOAD_FIT_AFFINITY).
+func EnvName(setting string) string {
+	return "GPUSTACK_" + strings.ToUpper(strings.ReplaceAll(setting, "-", "_"))
+}
+
+// envSeeds returns the value each setting's variable (EnvName, read through getenv) seeds a Setting created
+// now with; a value the setting would refuse is left out and reported, the Setting then starting at its
+// default.
+func envSeeds(getenv func(string) string) (map[string]string, []string) {
+	seeds := map[string]string{}
+	var problems []string
+	for _, d := range workerv1.SettingDefinitions {
+		v := strings.TrimSpace(getenv(EnvName(d.Name)))
+		if v == "" {
+			continue
+		}
+		if err := Defaults().set(d.Name, v); err != nil {
+			problems = append(problems, fmt.Sprintf("%s=%q: %v; Setting %s starts at its default", EnvName(d.Name), v, err, d.Name))
+			continue
+		}
+		seeds[d.Name] = v
+	}
+	return seeds, problems
+}
+
 // Ensure creates every missing Setting, copies the gpustack-settings Secret's values onto them, and keeps
 // each Setting's status (effective value, default, description) current; then it writes the effective values
-// back to the Secret, creating it when missing. It runs when the worker starts: patching the Secret and
+// back to the Secret, creating it when missing. A Setting it creates starts at the value of the worker's
+// variable EnvName(setting), read through getenv, when it has one (the Secret's still wins). It runs when the worker starts: patching the Secret and
 // restarting the worker changes a setting, as does patching the Setting itself at any time (SyncSecret keeps
 // the Secret in step, so a restart never reverts it).
 //
 // A Setting the API server refuses as invalid (a CRD older than this binary, as Helm leaves them on upgrade
 // until an administrator applies the new ones; a Secret's value the CRD's rules refuse) is left as it is and
 // the worker goes on: the returned problems name each. Any other failure is an error.
-func Ensure(ctx context.Context, c client.Client) ([]string, error) {
+func Ensure(ctx context.Context, c client.Client, getenv func(string) string) ([]string, error) {
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: SecretName}, secret)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, errors.Wrap(err, "cannot get the gpustack-settings Secret")
 	}
-	var problems []string
+	seeds, problems := envSeeds(getenv)
 	for _, d := range workerv1.SettingDefinitions {
 		// Another writer (a second worker, the status controller) may update the Setting meanwhile.
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return ensureOne(ctx, c, secret, d) })
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return ensureOne(ctx, c, secret, d, seeds[d.Name]) })
 		if apierrors.IsInvalid(err) {
 			problems = append(problems, err.Error())
 			continue
@@ -145,12 +172,14 @@ func Ensure(ctx context.Context, c client.Client) ([]string, error) {
 	return problems, SyncSecret(ctx, c, values)
 }
 
-// ensureOne creates one Setting when missing, copies the Secret's value onto it and refreshes its status.
-func ensureOne(ctx context.Context, c client.Client, secret *corev1.Secret, d workerv1.SettingDefinition) error {
+// ensureOne creates one Setting when missing, at seed, copies the Secret's value onto it and refreshes its
+// status.
+func ensureOne(ctx context.Context, c client.Client, secret *corev1.Secret, d workerv1.SettingDefinition, seed string) error {
 	s := &workerv1.Setting{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: d.Name}, s)
 	if apierrors.IsNotFound(err) {
-		s = &workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: d.Name}}
+		s = &workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: d.Name},
+			Spec: workerv1.SettingSpec{Value: seed}}
 		err := c.Create(ctx, s)
 		if apierrors.IsInvalid(err) {
 			return errors.Wrapf(err, "cannot create Setting %s, which a Setting CRD older than this worker refuses "+

@@ -158,7 +158,7 @@ var _ = It("follows Step 5's other path", func() {
 	DeferCleanup(func() {
 		kubectl("-n", "gpustack-system", "patch", "setting", name, "--type=merge", "-p", `{"spec":{"value":"false"}}`)
 	})
-	Expect(settings.Ensure(ctx, k)).To(BeEmpty(), "problems at start-up")
+	Expect(settings.Ensure(ctx, k, noEnv)).To(BeEmpty(), "problems at start-up")
 	s := &workerv1.Setting{}
 	Expect(k.Get(ctx, client.ObjectKey{Namespace: "gpustack-system", Name: name}, s)).To(Succeed())
 	if s.Spec.Value != "true" {
@@ -367,6 +367,9 @@ var _ = It("follows the walkthrough's Step 6", func() {
 
 // createSlicedDemo creates the walkthrough's sliced-demo with an SSH key (its private half in sshDir) and
 // port 22 exposed.
+// noEnv is an environment without variables: nothing seeds a Setting.
+func noEnv(string) string { return "" }
+
 func createSlicedDemo() {
 	GinkgoHelper()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sliced-demo-key"},

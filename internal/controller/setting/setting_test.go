@@ -116,7 +116,7 @@ var _ = DescribeTable("settings.Ensure at start-up",
 		suite.Create(s, makeSecret(map[string]string{aware: secretValue}))
 		s.Status = workerv1.SettingStatus{Value: statusValue, Default: "false", Description: awareDesc, Editable: true}
 		Expect(suite.Client.Status().Update(ctx, s)).To(Succeed(), "the status the last sync wrote")
-		Expect(settings.Ensure(ctx, suite.Client)).To(BeEmpty(), "problems at start-up")
+		Expect(settings.Ensure(ctx, suite.Client, noEnv)).To(BeEmpty(), "problems at start-up")
 		DeferCleanup(func() {
 			for _, d := range workerv1.SettingDefinitions {
 				_ = suite.Client.Delete(context.Background(), makeSetting(d.Name, ""))
@@ -131,6 +131,51 @@ var _ = DescribeTable("settings.Ensure at start-up",
 	Entry("the Secret edited while the worker was down wins", "false", "false", "true", "true"),
 	Entry("the Setting edited while the worker was down wins, and the Secret follows", "true", "false", "false", "true"),
 	Entry("both in step: nothing changes", "true", "true", "true", "true"),
+)
+
+// noEnv is an environment without variables: nothing seeds a Setting.
+func noEnv(string) string { return "" }
+
+// The worker's GPUSTACK_<SETTING> variables seed the Settings it creates at start-up: a valid value is the new
+// Setting's, the gpustack-settings Secret's still wins, a Setting that exists keeps its own, and an invalid
+// value is reported while the Setting starts at its default.
+var _ = DescribeTable("settings.Ensure seeds new Settings from the worker's environment",
+	func(existing, secretValue, envValue, want string, problem string) {
+		ctx := context.Background()
+		if existing != "" {
+			suite.Create(makeSetting(aware, existing))
+		}
+		if secretValue != "" {
+			suite.Create(makeSecret(map[string]string{aware: secretValue}))
+		}
+		DeferCleanup(func() {
+			for _, d := range workerv1.SettingDefinitions {
+				_ = suite.Client.Delete(context.Background(), makeSetting(d.Name, ""))
+			}
+			_ = suite.Client.Delete(context.Background(), makeSecret(nil))
+		})
+		env := func(k string) string {
+			if k == "GPUSTACK_INSTANCE_TYPE_AWARE_CPU_MANUFACTURER" {
+				return envValue
+			}
+			return ""
+		}
+		problems, err := settings.Ensure(ctx, suite.Client, env)
+		Expect(err).NotTo(HaveOccurred())
+		if problem == "" {
+			Expect(problems).To(BeEmpty())
+		} else {
+			Expect(problems).To(ConsistOf(ContainSubstring(problem)))
+		}
+		got := &workerv1.Setting{}
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(makeSetting(aware, "")), got)).To(Succeed())
+		Expect(got.Status.Value).To(Equal(want), "the Setting's effective value")
+	},
+	Entry("a new Setting takes the variable's value", "", "", "true", "true", ""),
+	Entry("the Secret wins over the variable", "", "false", "true", "false", ""),
+	Entry("a Setting that exists keeps its value", "false", "", "true", "false", ""),
+	Entry("an invalid value is reported, and the default holds", "", "", "maybe", "false",
+		`GPUSTACK_INSTANCE_TYPE_AWARE_CPU_MANUFACTURER="maybe"`),
 )
 
 // A worker newer than its CRDs (Helm leaves crds/ as they were on upgrade) starts: the Setting the old CRD does
@@ -170,7 +215,7 @@ var _ = It("settings.Ensure starts on a Setting CRD older than the worker", func
 		return apierrors.IsInvalid(err)
 	}).Should(BeTrue(), "the older CRD refuses %s", newest)
 
-	problems, err := settings.Ensure(ctx, suite.Client)
+	problems, err := settings.Ensure(ctx, suite.Client, noEnv)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(problems).To(HaveLen(1))
 	Expect(problems[0]).To(And(ContainSubstring("cannot create Setting "+newest), ContainSubstring("kubectl apply")))
@@ -190,7 +235,7 @@ var _ = It("settings.Ensure reports a Secret's value the Setting refuses", func(
 		}
 		_ = suite.Client.Delete(context.Background(), makeSecret(nil))
 	})
-	problems, err := settings.Ensure(ctx, suite.Client)
+	problems, err := settings.Ensure(ctx, suite.Client, noEnv)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(problems).To(ConsistOf(ContainSubstring("cannot copy the gpustack-settings Secret's " + aware)))
 	got := &workerv1.Setting{}
