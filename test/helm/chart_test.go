@@ -198,7 +198,8 @@ func TestTemplateWorker(t *testing.T) {
 			t.Errorf("%s is rendered although the device managers are off", name)
 		}
 	}
-	// The 9 rules of policies/cel, the device managers' node scope, and the component bounds unless turned off.
+	// The 9 rules of policies/cel, the device managers' node scope, the Settings' fixed set, and the component
+	// bounds unless turned off.
 	bounds := []string{"gpustack-operator-bounds-gateway-secrets", "gpustack-operator-bounds-node-status",
 		"gpustack-operator-bounds-pods", "gpustack-operator-bounds-system-namespaces", "gpustack-operator-bounds-token-secrets"}
 	for _, name := range bounds {
@@ -208,11 +209,11 @@ func TestTemplateWorker(t *testing.T) {
 			}
 		}
 	}
-	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 10+len(bounds) {
-		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel, the device managers' node scope and %d bounds", n, len(bounds))
+	if n := countKind(objs, "ValidatingAdmissionPolicy"); n != 11+len(bounds) {
+		t.Errorf("the chart renders %d admission policies, want the 9 of policies/cel, the device managers' node scope, the Settings' fixed set and %d bounds", n, len(bounds))
 	}
-	if n := countKind(render(t, "componentBounds.enabled=false"), "ValidatingAdmissionPolicy"); n != 10 {
-		t.Errorf("with componentBounds.enabled=false the chart renders %d admission policies, want 10", n)
+	if n := countKind(render(t, "componentBounds.enabled=false"), "ValidatingAdmissionPolicy"); n != 11 {
+		t.Errorf("with componentBounds.enabled=false the chart renders %d admission policies, want 11", n)
 	}
 	scope, err := rbac.NodeScope()
 	if err != nil {

@@ -33,13 +33,19 @@ import (
 // chartBounds renders the chart's component bounds (templates/bounds.yaml) for a release in the system namespace.
 func chartBounds() []*unstructured.Unstructured {
 	GinkgoHelper()
+	return chartTemplate("templates/bounds.yaml")
+}
+
+// chartTemplate renders one template of the chart for a release in the system namespace.
+func chartTemplate(template string) []*unstructured.Unstructured {
+	GinkgoHelper()
 	bin, skip, err := testenv.BinDir("helm")
 	Expect(err).NotTo(HaveOccurred())
 	if skip != "" {
 		Skip(skip)
 	}
 	cmd := exec.Command(filepath.Join(bin, "helm"), "template", "gpustack-operator", testenv.Path("package", "helm", "gpustack-operator"),
-		"--namespace", workerv1.SystemNamespace, "--kube-version", "1.35.4", "--show-only", "templates/bounds.yaml")
+		"--namespace", workerv1.SystemNamespace, "--kube-version", "1.35.4", "--show-only", template)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -55,6 +61,23 @@ func chartBounds() []*unstructured.Unstructured {
 		Expect(err).NotTo(HaveOccurred())
 		if len(u.Object) > 0 {
 			objs = append(objs, u)
+		}
+	}
+}
+
+// createRoles creates the generated roles of the components, and the namespaces they live in (the device
+// managers' as the other specs make it).
+func createRoles(ctx context.Context, components ...string) {
+	GinkgoHelper()
+	for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: workerv1.DeviceManagerNamespace, Labels: devicemanager.NamespaceLabels}}} {
+		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
+	}
+	for _, component := range components {
+		objs, err := rbac.For(component, workerv1.SystemNamespace)
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, o))).To(Succeed(), "cannot create %T %s", o, o.GetName())
 		}
 	}
 }
@@ -79,18 +102,8 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 	var userPod, systemPod *corev1.Pod
 	var node *corev1.Node
 	BeforeAll(func(ctx context.Context) {
-		// The roles' namespaces (the device managers' as the other specs make it) and a user's.
-		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: "kueue-system"}},
-			{ObjectMeta: metav1.ObjectMeta{Name: gatewayv1.MembersNamespace}}, {ObjectMeta: metav1.ObjectMeta{Name: workerv1.DeviceManagerNamespace, Labels: devicemanager.NamespaceLabels}}, {ObjectMeta: metav1.ObjectMeta{Name: users}}} {
-			Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, ns))).To(Succeed())
-		}
-		for _, component := range []string{"worker", "worker-gateway"} {
-			objs, err := rbac.For(component, workerv1.SystemNamespace)
-			Expect(err).NotTo(HaveOccurred())
-			for _, o := range objs {
-				Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, o))).To(Succeed(), "cannot create %T %s", o, o.GetName())
-			}
-		}
+		Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: users}}))).To(Succeed())
+		createRoles(ctx, "worker", "worker-gateway")
 		for _, o := range chartBounds() {
 			Expect(suite.Client.Create(ctx, o)).To(Succeed(), "cannot create %s %s", o.GetKind(), o.GetName())
 			DeferCleanup(func(ctx context.Context) { _ = suite.Client.Delete(ctx, o) })
