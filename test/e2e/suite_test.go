@@ -36,7 +36,11 @@ func TestE2E(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(logr.Discard())
-	suite = e2esuite.StartOnRealNodes("walkthrough.yaml")
+	suite = e2esuite.StartOnRealNodes("walkthrough.yaml", func(c *localcluster.Config) {
+		// A Setting seeded from the worker's environment (settings_test.go).
+		c.ChartValues = append(c.ChartValues, "worker.extraEnv[0].name=GPUSTACK_INSTANCE_SSH_SERVER_IMAGE",
+			"worker.extraEnv[0].value="+sshImageFromEnv)
+	})
 	cluster, k, inv = suite.Cluster, suite.Client, suite.Inventory
 })
 
