@@ -119,14 +119,16 @@ func (a *Agent) detect(ctx context.Context, pub *Publisher) {
 	a.setNICs(nics)
 }
 
-// scanRDMA returns the node's RDMA devices; none when they cannot be read (said in the log).
+// scanRDMA returns the node's RDMA devices. When they cannot be read (said in the log) it returns those last
+// found: a bus that could not be read once says nothing of the devices, and their label and resources stay.
 func (a *Agent) scanRDMA() []rdma.Device {
 	if a.RDMA == nil {
 		return nil
 	}
 	nics, err := a.RDMA()
 	if err != nil {
-		a.Log.Error(err, "cannot read the RDMA devices", "node", a.Node)
+		a.Log.Error(err, "cannot read the RDMA devices; keeping those last found", "node", a.Node)
+		return a.currentNICs()
 	}
 	return nics
 }

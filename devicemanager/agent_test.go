@@ -28,6 +28,23 @@ type cardsOf []providers.Device
 func (c cardsOf) Name() string                                       { return "fixed" }
 func (c cardsOf) Detect(context.Context) ([]providers.Device, error) { return c, nil }
 
+// runAgent runs the agent until the spec ends, then removes the Devices object it published.
+func runAgent(a *devicemanager.Agent) {
+	GinkgoHelper()
+	ctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(stopped)
+		Expect(a.Run(ctx)).To(Succeed())
+	}()
+	DeferCleanup(func() {
+		stop()
+		<-stopped
+		_ = suite.Client.Delete(context.Background(), &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: a.Node}})
+	})
+}
+
 // Runs a node's agent against a kubelet's registration service, admits Pods through its plugins as the
 // kubelet's device manager does, and restarts the kubelet under it: the kubelet removes every socket and
 // forgets every plugin, and the agent registers all of them again on its own, which its readiness follows.
@@ -44,18 +61,7 @@ var _ = It("serves its device plugins to the kubelet, and registers them again w
 		Interval: time.Hour, PluginDir: dir, PluginCheck: 100 * time.Millisecond, Log: logr.Discard(),
 		Runtime: deviceplugin.Runtime{LibDir: "/var/lib/gpustack/operator/lib", StateDir: GinkgoT().TempDir()}}
 	Expect(a.Ready()).To(MatchError(ContainSubstring("the cards of node node-restart are not published yet")))
-	runCtx, stop := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(a.Run(runCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() {
-		stop()
-		<-stopped
-		_ = suite.Client.Delete(context.Background(), &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: "node-restart"}})
-	})
+	runAgent(a)
 
 	resources := func() []string {
 		var names []string

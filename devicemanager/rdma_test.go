@@ -46,18 +46,7 @@ var _ = It("labels a node with an RDMA device up as RDMA capable and offers its 
 			}
 			return last, nil
 		}}
-	runCtx, stop := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(a.Run(runCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() {
-		stop()
-		<-stopped
-		_ = suite.Client.Delete(context.Background(), &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: "node-rdma"}})
-	})
+	runAgent(a)
 
 	labels := func() map[string]string {
 		nf := &nfdv1alpha1.NodeFeature{}
