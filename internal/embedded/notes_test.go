@@ -1,4 +1,4 @@
-package flavors
+package embedded
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/functions/flavors"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
@@ -37,7 +38,7 @@ func TestCatalogIsWhatTheNotesSay(t *testing.T) {
 		for _, aware := range []bool{false, true} {
 			settings := xrs.DefaultFunctionSettings()
 			settings.AwareCPUManufacturer = aware
-			c := Compose(xrs.Inventory(nodes, settings))
+			c := flavors.Compose(xrs.Inventory(nodes, settings))
 			rfs := map[string]*kueuev1beta2.ResourceFlavor{}
 			want := map[string]workerv1.InstanceTypeFlavorSpec{}
 			var projected []pools.Flavor
@@ -58,7 +59,7 @@ func TestCatalogIsWhatTheNotesSay(t *testing.T) {
 			slices.SortFunc(projected, func(a, b pools.Flavor) int { return strings.Compare(a.Name, b.Name) })
 			got := map[string]workerv1.InstanceTypeFlavorSpec{}
 			for _, e := range pools.Catalog(projected, aware) {
-				got[e.Name] = InstanceTypeFlavor(e).Spec
+				got[e.Name] = flavors.InstanceTypeFlavor(e).Spec
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s, aware %t: the catalog is what the flavors' notes say: -composed, +projected:\n%s", filepath.Base(file), aware, diff)
