@@ -96,7 +96,20 @@ func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 	case in.Type.Inactive || holdingEmpty(in):
 		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
 	}
+	// The drain bookkeeping: a queue the system stopped because its pool lost its flavors says so.
+	switch {
+	case in.Deleting:
+	case drainingEmpty(in):
+		cq.Annotations = migration(workerv1.MigrationDraining, kueuev1beta2.HoldAndDrain)
+	case holdingEmpty(in):
+		cq.Annotations = migration(workerv1.MigrationHolding, kueuev1beta2.Hold)
+	}
 	return cq
+}
+
+// migration returns the drain bookkeeping annotations of a queue the system stopped for want of flavors.
+func migration(phase string, policy kueuev1beta2.StopPolicy) map[string]string {
+	return map[string]string{workerv1.AnnotationMigrationPhase: phase, workerv1.AnnotationMigrationStopPolicy: string(policy)}
 }
 
 // phase is the type's phase and its message, as the ClusterQueue's stop policy and reservations make it.

@@ -26,9 +26,11 @@ type pool struct {
 	Quotas         []string
 	AdmissionCheck bool
 	StopPolicy     string
-	LocalQueues    []string
-	Phase          workerv1.InstanceTypePhase
-	Summary        workerv1.InstanceTypeSummary
+	// Migration is the queue's drain bookkeeping, phase/stop policy; "" when it has none.
+	Migration   string
+	LocalQueues []string
+	Phase       workerv1.InstanceTypePhase
+	Summary     workerv1.InstanceTypeSummary
 	// NoFlavorsSince is the status's noFlavorsSince, RFC 3339; "" when unset.
 	NoFlavorsSince string
 	Err            string
@@ -153,7 +155,7 @@ func TestInstanceTypePipeline(t *testing.T) {
 			reason: "A pool that lost its last flavor while its queue still reserves quota drains it (instance-type-drain-when-no-flavors) at once when the input has no time to measure a grace from (a composite rendered by hand).",
 			in: spec(builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Obj(),
 				func(s *xrs.InstanceTypePoolSpec) { s.Namespaces, s.ReservingWorkloads = nil, 2 }),
-			want: pool{StopPolicy: "HoldAndDrain", Phase: workerv1.InstanceTypeDraining,
+			want: pool{StopPolicy: "HoldAndDrain", Migration: "Draining/HoldAndDrain", Phase: workerv1.InstanceTypeDraining,
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
 		},
 		"NoFlavorsHeld": {
@@ -161,7 +163,7 @@ func TestInstanceTypePipeline(t *testing.T) {
 			in: spec(h100, func(s *xrs.InstanceTypePoolSpec) {
 				s.Namespaces, s.ReservingWorkloads, s.Now = nil, 2, lostAt
 			}),
-			want: pool{StopPolicy: "Hold", Phase: workerv1.InstanceTypeInactive, NoFlavorsSince: "2026-12-01T10:00:00Z",
+			want: pool{StopPolicy: "Hold", Migration: "Holding/Hold", Phase: workerv1.InstanceTypeInactive, NoFlavorsSince: "2026-12-01T10:00:00Z",
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
 		},
 		"NoFlavorsWithinGrace": {
@@ -169,7 +171,7 @@ func TestInstanceTypePipeline(t *testing.T) {
 			in: spec(h100, func(s *xrs.InstanceTypePoolSpec) {
 				s.Namespaces, s.ReservingWorkloads, s.NoFlavorsSince, s.Now = nil, 2, &lostAt, metav1.NewTime(lostAt.Add(5*time.Minute-time.Second))
 			}),
-			want: pool{StopPolicy: "Hold", Phase: workerv1.InstanceTypeInactive, NoFlavorsSince: "2026-12-01T10:00:00Z",
+			want: pool{StopPolicy: "Hold", Migration: "Holding/Hold", Phase: workerv1.InstanceTypeInactive, NoFlavorsSince: "2026-12-01T10:00:00Z",
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
 		},
 		"NoFlavorsGraceOver": {
@@ -177,7 +179,7 @@ func TestInstanceTypePipeline(t *testing.T) {
 			in: spec(h100, func(s *xrs.InstanceTypePoolSpec) {
 				s.Namespaces, s.ReservingWorkloads, s.NoFlavorsSince, s.Now = nil, 2, &lostAt, metav1.NewTime(lostAt.Add(5*time.Minute))
 			}),
-			want: pool{StopPolicy: "HoldAndDrain", Phase: workerv1.InstanceTypeDraining, NoFlavorsSince: "2026-12-01T10:00:00Z",
+			want: pool{StopPolicy: "HoldAndDrain", Migration: "Draining/HoldAndDrain", Phase: workerv1.InstanceTypeDraining, NoFlavorsSince: "2026-12-01T10:00:00Z",
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
 		},
 		"NoFlavorsGraceSetting": {
@@ -185,7 +187,7 @@ func TestInstanceTypePipeline(t *testing.T) {
 			in: spec(h100, func(s *xrs.InstanceTypePoolSpec) {
 				s.Namespaces, s.ReservingWorkloads, s.Now, s.Settings.DrainGracePeriod = nil, 2, lostAt, metav1.Duration{}
 			}),
-			want: pool{StopPolicy: "HoldAndDrain", Phase: workerv1.InstanceTypeDraining, NoFlavorsSince: "2026-12-01T10:00:00Z",
+			want: pool{StopPolicy: "HoldAndDrain", Migration: "Draining/HoldAndDrain", Phase: workerv1.InstanceTypeDraining, NoFlavorsSince: "2026-12-01T10:00:00Z",
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
 		},
 		"FlavorsBack": {
@@ -257,6 +259,9 @@ func TestInstanceTypePipeline(t *testing.T) {
 					got.AdmissionCheck = cq.Spec.AdmissionChecksStrategy != nil
 					if cq.Spec.StopPolicy != nil {
 						got.StopPolicy = string(*cq.Spec.StopPolicy)
+					}
+					if phase := cq.Annotations[workerv1.AnnotationMigrationPhase]; phase != "" {
+						got.Migration = phase + "/" + cq.Annotations[workerv1.AnnotationMigrationStopPolicy]
 					}
 				case "LocalQueue":
 					got.LocalQueues = append(got.LocalQueues, o.GetNamespace()+"/"+o.GetName())

@@ -82,6 +82,16 @@ const (
 	NoteVRAM               = NotePrefix + "vram"
 	NoteCores              = NotePrefix + "cores"
 	NoteAcceleratorFeature = NotePrefix + "acceleratorFeature"
+	// AnnotationMigrationPhase marks a pool's ClusterQueue that the system stopped because the pool lost its
+	// last flavor while the queue still reserved quota: Holding within the drain grace period, Draining once it
+	// is over. AnnotationMigrationStopPolicy is the stop policy the system placed for it (Hold, HoldAndDrain),
+	// so a reader tells it from an administrator's. Both go once the pool's flavors are back or nothing is
+	// reserved.
+	AnnotationMigrationPhase      = "topology.gpustack.ai/migration-phase"
+	AnnotationMigrationStopPolicy = "topology.gpustack.ai/migration-stop-policy"
+	// MigrationHolding and MigrationDraining are the values of AnnotationMigrationPhase.
+	MigrationHolding  = "Holding"
+	MigrationDraining = "Draining"
 	// FinalizerControlled holds an InstanceType until its queue is gone.
 	FinalizerControlled = "gpustack.ai/controlled"
 	// LabelManufacturer names the vendor of a device manager's objects (its DaemonSet, its Pods).

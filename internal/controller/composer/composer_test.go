@@ -379,11 +379,17 @@ var _ = It("holds a pool that lost its flavors for the grace period before it dr
 		return policy, it.Status.Phase, since
 	}
 
+	// migration is the queue's drain bookkeeping as state() last read it.
+	migration := func() string {
+		return cq.Annotations[workerv1.AnnotationMigrationPhase] + "/" + cq.Annotations[workerv1.AnnotationMigrationStopPolicy]
+	}
+
 	setManaged("false")
 	res := recompute()
 	policy, phase, since := state()
 	Expect([]string{policy, string(phase), since}).To(Equal([]string{"Hold", "Inactive", "2026-12-01T10:00:00Z"}),
 		"the pool with no flavor is held, since now")
+	Expect(migration()).To(Equal("Holding/Hold"), "the queue says the system holds it for want of flavors")
 	Expect(res.RequeueAfter).To(Equal(5*time.Minute), "the composer comes back when the grace ends")
 
 	now = now.Add(5*time.Minute - time.Second)
@@ -396,11 +402,13 @@ var _ = It("holds a pool that lost its flavors for the grace period before it dr
 	Expect(recompute().RequeueAfter).To(BeZero(), "nothing more to wait for")
 	policy, phase, _ = state()
 	Expect([]string{policy, string(phase)}).To(Equal([]string{"HoldAndDrain", "Draining"}), "the grace over, the queue drains")
+	Expect(migration()).To(Equal("Draining/HoldAndDrain"))
 
 	setManaged("true")
 	recompute()
 	policy, phase, since = state()
 	Expect([]string{policy, string(phase), since}).To(Equal([]string{"None", "Active", ""}), "the node back, the pool runs on (Kueue defaults the stop policy to None)")
+	Expect(migration()).To(Equal("/"), "the bookkeeping goes with the stop")
 })
 
 // node-cpu claims two billion T4 cards through a label no inventory backs: it is left out of every pool, with an
