@@ -90,26 +90,25 @@ func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 			AdmissionChecks: []kueuev1beta2.AdmissionCheckStrategyRule{{Name: NodeDevicesCheck}},
 		}
 	}
-	switch {
-	case in.Deleting || drainingEmpty(in):
-		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
-	case in.Type.Inactive || holdingEmpty(in):
-		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
-	}
-	// The drain bookkeeping: a queue the system stopped because its pool lost its flavors says so.
+	// A queue the system stops because its pool lost its flavors says so in its drain bookkeeping.
 	switch {
 	case in.Deleting:
+		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.HoldAndDrain)
 	case drainingEmpty(in):
-		cq.Annotations = migration(workerv1.MigrationDraining, kueuev1beta2.HoldAndDrain)
+		stopForWantOfFlavors(cq, workerv1.MigrationDraining, kueuev1beta2.HoldAndDrain)
 	case holdingEmpty(in):
-		cq.Annotations = migration(workerv1.MigrationHolding, kueuev1beta2.Hold)
+		stopForWantOfFlavors(cq, workerv1.MigrationHolding, kueuev1beta2.Hold)
+	case in.Type.Inactive:
+		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
 	}
 	return cq
 }
 
-// migration returns the drain bookkeeping annotations of a queue the system stopped for want of flavors.
-func migration(phase string, policy kueuev1beta2.StopPolicy) map[string]string {
-	return map[string]string{workerv1.AnnotationMigrationPhase: phase, workerv1.AnnotationMigrationStopPolicy: string(policy)}
+// stopForWantOfFlavors stops a queue whose pool lost its flavors with policy, and records the phase and the
+// policy in the queue's drain bookkeeping annotations.
+func stopForWantOfFlavors(cq *kueuev1beta2.ClusterQueue, phase string, policy kueuev1beta2.StopPolicy) {
+	cq.Spec.StopPolicy = ptr.To(policy)
+	cq.Annotations = map[string]string{workerv1.AnnotationMigrationPhase: phase, workerv1.AnnotationMigrationStopPolicy: string(policy)}
 }
 
 // phase is the type's phase and its message, as the ClusterQueue's stop policy and reservations make it.

@@ -140,9 +140,9 @@ func envSeeds(getenv func(string) string) (map[string]string, []string) {
 // Ensure creates every missing Setting, copies the gpustack-settings Secret's values onto them, and keeps
 // each Setting's status (effective value, default, description) current; then it writes the effective values
 // back to the Secret, creating it when missing. A Setting it creates starts at the value of the worker's
-// variable EnvName(setting), read through getenv, when it has one (the Secret's still wins). It runs when the worker starts: patching the Secret and
-// restarting the worker changes a setting, as does patching the Setting itself at any time (SyncSecret keeps
-// the Secret in step, so a restart never reverts it).
+// variable EnvName(setting), read through getenv, when it has one (the Secret's still wins). It runs when the
+// worker starts: patching the Secret and restarting the worker changes a setting, as does patching the
+// Setting itself at any time (SyncSecret keeps the Secret in step, so a restart never reverts it).
 //
 // A Setting the API server refuses as invalid (a CRD older than this binary, as Helm leaves them on upgrade
 // until an administrator applies the new ones; a Secret's value the CRD's rules refuse) is left as it is and

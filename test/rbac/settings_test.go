@@ -13,16 +13,22 @@ import (
 )
 
 // The Settings are a fixed set, as the reference serves them: the chart's policy refuses an administrator's
-// create and delete with the way to do it instead (patch the value), while the worker creates the ones it keeps
-// and the namespace's deletion still removes them. Every write is a dry run.
+// create and delete with the way to do it instead (patch the value), while the worker creates the ones it
+// keeps. Every write but the fixture's is a dry run.
 var _ = It("refuses to create or delete a Setting but to the worker", func(ctx context.Context) {
 	createRoles(ctx, "worker")
 	setting := func(name string) *workerv1.Setting {
 		return &workerv1.Setting{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name}}
 	}
+	worker := asComponent("worker")
 	existing := setting(workerv1.SettingWorkloadFitAffinity)
 	Expect(suite.Client.Create(ctx, existing)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) { _ = suite.Client.Delete(ctx, setting(workerv1.SettingWorkloadFitAffinity)) })
+	// Cleanups run last first: this one after the policy's objects are gone, once the API server lets go of it.
+	DeferCleanup(func(ctx context.Context) {
+		Eventually(func() error {
+			return client.IgnoreNotFound(suite.Client.Delete(ctx, setting(workerv1.SettingWorkloadFitAffinity)))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
 	for _, o := range chartTemplate("templates/settings.yaml") {
 		Expect(suite.Client.Create(ctx, o)).To(Succeed(), "cannot create %s %s", o.GetKind(), o.GetName())
 		DeferCleanup(func(ctx context.Context) { _ = suite.Client.Delete(ctx, o) })
@@ -40,6 +46,5 @@ var _ = It("refuses to create or delete a Setting but to the worker", func(ctx c
 	patched.Spec.Value = "false"
 	Expect(suite.Client.Patch(ctx, patched, client.MergeFrom(existing), client.DryRunAll)).To(Succeed(), "an administrator patches a Setting")
 
-	worker := asComponent("worker")
 	Expect(worker.Create(ctx, setting(workerv1.SettingInstancePrivilegedAllowed), client.DryRunAll)).To(Succeed(), "the worker creates the Settings it keeps")
 })
