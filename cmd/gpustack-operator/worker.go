@@ -30,11 +30,13 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/cardcheck"
 	"github.com/gpustack/gpustack-operator/internal/controller/composer"
 	"github.com/gpustack/gpustack-operator/internal/controller/cpuinfo"
+	"github.com/gpustack/gpustack-operator/internal/controller/credential"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
 	"github.com/gpustack/gpustack-operator/internal/controller/ledger"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodecapacity"
 	"github.com/gpustack/gpustack-operator/internal/controller/nodefit"
 	"github.com/gpustack/gpustack-operator/internal/controller/persistentvolume"
+	"github.com/gpustack/gpustack-operator/internal/controller/persistentvolumetype"
 	"github.com/gpustack/gpustack-operator/internal/controller/profiler"
 	"github.com/gpustack/gpustack-operator/internal/controller/setting"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
@@ -163,6 +165,15 @@ func runWorker(args []string) error {
 	}
 	if err := (&persistentvolume.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the persistent volume controller")
+	}
+	if err := (&persistentvolumetype.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the persistent volume type controller")
+	}
+	if err := credential.SSHPublicKeys(mgr.GetClient()).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the SSH public key controller")
+	}
+	if err := credential.ImagePullSecrets(mgr.GetClient()).SetupWithManager(mgr); err != nil {
+		return errors.Wrap(err, "cannot set up the image pull secret controller")
 	}
 	if err := (&nodecapacity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node capacity controller")

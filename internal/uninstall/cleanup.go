@@ -75,7 +75,7 @@ type Options struct {
 // +kubebuilder:rbac:groups=nfd.k8s-sigs.io,resources=nodefeaturerules,verbs=delete,resourceNames=gpustack-cpu-info
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;delete,resourceNames=devices.worker.gpustack.ai;instancepersistentvolumes.worker.gpustack.ai;instances.worker.gpustack.ai;instancetypeflavors.worker.gpustack.ai;instancetypes.worker.gpustack.ai;settings.worker.gpustack.ai
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;delete,resourceNames=devices.worker.gpustack.ai;instanceimagepullsecrets.worker.gpustack.ai;instancepersistentvolumes.worker.gpustack.ai;instancepersistentvolumetypes.worker.gpustack.ai;instances.worker.gpustack.ai;instancesshpublickeys.worker.gpustack.ai;instancetypeflavors.worker.gpustack.ai;instancetypes.worker.gpustack.ai;settings.worker.gpustack.ai
 
 // Cleanup removes everything the operator created at run time. It goes on past a step that fails and
 // returns every failure, so one stuck object does not leave the rest behind; kinds whose CRD is not

@@ -44,7 +44,9 @@ var _ = It("checks that every kind of the API is served with its scope and short
 	want := map[string]kind{
 		"InstanceType": {false, "instype"}, "InstanceTypeFlavor": {false, "instypeflavor"},
 		"Instance": {true, "inst"}, "InstancePersistentVolume": {true, "instpv"},
-		"Devices": {false, "devs"}, "Setting": {true, "set"},
+		"InstancePersistentVolumeType": {false, "instpvtype"}, "InstanceSSHPublicKey": {true, "instsshkey"},
+		"InstanceImagePullSecret": {true, "instpullsecret"},
+		"Devices":                 {false, "devs"}, "Setting": {true, "set"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		Fail(fmt.Sprintf("worker.gpustack.ai/v1 kinds: -want, +got:\n%s", diff))

@@ -312,8 +312,12 @@ var _ = It("follows the walkthrough's Step 6", func() {
 	// The dataset volume does not exist yet: no Pod, and the status says why.
 	waitPhase("pinned-demo", "Starting: waiting for volume datasets: no InstancePersistentVolume")
 	ctx := context.Background()
+	// The volume names its type: the chart's local-path class, as users who may not read StorageClasses see it.
+	if got := kubectl("get", "instancepersistentvolumetype", "local-path", "-o", "jsonpath={.spec.provisioner} {.spec.default} {.spec.bindingMode}"); got != "rancher.io/local-path true WaitForFirstConsumer" {
+		Fail(fmt.Sprintf("the local-path class's InstancePersistentVolumeType: %q", got))
+	}
 	ipv := &workerv1.InstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "datasets"},
-		Spec: workerv1.InstancePersistentVolumeSpec{Capacity: resource.MustParse("1Gi"), AccessMode: workerv1.ReadWriteOnce}}
+		Spec: workerv1.InstancePersistentVolumeSpec{Type: "local-path", Capacity: resource.MustParse("1Gi"), AccessMode: workerv1.ReadWriteOnce}}
 	Expect(k.Create(ctx, ipv)).To(Succeed())
 	DeferCleanup(func() { _ = k.Delete(context.Background(), ipv) })
 	// Nobody writes a PersistentVolume: the chart's provisioner makes the claim's volume on the node the
@@ -365,24 +369,37 @@ var _ = It("follows the walkthrough's Step 6", func() {
 	Expect(suite.InstancePhase("pinned-nowhere")).To(HaveSuffix("cannot take 1 whole card(s) now: no node of the flavor matches the Pods' node selector and affinity"))
 })
 
-// createSlicedDemo creates the walkthrough's sliced-demo with an SSH key (its private half in sshDir) and
-// port 22 exposed.
 // noEnv is an environment without variables: nothing seeds a Setting.
 func noEnv(string) string { return "" }
 
+// createSlicedDemo creates the walkthrough's sliced-demo with an InstanceSSHPublicKey (its private half in
+// sshDir), an InstanceImagePullSecret and port 22 exposed. The image is on the nodes already, so the pull
+// secret is handed to the kubelet and never used; the key is, by every SSH session the specs open.
 func createSlicedDemo() {
 	GinkgoHelper()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sliced-demo-key"},
-		StringData: map[string]string{"authorized_keys": sshKey(sshDir)}}
-	Expect(k.Create(context.Background(), secret)).To(Succeed())
-	DeferCleanup(func() { _ = k.Delete(context.Background(), secret) })
+	ctx := context.Background()
+	key := &workerv1.InstanceSSHPublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sliced-demo-key"},
+		Spec: workerv1.InstanceSSHPublicKeySpec{Data: sshKey(sshDir)}}
+	pull := &workerv1.InstanceImagePullSecret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sliced-demo-pull"},
+		Spec: workerv1.InstanceImagePullSecretSpec{Registry: "docker.io", Username: "demo", Password: "demo-token"}}
+	Expect(k.Create(ctx, key)).To(Succeed())
+	Expect(k.Create(ctx, pull)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), key); _ = k.Delete(context.Background(), pull) })
 	data, err := os.ReadFile(testenv.Path("examples", "instances", "sliced-demo.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	inst := &workerv1.Instance{}
 	Expect(yaml.Unmarshal(data, inst)).To(Succeed())
-	inst.Spec.SSHPublicKey = secret.Name
+	inst.Spec.SSHPublicKey = key.Name
+	inst.Spec.ImagePullSecret = pull.Name
 	inst.Spec.Ports = []workerv1.InstancePort{{Name: "ssh", Port: 22}}
-	Expect(k.Create(context.Background(), inst)).To(Succeed())
+	Expect(k.Create(ctx, inst)).To(Succeed())
+	// Both are backed by Secrets of their names, which the Pod uses.
+	for _, kind := range []string{"instancesshpublickey/sliced-demo-key", "instanceimagepullsecret/sliced-demo-pull"} {
+		eventually(time.Minute, func() (bool, string) {
+			got := kubectl("get", kind, "-n", "default", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].reason} {.status.secret}`)
+			return got == "SecretCreated "+strings.Split(kind, "/")[1], kind + "'s status: " + got
+		})
+	}
 }
 
 // sshDir holds the spec's SSH key and known hosts.

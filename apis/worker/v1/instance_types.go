@@ -108,12 +108,14 @@ type InstanceSpec struct {
 	// +optional
 	AdditionalVolumes []AdditionalVolume `json:"additionalVolumes,omitempty"`
 
-	// ImagePullSecret names a Secret in the Instance's namespace used to pull the image.
+	// ImagePullSecret names an InstanceImagePullSecret in the Instance's namespace, whose credentials pull the
+	// image; the Pod is made once it is Ready. Whoever writes the Instance must be allowed to read its Secret.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	ImagePullSecret string `json:"imagePullSecret,omitempty"`
 
-	// SSHPublicKey names a Secret in the Instance's namespace whose authorized keys the SSH sidecar accepts.
+	// SSHPublicKey names an InstanceSSHPublicKey in the Instance's namespace, whose keys the SSH sidecar
+	// accepts; the Pod is made once it is Ready. Whoever writes the Instance must be allowed to read its Secret.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	SSHPublicKey string `json:"sshPublicKey,omitempty"`

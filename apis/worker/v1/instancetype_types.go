@@ -181,8 +181,9 @@ const (
 	InstanceTypeDraining InstanceTypePhase = "Draining"
 )
 
-// ConditionReady is the type of the condition that says whether an InstanceType's pool admits work, or an
-// Instance runs; when it is False, its reason names the step that holds it.
+// ConditionReady is the type of the condition that says whether an InstanceType's pool admits work, an
+// Instance runs, or the Secret behind an SSH key or pull secret is there; when it is False, its reason names
+// the step that holds it.
 const ConditionReady = "Ready"
 
 // ReadyCondition is a Ready condition: True when ready, its reason the step (phase) it is at, "Pending" when

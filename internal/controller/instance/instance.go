@@ -111,6 +111,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStopped, "", nil)
 	}
 	if pod == nil {
+		if msg, err := r.credentialsHold(ctx, inst); err != nil || msg != "" {
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			// The credential's own event brings the Instance back once it is Ready.
+			return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
+		}
 		if msg, err := r.claimsHold(ctx, inst, values); err != nil || msg != "" {
 			if err != nil {
 				return reconcile.Result{}, err
@@ -509,6 +516,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Only what the Instances read: the type's spec, its deletion, its queue (entrance) and phase. Its views
 		// change with every admission, and each change would otherwise enqueue every Instance of the type.
 		Watches(&workerv1.InstanceType{}, byType, builder.WithPredicates(predicate.Funcs{UpdateFunc: typeChanged})).
+		Watches(&workerv1.InstanceSSHPublicKey{}, r.instancesNaming()).
+		Watches(&workerv1.InstanceImagePullSecret{}, r.instancesNaming()).
 		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, ref := range o.GetOwnerReferences() {

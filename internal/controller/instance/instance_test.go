@@ -387,3 +387,37 @@ var _ = It("rebuilds an admitted Pod whose node selector no node matches any mor
 	Expect(p.UID).NotTo(Equal(pod.UID))
 	Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(corev1.LabelHostname, "renamed.example"), "built for the node as it is now")
 })
+
+var _ = It("makes no Pod until the InstanceSSHPublicKey and InstanceImagePullSecret it names are Ready, and says which it waits for", func() {
+	ctx := context.Background()
+	typ := builders.MakeInstanceType("credentials").Obj()
+	inst := builders.MakeInstance("default", "credentials", typ.Name).SSHPublicKey("credentials-key").ImagePullSecret("credentials-pull").Obj()
+	suite.Create(typ, inst)
+
+	got, pod, _ := reconcileOnce(inst)
+	Expect(pod).To(BeNil(), "no Pod while the key is missing")
+	Expect(got.Status.PhaseMessage).To(Equal("waiting for InstanceSSHPublicKey credentials-key: none of that name in namespace default"))
+
+	key := &workerv1.InstanceSSHPublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "credentials-key"},
+		Spec: workerv1.InstanceSSHPublicKeySpec{Data: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM9lYKVqf7WXLbWEPV8YJK8sA83WLCy436PBqvlKmDkc user@host"}}
+	pull := &workerv1.InstanceImagePullSecret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "credentials-pull"},
+		Spec: workerv1.InstanceImagePullSecretSpec{Registry: "docker.io", Username: "robot", Password: "s3cret"}}
+	suite.Create(key, pull)
+	key.Status.Conditions = []metav1.Condition{workerv1.ReadyCondition(true, workerv1.ReasonSecretCreated, "Secret credentials-key was made from the spec", key.Generation)}
+	key.Status.Conditions[0].LastTransitionTime = metav1.Now()
+	Expect(suite.Client.Status().Update(ctx, key)).To(Succeed())
+	pull.Status.Conditions = []metav1.Condition{workerv1.ReadyCondition(false, workerv1.ReasonInvalidSpec, "a made-up reason", pull.Generation)}
+	pull.Status.Conditions[0].LastTransitionTime = metav1.Now()
+	Expect(suite.Client.Status().Update(ctx, pull)).To(Succeed())
+
+	got, pod, _ = reconcileOnce(inst)
+	Expect(pod).To(BeNil(), "no Pod while the pull secret is not Ready")
+	Expect(got.Status.PhaseMessage).To(Equal("waiting for InstanceImagePullSecret credentials-pull: a made-up reason"))
+
+	pull.Status.Conditions = []metav1.Condition{workerv1.ReadyCondition(true, workerv1.ReasonSecretCreated, "Secret credentials-pull was made from the spec", pull.Generation)}
+	pull.Status.Conditions[0].LastTransitionTime = metav1.Now()
+	Expect(suite.Client.Status().Update(ctx, pull)).To(Succeed())
+	_, pod, _ = reconcileOnce(inst)
+	Expect(pod).NotTo(BeNil(), "the Pod, once both are Ready")
+	Expect(pod.Spec.ImagePullSecrets).To(ContainElement(corev1.LocalObjectReference{Name: "credentials-pull"}))
+})

@@ -117,6 +117,18 @@ func (w *InstanceWrapper) PersistentWorkspace(name string) *InstanceWrapper {
 	return w
 }
 
+// SSHPublicKey names the InstanceSSHPublicKey whose keys the Instance's sidecar accepts.
+func (w *InstanceWrapper) SSHPublicKey(name string) *InstanceWrapper {
+	w.Spec.SSHPublicKey = name
+	return w
+}
+
+// ImagePullSecret names the InstanceImagePullSecret that pulls the Instance's image.
+func (w *InstanceWrapper) ImagePullSecret(name string) *InstanceWrapper {
+	w.Spec.ImagePullSecret = name
+	return w
+}
+
 // VolumeMount sets the workspace mount path.
 func (w *InstanceWrapper) VolumeMount(path string) *InstanceWrapper {
 	w.Spec.VolumeMount = path
