@@ -222,6 +222,9 @@ var _ = It("follows the walkthrough's Step 3", func() {
 	if got := kubectl("get", "pod", "sliced-demo", "-n", "default", "-o", "jsonpath={.spec.nodeName} {.metadata.annotations.device\\.gpustack\\.ai/accelerator\\.allocated}"); !strings.HasPrefix(got, "node-a10g {\"main\":[\"GPU-") {
 		Fail(fmt.Sprintf("the slice's Pod runs on node-a10g with its card recorded: %q", got))
 	}
+	if got := kubectl("get", "pod", "sliced-demo", "-n", "default", "-o", "jsonpath={.spec.imagePullSecrets[*].name}"); !strings.Contains(got, "sliced-demo-pull") {
+		Fail(fmt.Sprintf("the Pod pulls with the InstanceImagePullSecret's Secret: %q", got))
+	}
 	eventually(time.Minute, func() (bool, string) {
 		got := kubectl("get", "instance", "sliced-demo", "-n", "default", "-o", "jsonpath={.status.allocations} {.status.accessAddresses} {.status.hostIPs}")
 		fields := strings.Fields(got)

@@ -111,7 +111,7 @@ func (r *Reconciler) ensureSecret(ctx context.Context, obj client.Object, was *m
 		return metav1.Condition{}, errors.Wrapf(err, "cannot create Secret %s/%s", secret.Namespace, secret.Name)
 	}
 	return workerv1.ReadyCondition(true, workerv1.ReasonSecretFound, fmt.Sprintf(
-		"a Secret named %s was already in namespace %s: Instances use it as it is, and this spec is not written into it; delete the Secret to have it made from the spec",
+		"a Secret named %s was already in namespace %s: Instances use it as it is, and this spec is not written into it; to have it made from the spec, delete the Secret and re-create this object",
 		secret.Name, secret.Namespace), gen), nil
 }
 

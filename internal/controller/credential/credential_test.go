@@ -93,7 +93,7 @@ var _ = Describe("InstanceSSHPublicKey", func() {
 				Data: map[string][]byte{"authorized_keys": []byte("# someone else's\n")}},
 			outcome{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"authorized_keys": []byte("# someone else's\n")},
 				Status: ready(metav1.ConditionTrue, workerv1.ReasonSecretFound, "a Secret named bob was already in namespace default: "+
-					"Instances use it as it is, and this spec is not written into it; delete the Secret to have it made from the spec")}),
+					"Instances use it as it is, and this spec is not written into it; to have it made from the spec, delete the Secret and re-create this object")}),
 		Entry("data that is no key: no Secret, and the condition names the line",
 			sshKey("carol", "AAAA not a key\n"), nil,
 			outcome{Status: ready(metav1.ConditionFalse, workerv1.ReasonInvalidSpec,
