@@ -160,23 +160,8 @@ func runWorker(args []string) error {
 	if err := setupLedgerAndCheck(ctx, mgr); err != nil {
 		return err
 	}
-	if err := (&instance.DispatchedReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the dispatched Instance Pod controller")
-	}
-	if err := (&persistentvolume.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the persistent volume controller")
-	}
-	if err := (&persistentvolumetype.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the persistent volume type controller")
-	}
-	if err := credential.SSHPublicKeys(mgr.GetClient()).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the SSH public key controller")
-	}
-	if err := credential.ImagePullSecrets(mgr.GetClient()).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the image pull secret controller")
-	}
-	if err := (&nodecapacity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return errors.Wrap(err, "cannot set up the node capacity controller")
+	if err := setupInstanceStorageAndCapacity(mgr); err != nil {
+		return err
 	}
 	if *webhookPort > 0 {
 		if err := webhooks.Setup(mgr); err != nil {
@@ -303,4 +288,26 @@ func watchKueueConfig(mgr ctrl.Manager, comp *composer.Reconciler, where string)
 		}}
 	comp.Kueue, comp.KueueChanged = watch, changed
 	return errors.Wrap(mgr.Add(watch), "cannot add the Kueue configuration check")
+}
+
+// setupInstanceStorageAndCapacity registers the controllers that need nothing but the manager's client: the
+// dispatched Instances' Pods, the volumes and their types, the credentials and the node counting keys.
+func setupInstanceStorageAndCapacity(mgr ctrl.Manager) error {
+	c := mgr.GetClient()
+	for _, s := range []struct {
+		name  string
+		setup interface{ SetupWithManager(ctrl.Manager) error }
+	}{
+		{"dispatched Instance Pod", &instance.DispatchedReconciler{Client: c}},
+		{"persistent volume", &persistentvolume.Reconciler{Client: c}},
+		{"persistent volume type", &persistentvolumetype.Reconciler{Client: c}},
+		{"SSH public key", credential.SSHPublicKeys(c)},
+		{"image pull secret", credential.ImagePullSecrets(c)},
+		{"node capacity", &nodecapacity.Reconciler{Client: c}},
+	} {
+		if err := s.setup.SetupWithManager(mgr); err != nil {
+			return errors.Wrapf(err, "cannot set up the %s controller", s.name)
+		}
+	}
+	return nil
 }

@@ -111,26 +111,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStopped, "", nil)
 	}
 	if pod == nil {
-		if msg, err := r.credentialsHold(ctx, inst); err != nil || msg != "" {
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			// The credential's own event brings the Instance back once it is Ready.
-			return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
-		}
-		if msg, err := r.claimsHold(ctx, inst, values); err != nil || msg != "" {
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			// Claims bind outside this controller's watch: look again in a while.
-			return reconcile.Result{RequeueAfter: claimRecheck}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
-		}
-		created, msg, err := r.createPod(ctx, inst, values)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
+		created, res, err := r.start(ctx, inst, values)
 		if created == nil {
-			return reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
+			return res, err
 		}
 		pod = created
 	}
@@ -158,6 +141,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		st.Ports = ports
 	}
 	return reconcile.Result{RequeueAfter: recheck}, r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
+}
+
+// start creates the Instance's Pod once its credentials and claims let it; while they do not (or the Pod cannot
+// be made yet), it returns no Pod and the result Reconcile returns, with the Instance's status saying why.
+func (r *Reconciler) start(ctx context.Context, inst *workerv1.Instance, values settings.Values) (*corev1.Pod, reconcile.Result, error) {
+	if msg, err := r.credentialsHold(ctx, inst); err != nil || msg != "" {
+		if err != nil {
+			return nil, reconcile.Result{}, err
+		}
+		// The credential's own event brings the Instance back once it is Ready.
+		return nil, reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
+	}
+	if msg, err := r.claimsHold(ctx, inst, values); err != nil || msg != "" {
+		if err != nil {
+			return nil, reconcile.Result{}, err
+		}
+		// Claims bind outside this controller's watch: look again in a while.
+		return nil, reconcile.Result{RequeueAfter: claimRecheck}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
+	}
+	created, msg, err := r.createPod(ctx, inst, values)
+	if err != nil || created == nil {
+		if err != nil {
+			return nil, reconcile.Result{}, err
+		}
+		return nil, reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
+	}
+	return created, reconcile.Result{}, nil
 }
 
 // claimRecheck is how often an Instance held by an unbound claim looks at it again.
