@@ -297,14 +297,22 @@ func setupInstanceStorageAndCapacity(mgr ctrl.Manager) error {
 	for _, s := range []struct {
 		name  string
 		setup interface{ SetupWithManager(ctrl.Manager) error }
+		// kind is the kind the controller writes, when its CRD may be newer than the cluster's.
+		kind client.Object
 	}{
-		{"dispatched Instance Pod", &instance.DispatchedReconciler{Client: c}},
-		{"persistent volume", &persistentvolume.Reconciler{Client: c}},
-		{"persistent volume type", &persistentvolumetype.Reconciler{Client: c}},
-		{"SSH public key", credential.SSHPublicKeys(c)},
-		{"image pull secret", credential.ImagePullSecrets(c)},
-		{"node capacity", &nodecapacity.Reconciler{Client: c}},
+		{"dispatched Instance Pod", &instance.DispatchedReconciler{Client: c}, nil},
+		{"persistent volume", &persistentvolume.Reconciler{Client: c}, nil},
+		{"persistent volume type", &persistentvolumetype.Reconciler{Client: c}, &workerv1.InstancePersistentVolumeType{}},
+		{"SSH public key", credential.SSHPublicKeys(c), &workerv1.InstanceSSHPublicKey{}},
+		{"image pull secret", credential.ImagePullSecrets(c), &workerv1.InstanceImagePullSecret{}},
+		{"node capacity", &nodecapacity.Reconciler{Client: c}, nil},
 	} {
+		if s.kind != nil && !instance.Served(mgr, s.kind) {
+			// Helm leaves the CRDs as they were on upgrade: the controller starts once they are applied and the
+			// worker restarts.
+			ctrl.Log.Info("not starting the " + s.name + " controller: its CRD is not installed (apply the chart's crds/ and restart the worker)")
+			continue
+		}
 		if err := s.setup.SetupWithManager(mgr); err != nil {
 			return errors.Wrapf(err, "cannot set up the %s controller", s.name)
 		}

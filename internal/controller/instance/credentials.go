@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -47,6 +49,10 @@ func credentials(inst *workerv1.Instance) []credential {
 func (r *Reconciler) credentialsHold(ctx context.Context, inst *workerv1.Instance) (string, error) {
 	for _, c := range credentials(inst) {
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: c.name}, c.object); err != nil {
+			if meta.IsNoMatchError(err) {
+				// The kind's CRD is not installed yet (CRDs older than this binary): the name is a Secret's.
+				continue
+			}
 			if apierrors.IsNotFound(err) {
 				return fmt.Sprintf("waiting for %s %s: none of that name in namespace %s", c.kind, c.name, inst.Namespace), nil
 			}
@@ -91,4 +97,15 @@ func kindOf(o client.Object) string {
 		return "InstanceSSHPublicKey"
 	}
 	return "InstanceImagePullSecret"
+}
+
+// Served reports whether the API server serves obj's kind: false while its CRD is not installed, as after a
+// Helm upgrade that left the CRDs older than this binary.
+func Served(mgr ctrl.Manager, obj client.Object) bool {
+	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+	if err != nil {
+		return false
+	}
+	_, err = mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil
 }

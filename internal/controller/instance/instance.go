@@ -521,13 +521,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	// Instances are independent of each other and a reconcile mostly waits on the API server: a burst of them
 	// is rendered a few at a time rather than one after another.
-	return ctrl.NewControllerManagedBy(mgr).Named("instance").WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+	b := ctrl.NewControllerManagedBy(mgr).Named("instance").WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		For(&workerv1.Instance{}).Owns(&corev1.Pod{}).Owns(&corev1.Service{}).
 		// Only what the Instances read: the type's spec, its deletion, its queue (entrance) and phase. Its views
 		// change with every admission, and each change would otherwise enqueue every Instance of the type.
-		Watches(&workerv1.InstanceType{}, byType, builder.WithPredicates(predicate.Funcs{UpdateFunc: typeChanged})).
-		Watches(&workerv1.InstanceSSHPublicKey{}, r.instancesNaming()).
-		Watches(&workerv1.InstanceImagePullSecret{}, r.instancesNaming()).
+		Watches(&workerv1.InstanceType{}, byType, builder.WithPredicates(predicate.Funcs{UpdateFunc: typeChanged}))
+	// CRDs older than this binary (Helm leaves them on upgrade) may not have the credential kinds yet: then
+	// nothing is watched, and credentialsHold lets the Pod use the Secret of the name, as before them.
+	for _, kind := range []client.Object{&workerv1.InstanceSSHPublicKey{}, &workerv1.InstanceImagePullSecret{}} {
+		if Served(mgr, kind) {
+			b = b.Watches(kind, r.instancesNaming())
+		}
+	}
+	return b.
 		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, ref := range o.GetOwnerReferences() {
