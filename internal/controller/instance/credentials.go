@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,7 +82,7 @@ func (r *Reconciler) instancesNaming() handler.EventHandler {
 		var out []reconcile.Request
 		for _, i := range list.Items {
 			for _, c := range credentials(&i) {
-				if c.name == o.GetName() && c.kind == kindOf(o) {
+				if c.name == o.GetName() && reflect.TypeOf(c.object) == reflect.TypeOf(o) {
 					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
 					break
 				}
@@ -89,14 +90,6 @@ func (r *Reconciler) instancesNaming() handler.EventHandler {
 		}
 		return out
 	})
-}
-
-// kindOf names the kind of a credential object.
-func kindOf(o client.Object) string {
-	if _, ok := o.(*workerv1.InstanceSSHPublicKey); ok {
-		return "InstanceSSHPublicKey"
-	}
-	return "InstanceImagePullSecret"
 }
 
 // Served reports whether the API server serves obj's kind: false while its CRD is not installed, as after a

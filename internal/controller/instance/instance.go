@@ -161,10 +161,10 @@ func (r *Reconciler) start(ctx context.Context, inst *workerv1.Instance, values 
 		return nil, reconcile.Result{RequeueAfter: claimRecheck}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
 	}
 	created, msg, err := r.createPod(ctx, inst, values)
-	if err != nil || created == nil {
-		if err != nil {
-			return nil, reconcile.Result{}, err
-		}
+	if err != nil {
+		return nil, reconcile.Result{}, err
+	}
+	if created == nil {
 		return nil, reconcile.Result{}, r.setStatus(ctx, inst, values, workerv1.InstanceStarting, msg, nil)
 	}
 	return created, reconcile.Result{}, nil
