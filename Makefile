@@ -82,6 +82,12 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate everyt
 	go test -count=1 ./test/gitops -run '^TestArgoCDConfigMap$$' -update >/dev/null
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=package/crds
+	# The settings API's OpenAPI definitions, by the openapi-gen of the kube-openapi the main module serves them with.
+	go run k8s.io/kube-openapi/cmd/openapi-gen --go-header-file hack/boilerplate.go.txt --output-dir apis/settings/openapi \
+		--output-pkg github.com/gpustack/gpustack-operator/apis/settings/openapi --output-file zz_generated.openapi.go \
+		--output-model-name-file zz_generated.model_name.go \
+		--report-filename /dev/null k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
+		k8s.io/apimachinery/pkg/version github.com/gpustack/gpustack-operator/apis/settings/v1
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./cmd/gpustack-operator/... \
 		output:rbac:artifacts:config=package/rbac/worker
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./devicemanager/... \

@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +26,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
+	settingsv1 "github.com/gpustack/gpustack-operator/apis/settings/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
@@ -41,6 +44,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/controller/setting"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/internal/settings"
+	"github.com/gpustack/gpustack-operator/internal/settingsapi"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
 
@@ -61,6 +65,8 @@ func runWorker(args []string) error {
 	webhookService := fs.String("webhook-service", "", "Service in front of the webhooks, in the worker's namespace (POD_NAMESPACE): the worker provisions their certificate and configurations")
 	webhookURL := fs.String("webhook-url", "", "base URL the API server reaches the webhooks at, instead of a Service (https://127.0.0.1:9443)")
 	webhookSecret := fs.String("webhook-secret", "gpustack-worker-webhook-tls", "Secret with the webhooks' tls.crt, tls.key and ca.crt")
+	settingsAPIPort := fs.Int("settings-api-port", 0, "port of the settings API (settings.gpustack.ai/v1, which the APIService "+settingsv1.APIServiceName+
+		" sends to --webhook-service on a port of its own), served with the webhooks' certificate; 0 serves none")
 	webhookCertManager := fs.Bool("webhook-cert-manager", false, "cert-manager issues the webhook Secret: wait for it instead of self-signing")
 	agentImage := fs.String("device-manager-image", "", "deploy the device managers with this image (namespace gpustack-device-manager, one DaemonSet per manufacturer); empty deploys none")
 	enforcerImage := fs.String("enforcer-image", "", "an image of the soft-slicing enforcers (libvgpu.so and its kin under "+devicemanager.EnforcerImageDir+", with sh and cp) that each device manager copies to its node before it starts; empty copies none")
@@ -118,6 +124,9 @@ func runWorker(args []string) error {
 	if *webhookPort > 0 && (*webhookService != "" || *webhookURL != "") {
 		serving := webhooks.Serving{Namespace: podNamespace(), Service: *webhookService, URL: *webhookURL, Secret: *webhookSecret,
 			CertManager: *webhookCertManager, CertDir: *webhookCertDir}
+		if *settingsAPIPort > 0 && *webhookService != "" {
+			serving.APIServices = []string{settingsv1.APIServiceName}
+		}
 		if err := webhooks.Provision(ctx, direct, serving, time.Now(), 5*time.Minute); err != nil {
 			return errors.Wrap(err, "cannot provision the webhooks")
 		}
@@ -172,7 +181,29 @@ func runWorker(args []string) error {
 			return errors.Wrap(err, "cannot add the webhook readiness check")
 		}
 	}
+	if *settingsAPIPort > 0 {
+		if err := setupSettingsAPI(mgr, cfg, s, *settingsAPIPort, *webhookCertDir, *kubeconfig); err != nil {
+			return err
+		}
+	}
 	return errors.Wrap(mgr.Start(ctx), "manager stopped")
+}
+
+// setupSettingsAPI serves settings.gpustack.ai/v1 on port, on every replica, with the webhooks' key pair in
+// certDir; it reads and writes the stored Settings directly, so that the resourceVersions it hands out are the
+// API server's.
+func setupSettingsAPI(mgr ctrl.Manager, cfg *rest.Config, s *runtime.Scheme, port int, certDir, kubeconfig string) error {
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return errors.Wrap(err, "cannot create the settings API's client")
+	}
+	server := &settingsapi.Server{Port: port, CertFile: filepath.Join(certDir, "tls.crt"), KeyFile: filepath.Join(certDir, "tls.key"),
+		Kubeconfig: kubeconfig, Storage: &settingsapi.REST{Client: c}}
+	if err := mgr.Add(server); err != nil {
+		return errors.Wrap(err, "cannot add the settings API")
+	}
+	// Ready only once it answers: kube-apiserver marks the APIService unavailable until then.
+	return errors.Wrap(mgr.AddReadyzCheck("settings-api", server.Ready), "cannot add the settings API's readiness check")
 }
 
 // setupLedgerAndCheck registers the ledger and the per-card check, which both list a node's Pods through one

@@ -240,11 +240,15 @@ func SyncSecret(ctx context.Context, c client.Client, values Values) error {
 // updateStatus writes a Setting's status when it changed.
 // editedSinceSync reports whether a Setting's value changed after its status last took it in.
 func editedSinceSync(s *workerv1.Setting, d workerv1.SettingDefinition) bool {
-	return s.Status.Value != "" && effective(s.Spec.Value, d) != s.Status.Value
+	return s.Status.Value != "" && Effective(s.Spec.Value, d) != s.Status.Value
 }
 
-// effective is the value a Setting's spec puts in effect: the default when it is empty or invalid.
-func effective(value string, d workerv1.SettingDefinition) string {
+// Check returns why value cannot be the named setting's value, or nil: an unknown setting, a boolean that is not
+// "true" or "false", a duration that does not parse. "" is the default, always valid.
+func Check(name, value string) error { return Defaults().set(name, value) }
+
+// Effective is the value a Setting's spec puts in effect: the default when it is empty or invalid.
+func Effective(value string, d workerv1.SettingDefinition) string {
 	v := Defaults()
 	if err := v.set(d.Name, value); err != nil {
 		return d.Default
@@ -253,7 +257,7 @@ func effective(value string, d workerv1.SettingDefinition) string {
 }
 
 func updateStatus(ctx context.Context, c client.Client, s *workerv1.Setting, d workerv1.SettingDefinition) error {
-	want := workerv1.SettingStatus{Value: effective(s.Spec.Value, d), Default: d.Default, Description: d.Description, Editable: true}
+	want := workerv1.SettingStatus{Value: Effective(s.Spec.Value, d), Default: d.Default, Description: d.Description, Editable: true}
 	if s.Status == want {
 		return nil
 	}

@@ -41,6 +41,9 @@ type Serving struct {
 	CertManager bool
 	// CertDir is where the webhook server reads tls.crt and tls.key.
 	CertDir string
+	// APIServices are the chart's APIServices that send an aggregated API of the worker to Service (on a port
+	// of its own): the worker keeps their caBundle as it keeps the webhooks'. None with URL.
+	APIServices []string
 }
 
 // Hosts returns the names the serving certificate must cover: the Service's DNS names, or the URL's host.
@@ -114,7 +117,7 @@ func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, t
 			return err
 		}
 	}
-	return nil
+	return provisionAPIServices(ctx, c, s.APIServices, pair.CA, timeout)
 }
 
 // chartMade reports whether the chart made the configuration. One that is not there is applied whole where

@@ -71,8 +71,13 @@ func (r *Rotation) Check(ctx context.Context) error {
 		return Provision(ctx, r.Client, r.Serving, now(), time.Minute)
 	}
 	stale, err := r.staleCA(ctx, pair.CA)
-	if err != nil || stale == "" {
+	if err != nil {
 		return err
+	}
+	if stale == "" {
+		if stale, err = staleAPIService(ctx, r.Client, r.Serving.APIServices, pair.CA); err != nil || stale == "" {
+			return err
+		}
 	}
 	// helm adopting or upgrading the configurations may drop a CA bundle, or add a webhook without one.
 	r.Log.Info("a webhook's CA bundle is not the served pair's: writing it again", "webhook", stale)

@@ -10,6 +10,9 @@ const (
 	SettingString SettingKind = "string"
 	// SettingDuration is a duration as Go writes one ("90s", "5m", "1h30m"), not negative.
 	SettingDuration SettingKind = "duration"
+	// SettingSensitive is a free-form setting whose value is never shown (a credential): the settings API reads
+	// it back as (sensitive).
+	SettingSensitive SettingKind = "sensitive"
 )
 
 // The names of the settings the operator reads.
@@ -68,6 +71,9 @@ var SettingDefinitions = []SettingDefinition{
 	{SettingImagePullSecrets, SettingString, "", "comma-separated Secrets used to pull built-in images"},
 	{SettingImagePullPolicy, SettingString, "IfNotPresent", "pull policy of built-in images"},
 }
+
+// IsSensitive reports whether the setting's value is never shown.
+func (d SettingDefinition) IsSensitive() bool { return d.Kind == SettingSensitive }
 
 // LookupSetting returns the definition of the named setting.
 func LookupSetting(name string) (SettingDefinition, bool) {

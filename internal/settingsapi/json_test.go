@@ -1,0 +1,25 @@
+package settingsapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// getJSON sends req and decodes its 200 answer into out.
+func getJSON(c *http.Client, req *http.Request, out any) error {
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", req.URL, resp.Status, body)
+	}
+	return json.Unmarshal(body, out)
+}
