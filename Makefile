@@ -88,7 +88,7 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate everyt
 		--output-model-name-file zz_generated.model_name.go \
 		--report-filename /dev/null k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
 		k8s.io/apimachinery/pkg/version github.com/gpustack/gpustack-operator/apis/settings/v1
-	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./cmd/gpustack-operator/... \
+	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./internal/settingsapi/... paths=./cmd/gpustack-operator/... \
 		output:rbac:artifacts:config=package/rbac/worker
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./devicemanager/... \
 		output:rbac:artifacts:config=package/rbac/device-manager

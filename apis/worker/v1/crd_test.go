@@ -61,7 +61,7 @@ func TestRBACUpToDate(t *testing.T) {
 	}
 	// The same invocations as `make generate`.
 	for component, paths := range map[string][]string{
-		"worker":         {"paths=./internal/controller/...", "paths=./internal/webhooks/...", "paths=./internal/kueueconfig/...", "paths=./cmd/gpustack-operator/..."},
+		"worker":         {"paths=./internal/controller/...", "paths=./internal/webhooks/...", "paths=./internal/kueueconfig/...", "paths=./internal/settingsapi/...", "paths=./cmd/gpustack-operator/..."},
 		"device-manager": {"paths=./devicemanager/..."},
 		"cpu-info":       {"paths=./cpureporter/..."},
 		"cleanup":        {"paths=./internal/uninstall/..."},

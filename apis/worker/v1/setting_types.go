@@ -35,12 +35,15 @@ type SettingStatus struct {
 	Sensitive bool `json:"sensitive,omitempty"`
 }
 
-// Setting is one operator setting, kept in the gpustack-system namespace and named after the setting
-// (instance-privileged-allowed, instance-type-aware-cpu-manufacturer, ...). Change one with
-// `kubectl -n gpustack-system patch setting NAME --type merge -p '{"spec":{"value":"true"}}'`.
+// Setting is where the worker keeps one operator setting, in the gpustack-system namespace and named after the
+// setting (instance-privileged-allowed, instance-type-aware-cpu-manufacturer, ...). Administrators read and
+// change it through settings.gpustack.ai/v1, which the worker serves as a view of this object (no spec shown,
+// sensitive values masked) and which kubectl's settings and set name:
+// `kubectl -n gpustack-system patch setting NAME --type merge -p '{"spec":{"value":"true"}}'`. Where the chart
+// serves no settings API, this object is the one to patch (settings.worker.gpustack.ai).
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,shortName=set,categories=gpustack
+// +kubebuilder:resource:scope=Namespaced
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="VALUE",type=string,JSONPath=`.status.value`
 // +kubebuilder:printcolumn:name="DEFAULT",type=string,JSONPath=`.status.default`

@@ -10,9 +10,11 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	settingsv1 "github.com/gpustack/gpustack-operator/apis/settings/v1"
 	"github.com/gpustack/gpustack-operator/internal/settings"
 	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 )
@@ -50,9 +52,29 @@ func (c *Cluster) installChart(ctx context.Context) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return errors.Wrapf(err, "helm install %s: %s", c.cfg.Chart, out)
 	}
-	return c.waitFor(ctx, "the worker", 3*time.Minute, func(ctx context.Context) error {
-		return c.workerLeads(ctx)
-	})
+	if err := c.waitFor(ctx, "the worker", 3*time.Minute, c.workerLeads); err != nil {
+		return err
+	}
+	// kube-apiserver finds the worker's settings API available a moment after its Pods are ready.
+	return c.waitFor(ctx, "the settings API", 2*time.Minute, c.settingsServed)
+}
+
+// settingsServed reports whether kube-apiserver answers settings.gpustack.ai/v1 through the worker, or the
+// chart serves no settings API.
+func (c *Cluster) settingsServed(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	err = cs.Discovery().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices", settingsv1.APIServiceName).Do(ctx).Error()
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return errors.Wrap(err, "cannot get the settings APIService")
+	}
+	_, err = cs.Discovery().ServerResourcesForGroupVersion(settingsv1.GroupVersion.String())
+	return errors.Wrap(err, "settings.gpustack.ai/v1 is not served yet")
 }
 
 // writeSettings writes Config.Settings to the settings Secret, as an administrator seeds them before installing.

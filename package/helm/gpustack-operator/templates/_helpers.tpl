@@ -48,6 +48,12 @@ namespace (the release's namespace unless given). */}}
 {{- end -}}
 {{- end }}
 
+{{/* settingsAPI is non-empty when the worker serves settings.gpustack.ai/v1 behind an APIService: a port is
+set and the webhooks have a Service (an APIService names a Service, never a URL). */}}
+{{- define "gpustack-operator.settingsAPI" -}}
+{{- if and .Values.worker.settingsAPI.port (not .Values.worker.webhook.url) }}true{{ end -}}
+{{- end }}
+
 {{/* kueueNamespace is where Kueue runs: this release's namespace when the chart installs it, kueueNamespace
 otherwise. */}}
 {{- define "gpustack-operator.kueueNamespace" -}}
