@@ -127,13 +127,8 @@ func runWorker(args []string) error {
 		if *settingsAPIPort > 0 && *webhookService != "" {
 			serving.APIServices = []string{settingsv1.APIServiceName}
 		}
-		if err := webhooks.Provision(ctx, direct, serving, time.Now(), 5*time.Minute); err != nil {
-			return errors.Wrap(err, "cannot provision the webhooks")
-		}
-		// A renewed Secret (cert-manager) or a self-signed pair near its end is served without a restart.
-		if err := mgr.Add(&webhooks.Rotation{Client: direct, Serving: serving, Every: time.Minute,
-			Log: ctrl.Log.WithName("webhook-certificate")}); err != nil {
-			return errors.Wrap(err, "cannot add the webhook certificate rotation")
+		if err := provisionWebhooks(ctx, mgr, direct, serving); err != nil {
+			return err
 		}
 	}
 	if *agentImage != "" {
@@ -187,6 +182,16 @@ func runWorker(args []string) error {
 		}
 	}
 	return errors.Wrap(mgr.Start(ctx), "manager stopped")
+}
+
+// provisionWebhooks makes the webhooks' key pair and CA bundles before the manager starts, and keeps them.
+func provisionWebhooks(ctx context.Context, mgr ctrl.Manager, c client.Client, serving webhooks.Serving) error {
+	if err := webhooks.Provision(ctx, c, serving, time.Now(), 5*time.Minute); err != nil {
+		return errors.Wrap(err, "cannot provision the webhooks")
+	}
+	// A renewed Secret (cert-manager) or a self-signed pair near its end is served without a restart.
+	return errors.Wrap(mgr.Add(&webhooks.Rotation{Client: c, Serving: serving, Every: time.Minute,
+		Log: ctrl.Log.WithName("webhook-certificate")}), "cannot add the webhook certificate rotation")
 }
 
 // setupSettingsAPI serves settings.gpustack.ai/v1 on port, on every replica, with the webhooks' key pair in

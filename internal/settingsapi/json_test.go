@@ -2,9 +2,10 @@ package settingsapi_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // getJSON sends req and decodes its 200 answer into out.
@@ -19,7 +20,7 @@ func getJSON(c *http.Client, req *http.Request, out any) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", req.URL, resp.Status, body)
+		return errors.Errorf("%s: %s: %s", req.URL, resp.Status, body)
 	}
 	return json.Unmarshal(body, out)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -139,7 +140,7 @@ func (r *REST) updateOnce(ctx context.Context, name string, objInfo rest.Updated
 	}
 	if updated.ResourceVersion != "" && updated.ResourceVersion != stored.ResourceVersion {
 		return nil, false, apierrors.NewConflict(settingsv1.Resource("settings"), name,
-			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	if updateValidation != nil {
 		if err := updateValidation(ctx, updated, old); err != nil {

@@ -2,8 +2,8 @@ package settingsapi
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -36,7 +36,7 @@ func (r *REST) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.O
 			t.Rows = append(t.Rows, row(&o.Items[i]))
 		}
 	default:
-		return nil, fmt.Errorf("cannot show a %T as a table of Settings", obj)
+		return nil, errors.Errorf("cannot show a %T as a table of Settings", obj)
 	}
 	return t, nil
 }
