@@ -50,6 +50,11 @@ type InstancePersistentVolumeStatus struct {
 	// Volume is the name of the PersistentVolume bound to the claim.
 	// +optional
 	Volume string `json:"volume,omitempty"`
+
+	// Message says why a claim not bound yet cannot be provisioned: a type that names no
+	// InstancePersistentVolumeType, or no type where none is the default.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // InstancePersistentVolume is a volume in a user namespace that Instances mount as their workspace or as an
@@ -63,6 +68,7 @@ type InstancePersistentVolumeStatus struct {
 // +kubebuilder:printcolumn:name="ACCESS",type=string,JSONPath=`.spec.accessMode`
 // +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.message`,priority=1
 type InstancePersistentVolume struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

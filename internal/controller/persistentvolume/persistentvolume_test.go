@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -48,7 +49,10 @@ var _ = Describe("Reconcile", func() {
 	// The first reconcile creates the claim; the claim's own event brings the second, which copies its phase and
 	// volume; a third, converged, writes nothing.
 	DescribeTable("backs the volume with an owned claim and reports the claim in the status",
-		func(volume *workerv1.InstancePersistentVolume, bound bool, w want) {
+		func(volume *workerv1.InstancePersistentVolume, classes []string, bound bool, w want) {
+			for _, name := range classes {
+				suite.Create(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "example.com/" + name})
+			}
 			suite.Create(volume)
 			c, writes := testenv.CountWrites(suite.Client)
 			r := &persistentvolume.Reconciler{Client: c}
@@ -79,13 +83,57 @@ var _ = Describe("Reconcile", func() {
 
 			writes.ExpectConverged(func() error { _, err := r.Reconcile(ctx, req); return err })
 		},
-		Entry("no class and no mode: the cluster's default class and ReadWriteOnce; an unbound claim is Pending",
-			makeVolume("defaults", "", ""), false,
+		Entry("no class and no mode: the cluster's default class and ReadWriteOnce; an unbound claim is Pending, and says the cluster has no default type",
+			makeVolume("defaults", "", ""), nil, false,
 			want{Claim: claimSpec(corev1.ReadWriteOnce, nil), Owned: true,
-				Status: workerv1.InstancePersistentVolumeStatus{Phase: "Pending"}}),
+				Status: workerv1.InstancePersistentVolumeStatus{Phase: "Pending",
+					Message: "no spec.type, and no InstancePersistentVolumeType is the default: name one (kubectl get instpvtype lists them)"}}),
 		Entry("the type names the class and the mode maps to the claim's; a bound claim's volume shows in the status",
-			makeVolume("shared", "nfs", workerv1.ReadWriteMany), true,
+			makeVolume("shared", "nfs", workerv1.ReadWriteMany), nil, true,
 			want{Claim: claimSpec(corev1.ReadWriteMany, ptr.To("nfs")), Owned: true,
 				Status: workerv1.InstancePersistentVolumeStatus{Phase: "Bound", Volume: "pv-shared"}}),
+		Entry("a pending claim of a type that exists says nothing",
+			makeVolume("waits", "local", ""), []string{"local"}, false,
+			want{Claim: claimSpec(corev1.ReadWriteOnce, ptr.To("local")), Owned: true,
+				Status: workerv1.InstancePersistentVolumeStatus{Phase: "Pending"}}),
+		Entry("a pending claim of a type that does not exist says so",
+			makeVolume("typo", "lcoal", ""), []string{"local"}, false,
+			want{Claim: claimSpec(corev1.ReadWriteOnce, ptr.To("lcoal")), Owned: true,
+				Status: workerv1.InstancePersistentVolumeStatus{Phase: "Pending",
+					Message: "spec.type lcoal: no InstancePersistentVolumeType of that name (kubectl get instpvtype lists them)"}}),
 	)
 })
+
+func TestTypeProblem(t *testing.T) {
+	class := func(name string, isDefault bool) storagev1.StorageClass {
+		sc := storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if isDefault {
+			sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
+		}
+		return sc
+	}
+	cases := map[string]struct {
+		reason  string
+		volume  *workerv1.InstancePersistentVolume
+		classes []storagev1.StorageClass
+		want    string
+	}{
+		"Named": {reason: "A type of a class's name is there.",
+			volume: makeVolume("v", "nfs", ""), classes: []storagev1.StorageClass{class("local", true), class("nfs", false)}},
+		"Unknown": {reason: "A type that names no class is named back.",
+			volume: makeVolume("v", "fast", ""), classes: []storagev1.StorageClass{class("local", true)},
+			want: "spec.type fast: no InstancePersistentVolumeType of that name (kubectl get instpvtype lists them)"},
+		"DefaultTaken": {reason: "No type takes the default class.",
+			volume: makeVolume("v", "", ""), classes: []storagev1.StorageClass{class("nfs", false), class("local", true)}},
+		"NoDefault": {reason: "No type where no class is the default can never be provisioned.",
+			volume: makeVolume("v", "", ""), classes: []storagev1.StorageClass{class("nfs", false)},
+			want: "no spec.type, and no InstancePersistentVolumeType is the default: name one (kubectl get instpvtype lists them)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, persistentvolume.TypeProblem(tc.volume, tc.classes)); diff != "" {
+				t.Errorf("%s\nTypeProblem(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
