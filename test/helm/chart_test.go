@@ -137,7 +137,7 @@ func TestTemplateWorker(t *testing.T) {
 	c := pod.Containers[0]
 	image := "docker.io/gpustack/gpustack-operator:" + appVersion(t)
 	wantArgs := []string{"worker", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080", "--webhook-port=9443", "--webhook-service=gpustack-operator-worker-webhook",
-		"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--kueue-config=gpustack-system/kueue-manager-config", "--device-manager-image=" + image}
+		"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--settings-api-port=8443", "--kueue-config=gpustack-system/kueue-manager-config", "--device-manager-image=" + image}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("worker args: -want, +got:\n%s", diff)
 	}
@@ -167,12 +167,25 @@ func TestTemplateWorker(t *testing.T) {
 	if _, ok := objs["Service/gpustack-operator-worker-metrics"]; !ok {
 		t.Error("no metrics Service: the metrics are on by default")
 	}
+	// The settings API: an APIService to the webhook Service's settings-api port, which only a Service allows.
+	api := objs["APIService/v1.settings.gpustack.ai"]
+	if api == nil {
+		t.Fatal("no APIService for settings.gpustack.ai/v1")
+	}
+	if got := fmt.Sprint(api.Object["spec"]); !strings.Contains(got, "name:gpustack-operator-worker-webhook") || !strings.Contains(got, "port:8443") {
+		t.Errorf("the settings APIService names the webhook Service's port 8443: %s", got)
+	}
+	if objs := render(t, "worker.webhook.url=https://127.0.0.1:9443"); objs["APIService/v1.settings.gpustack.ai"] != nil ||
+		slices.Contains(convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"]).Spec.Template.Spec.Containers[0].Args, "--settings-api-port=8443") {
+		t.Error("a webhook URL (no Service) gets a settings APIService, which can only name a Service")
+	}
 	// Every role, the agents' included, is the generated one; the agents' ship with the chart, so the worker
 	// needs no right to grant roles.
 	for _, r := range []struct{ key, component, kind, namespace string }{
 		{"ClusterRole/gpustack-operator-worker", "worker", "ClusterRole", ""},
 		{"Role/gpustack-operator-worker", "worker", "Role", namespace},
 		{"Role/gpustack-device-manager/gpustack-operator-worker", "worker", "Role", workerv1.DeviceManagerNamespace},
+		{"Role/kube-system/gpustack-operator-worker", "worker", "Role", "kube-system"},
 		{"ClusterRole/gpustack-operator-device-manager", "device-manager", "ClusterRole", ""},
 		{"Role/gpustack-operator-device-manager", "device-manager", "Role", namespace},
 		{"Role/gpustack-operator-cpu-info", "cpu-info", "Role", namespace},
