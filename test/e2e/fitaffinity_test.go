@@ -50,49 +50,49 @@ func roomByCount(ctx context.Context, node string, pod *corev1.Pod) (bool, strin
 // card has room for another, while node-t4-b still has room by the scheduler's count (its slices summed over
 // its cards) and is the bigger node. true: the per-card check pins the Workload to node-t4-a and its Pod runs
 // there; false: the check still waits for a card with room, but the Pod carries no pin, and where it runs is
-// the scheduler's choice alone.
-var _ = Describe("workload-fit-affinity", Ordered, func() {
+// the scheduler's choice alone. One spec, since every spec starts from an idle Step 1.
+var _ = It("pins a Workload to the node whose card fits it while workload-fit-affinity is true, and not while false", func() {
 	ctx := context.Background()
-	BeforeAll(func() {
-		for i := range 4 {
-			inst := builders.MakeInstance("default", fmt.Sprintf("fit-full-%d", i), t4Pool).Slice(60, 100).NodeName("node-t4-b").Obj()
-			Expect(k.Create(ctx, inst)).To(Succeed())
-			DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
-		}
-		for i := range 4 {
-			waitPhase(fmt.Sprintf("fit-full-%d", i), "Ready")
-		}
-	})
-
-	It("true: pins the Pod to the node whose card has room", func() {
-		inst := builders.MakeInstance("default", "fit-pinned", t4Pool).Slice(60, 100).Obj()
+	for i := range 4 {
+		inst := builders.MakeInstance("default", fmt.Sprintf("fit-full-%d", i), t4Pool).Slice(60, 100).NodeName("node-t4-b").Obj()
 		Expect(k.Create(ctx, inst)).To(Succeed())
 		DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
-		waitPhase(inst.Name, "Ready")
-		pod := &corev1.Pod{}
-		Expect(k.Get(ctx, client.ObjectKey{Namespace: "default", Name: inst.Name}, pod)).To(Succeed())
-		Expect(pod.Spec.NodeSelector).To(HaveKeyWithValue("kubernetes.io/hostname", "node-t4-a"), "the check's pin")
-		Expect(pod.Spec.NodeName).To(Equal("node-t4-a"))
-		room, why := roomByCount(ctx, "node-t4-b", pod)
-		Expect(room).To(BeTrue(), "node-t4-b has room by the scheduler's count, though none of its cards has: %s", why)
+	}
+	for i := range 4 {
+		waitPhase(fmt.Sprintf("fit-full-%d", i), "Ready")
+	}
+
+	By("true: the Pod is pinned to the node whose card has room")
+	pinned := builders.MakeInstance("default", "fit-pinned", t4Pool).Slice(60, 100).Obj()
+	Expect(k.Create(ctx, pinned)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), pinned) })
+	waitPhase(pinned.Name, "Ready")
+	pod := &corev1.Pod{}
+	Expect(k.Get(ctx, client.ObjectKey{Namespace: "default", Name: pinned.Name}, pod)).To(Succeed())
+	Expect(pod.Spec.NodeSelector).To(HaveKeyWithValue("kubernetes.io/hostname", "node-t4-a"), "the check's pin")
+	Expect(pod.Spec.NodeName).To(Equal("node-t4-a"))
+	room, why := roomByCount(ctx, "node-t4-b", pod)
+	Expect(room).To(BeTrue(), "node-t4-b has room by the scheduler's count, though none of its cards has: %s", why)
+	Expect(k.Delete(ctx, pinned)).To(Succeed())
+	eventually(2*time.Minute, func() (bool, string) {
+		left := kubectl("get", "pods,workloads", "-n", "default", "-o", "name")
+		return !strings.Contains(left, "fit-pinned"), "fit-pinned's Pod and Workload still there:\n" + left
 	})
 
-	It("false: the verdict waits for a card with room, and pins nothing", func() {
-		DeferCleanup(setSetting, workerv1.SettingWorkloadFitAffinity, "")
-		setSetting(workerv1.SettingWorkloadFitAffinity, "false")
-		inst := builders.MakeInstance("default", "fit-unpinned", t4Pool).Slice(60, 100).Obj()
-		Expect(k.Create(ctx, inst)).To(Succeed())
-		DeferCleanup(func() { _ = k.Delete(context.Background(), inst) })
-		eventually(2*time.Minute, func() (bool, string) {
-			out := kubectl("get", "workloads", "-n", "default", "-o",
-				`jsonpath={range .items[?(@.metadata.ownerReferences[0].name=="fit-unpinned")]}{.status.admissionChecks[*].message}{end}`)
-			return strings.Contains(out, "fits on node node-t4-a (not pinned there: workload-fit-affinity is false)"), "the verdict: " + out
-		})
-		pod := &corev1.Pod{}
-		eventually(2*time.Minute, func() (bool, string) {
-			err := k.Get(ctx, client.ObjectKey{Namespace: "default", Name: inst.Name}, pod)
-			return err == nil, fmt.Sprintf("the Instance's Pod: %v", err)
-		})
-		Expect(pod.Spec.NodeSelector).NotTo(HaveKey("kubernetes.io/hostname"), "no pin")
+	By("false: the verdict still waits for a card with room, and pins nothing")
+	DeferCleanup(setSetting, workerv1.SettingWorkloadFitAffinity, "")
+	setSetting(workerv1.SettingWorkloadFitAffinity, "false")
+	unpinned := builders.MakeInstance("default", "fit-unpinned", t4Pool).Slice(60, 100).Obj()
+	Expect(k.Create(ctx, unpinned)).To(Succeed())
+	DeferCleanup(func() { _ = k.Delete(context.Background(), unpinned) })
+	eventually(2*time.Minute, func() (bool, string) {
+		out := kubectl("get", "workloads", "-n", "default", "-o",
+			`jsonpath={range .items[?(@.metadata.ownerReferences[0].name=="fit-unpinned")]}{.status.admissionChecks[*].message}{end}`)
+		return strings.Contains(out, "fits on node node-t4-a (not pinned there: workload-fit-affinity is false)"), "the verdict: " + out
 	})
+	eventually(2*time.Minute, func() (bool, string) {
+		err := k.Get(ctx, client.ObjectKey{Namespace: "default", Name: unpinned.Name}, pod)
+		return err == nil, fmt.Sprintf("the Instance's Pod: %v", err)
+	})
+	Expect(pod.Spec.NodeSelector).NotTo(HaveKey("kubernetes.io/hostname"), "no pin")
 })
