@@ -19,6 +19,7 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
+	settingsv1 "github.com/gpustack/gpustack-operator/apis/settings/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
@@ -46,11 +47,16 @@ var _ = It("checks that every kind of the API is served with its scope and short
 		"Instance": {true, "inst"}, "InstancePersistentVolume": {true, "instpv"},
 		"InstancePersistentVolumeType": {false, "instpvtype"}, "InstanceSSHPublicKey": {true, "instsshkey"},
 		"InstanceImagePullSecret": {true, "instpullsecret"},
-		"Devices":                 {false, "devs"}, "Setting": {true, "set"},
+		// The stored Settings leave set to the served ones, settings.gpustack.ai's.
+		"Devices": {false, "devs"}, "Setting": {true, ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		Fail(fmt.Sprintf("worker.gpustack.ai/v1 kinds: -want, +got:\n%s", diff))
 	}
+	list, err = cs.Discovery().ServerResourcesForGroupVersion(settingsv1.GroupVersion.String())
+	Expect(err).NotTo(HaveOccurred())
+	Expect(list.APIResources).To(ContainElement(SatisfyAll(HaveField("Name", "settings"), HaveField("Kind", "Setting"),
+		HaveField("Namespaced", true), HaveField("ShortNames", []string{"set"}))), "settings.gpustack.ai/v1")
 })
 
 // Runs the real Kueue: a Pod asking for one NVIDIA card is charged 1,600,000
