@@ -80,7 +80,7 @@ func (r *Rotation) Check(ctx context.Context) error {
 		}
 	}
 	// helm adopting or upgrading the configurations may drop a CA bundle, or add a webhook without one.
-	r.Log.Info("a webhook's CA bundle is not the served pair's: writing it again", "webhook", stale)
+	r.Log.Info("a CA bundle is not the served pair's: writing it again", "in", stale)
 	return Provision(ctx, r.Client, r.Serving, now(), time.Minute)
 }
 

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -39,7 +38,7 @@ func roomByCount(ctx context.Context, node string, pod *corev1.Pod) (bool, strin
 			}
 		}
 		report = append(report, fmt.Sprintf("%s: %s free, %s asked", name, free.String(), want.String()))
-		if free.Cmp(want) < 0 || want.Cmp(resource.Quantity{}) == 0 {
+		if free.Cmp(want) < 0 {
 			return false, strings.Join(report, "; ")
 		}
 	}
