@@ -3,6 +3,7 @@ package devicemanager
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,12 @@ type Agent struct {
 	Partitioners map[string]deviceplugin.Partitioner
 	// NoSlicedAllocateGate hands out slices without checking the ledger first (Plugin.NoSlicedAllocateGate).
 	NoSlicedAllocateGate bool
+	// ExcludedDevices is the node's file of the cards left out (ExcludedDevicesPath), read at each detection:
+	// they are neither published nor served, as if the node had them not. Empty leaves none out.
+	ExcludedDevices string
+	// PodResources is the kubelet's pod-resources socket, which tells the container an allocation is for
+	// (PodBudgets.PodResources); empty tells it from the API server's Pods alone.
+	PodResources string
 	// RDMA finds the node's RDMA devices at each detection; nil finds none. The node is labelled RDMA capable
 	// while one has a port up, and, when PluginDir is set, the RDMA resources are served while it has any.
 	RDMA func() ([]rdma.Device, error)
@@ -64,6 +71,8 @@ type Agent struct {
 	reservations map[string]*deviceplugin.Reservations
 	// partitionTokens are what the partitioned cards offered when last listed; only Run's goroutine uses it.
 	partitionTokens string
+	// excluded are the cards ExcludedDevices last listed; only Run's goroutine uses it.
+	excluded map[string]bool
 }
 
 // Run detects, publishes and serves until ctx ends.
@@ -107,6 +116,7 @@ func (a *Agent) detect(ctx context.Context, pub *Publisher) {
 	if err != nil && len(cards) == 0 {
 		return
 	}
+	cards = withoutExcluded(cards, a.readExcluded())
 	nics := a.scanRDMA()
 	if err := pub.Publish(ctx, a.Node, cards, nics); err != nil {
 		a.Log.Error(err, "cannot publish the cards", "node", a.Node)
@@ -117,6 +127,24 @@ func (a *Agent) detect(ctx context.Context, pub *Publisher) {
 	}
 	a.setCards(cards)
 	a.setNICs(nics)
+}
+
+// readExcluded returns the cards ExcludedDevices lists. A file that cannot be read or holds a bad line (said
+// in the log) leaves out those last listed: a card taken out of service stays out until the file is mended.
+func (a *Agent) readExcluded() map[string]bool {
+	if a.ExcludedDevices == "" {
+		return nil
+	}
+	excluded, err := readExcluded(a.ExcludedDevices)
+	if err != nil {
+		a.Log.Error(err, "cannot read the excluded cards; leaving out those last listed", "node", a.Node)
+		return a.excluded
+	}
+	if !maps.Equal(excluded, a.excluded) {
+		a.Log.Info("the cards left out changed", "node", a.Node, "file", a.ExcludedDevices, "cards", slices.Sorted(maps.Keys(excluded)))
+	}
+	a.excluded = excluded
+	return excluded
 }
 
 // scanRDMA returns the node's RDMA devices. When they cannot be read (said in the log) it returns those last
@@ -276,7 +304,7 @@ func (a *Agent) servePlugins(ctx context.Context) {
 			p := a.plugins[r.Name]
 			if p == nil {
 				p = &deviceplugin.Plugin{Resource: r, Cards: a.currentCards, Ledger: a.ledger, Runtime: a.Runtime,
-					Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node}, Reservations: a.reservations[v.Key],
+					Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node, PodResources: a.PodResources}, Reservations: a.reservations[v.Key],
 					Partitioner: a.Partitioners[v.Key], NoSlicedAllocateGate: a.NoSlicedAllocateGate}
 				a.plugins[r.Name] = p
 			}

@@ -2,6 +2,7 @@ package devicemanager
 
 import (
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -164,6 +165,8 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "device-plugins", MountPath: "/var/lib/kubelet/device-plugins"},
+							// The kubelet's pod-resources API tells which container an allocation is for.
+							{Name: "pod-resources", MountPath: filepath.Dir(deviceplugin.PodResourcesSocket), ReadOnly: true},
 							{Name: "sys", MountPath: "/sys", ReadOnly: true},
 							{Name: "dev", MountPath: "/dev"},
 							{Name: "data", MountPath: dataDir},
@@ -175,7 +178,8 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 					}},
 					InitContainers: d.enforcerInstall(),
 					Volumes: []corev1.Volume{
-						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"), hostPath("sys", "/sys"),
+						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"),
+						hostPath("pod-resources", filepath.Dir(deviceplugin.PodResourcesSocket)), hostPath("sys", "/sys"),
 						hostPath("dev", "/dev"), hostPath("data", dataDir), hostPath("host", "/"),
 					},
 				},

@@ -71,9 +71,18 @@ func runDeviceManager(args []string) error {
 		if err != nil {
 			return err
 		}
+		byKubelet, err := deviceplugin.IdentifyByKubelet(os.Getenv)
+		if err != nil {
+			return err
+		}
+		podResources := ""
+		if byKubelet {
+			podResources = deviceplugin.PodResourcesSocket
+		}
 		for name, p := range agents {
 			a := &devicemanager.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
-				Runtime: runtime, Log: logger, NoSlicedAllocateGate: !sliceGate, RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) }}
+				Runtime: runtime, Log: logger, NoSlicedAllocateGate: !sliceGate, PodResources: podResources,
+				ExcludedDevices: devicemanager.ExcludedDevicesPath(os.Getenv, devicemanager.HostRoot), RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) }}
 			if hw, ok := p.(*hardware.Provider); ok {
 				a.Partitioners = map[string]deviceplugin.Partitioner{"nvidia": hw.MIG()}
 			}

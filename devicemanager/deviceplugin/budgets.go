@@ -20,15 +20,21 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // PodBudgets reads a slice's budget from the Pods bound to the node. The kubelet allocates a Pod's devices
-// just before it starts its containers, one Pod at a time, and the ledger recorded on each Pod the cards it
-// placed it on (which GetPreferredAllocation steered the kubelet to): so the Pod allocated for is the one
-// whose unstarted container asks for the resource and was recorded on the card being handed out, and only
-// when no Pod was recorded there, the oldest such Pod.
+// when it admits the Pod, one Pod at a time and one container after the other, and the ledger recorded on
+// each Pod the cards it placed it on (which GetPreferredAllocation steered the kubelet to). So the container
+// allocated for asks for the resource and holds none of it yet: the kubelet's pod-resources API says which
+// hold some, where PodResources names its socket; else, from the API server alone, those that have not
+// started, which takes a container allocated before and still starting (its image pulling) for the one being
+// allocated. Of the Pods with such a container, it is the one recorded on the card being handed out, and only
+// when no Pod was recorded there, the oldest.
 type PodBudgets struct {
 	// Reader lists Pods; an uncached reader, so a Pod bound a moment ago is seen.
 	Reader client.Reader
 	// Node is this node's name.
 	Node string
+	// PodResources is the kubelet's pod-resources socket (PodResourcesSocket); empty asks the API server
+	// alone (GPUSTACK_DEVICE_PLUGIN_IDENTIFY_BY_KUBELET=false). A kubelet that does not answer is not asked.
+	PodResources string
 }
 
 // Budget returns the memory and compute budget of the pending sliced container, its memory from
@@ -92,12 +98,18 @@ func (b PodBudgets) Cards(ctx context.Context, r Resource) []string {
 	return recorded[c.Name]
 }
 
-// pending returns the Pod of the node with a container that asks for the resource and has not started: the
-// oldest one recorded on card when card is given and one is, else the oldest.
+// pending returns the Pod of the node with a container that asks for the resource and holds none of it yet
+// (the first such container of the Pod): the oldest one recorded on card when card is given and one is, else
+// the oldest.
 func (b PodBudgets) pending(ctx context.Context, resourceName, card string) (*corev1.Pod, *corev1.Container, error) {
 	var pods corev1.PodList
 	if err := b.Reader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", b.Node)}); err != nil {
 		return nil, nil, errors.Wrapf(err, "cannot list the Pods of node %s", b.Node)
+	}
+	var kubelet KubeletHoldings
+	if b.PodResources != "" {
+		// Without the kubelet's answer the API server's Pods still tell, as they do with the variable off.
+		kubelet, _ = ListPodResources(ctx, b.PodResources)
 	}
 	sort.Slice(pods.Items, func(i, j int) bool {
 		return pods.Items[i].CreationTimestamp.Before(&pods.Items[j].CreationTimestamp)
@@ -109,11 +121,16 @@ func (b PodBudgets) pending(ctx context.Context, resourceName, card string) (*co
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
 			continue
 		}
+		key := pod.Namespace + "/" + pod.Name
+		if kubelet != nil && !kubelet.knows(key) {
+			continue
+		}
 		recorded := map[string][]string{}
 		_ = json.Unmarshal([]byte(pod.Annotations[workerv1.AnnotationAllocated]), &recorded)
 		for j := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[j]
-			if _, ok := c.Resources.Limits[corev1.ResourceName(resourceName)]; !ok || started(*pod, c.Name) {
+			if _, ok := c.Resources.Limits[corev1.ResourceName(resourceName)]; !ok || started(*pod, c.Name) ||
+				kubelet.holds(key, c.Name, resourceName) {
 				continue
 			}
 			if card == "" || slices.Contains(recorded[c.Name], card) {
@@ -121,6 +138,10 @@ func (b PodBudgets) pending(ctx context.Context, resourceName, card string) (*co
 			}
 			if oldest == nil {
 				oldest, oldestContainer = pod, c
+			}
+			if kubelet != nil {
+				// The kubelet allocates the Pod's containers in order: a later one is not being allocated.
+				break
 			}
 		}
 	}

@@ -124,6 +124,10 @@ func (k *Kubelet) Capacity() map[string]int64 {
 // which it prefers, and calls Allocate with them. A Pod it cannot admit holds nothing afterwards.
 func (k *Kubelet) Admit(ctx context.Context, pod *corev1.Pod) ([]Grant, error) {
 	uid := string(pod.UID)
+	// The kubelet knows the Pod, and its pod-resources API lists it, before it allocates its containers.
+	k.mu.Lock()
+	k.pods[uid] = &admitted{pod: pod.DeepCopy(), held: map[string]map[string][]string{}}
+	k.mu.Unlock()
 	var grants []Grant
 	containers := append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
 	for _, c := range containers {
@@ -140,7 +144,7 @@ func (k *Kubelet) Admit(ctx context.Context, pod *corev1.Pod) ([]Grant, error) {
 			if p == nil || q.Value() <= 0 {
 				continue
 			}
-			g, err := k.allocate(ctx, uid, name, p, int(q.Value()))
+			g, err := k.allocate(ctx, uid, c.Name, name, p, int(q.Value()))
 			if err != nil {
 				k.Release(uid)
 				return nil, errors.Wrapf(err, "container %s", c.Name)
@@ -154,7 +158,7 @@ func (k *Kubelet) Admit(ctx context.Context, pod *corev1.Pod) ([]Grant, error) {
 
 // allocate reserves n free devices of the resource for the Pod, the plugin's preferred ones when it names a
 // valid choice, and has the plugin allocate them.
-func (k *Kubelet) allocate(ctx context.Context, uid, resource string, p *plugin, n int) (Grant, error) {
+func (k *Kubelet) allocate(ctx context.Context, uid, container, resource string, p *plugin, n int) (Grant, error) {
 	healthy, err := p.healthy(ctx)
 	if err != nil {
 		return Grant{}, errors.Wrap(err, resource)
@@ -197,6 +201,15 @@ func (k *Kubelet) allocate(ctx context.Context, uid, resource string, p *plugin,
 	if len(resp.ContainerResponses) != 1 {
 		return Grant{}, errors.Errorf("Allocate of %s answered %d containers, want 1", resource, len(resp.ContainerResponses))
 	}
+	// As the kubelet's device manager, the container holds the devices once the plugin allocated them.
+	k.mu.Lock()
+	if a := k.pods[uid]; a != nil {
+		if a.held[container] == nil {
+			a.held[container] = map[string][]string{}
+		}
+		a.held[container][resource] = append(a.held[container][resource], ids...)
+	}
+	k.mu.Unlock()
 	return Grant{Resource: resource, DeviceIDs: ids, Response: resp.ContainerResponses[0]}, nil
 }
 
@@ -205,6 +218,7 @@ func (k *Kubelet) Release(uid string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.inUse, uid)
+	delete(k.pods, uid)
 }
 
 // choice reports whether ids are n distinct devices of free.

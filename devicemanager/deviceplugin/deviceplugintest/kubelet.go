@@ -28,7 +28,9 @@ type Kubelet struct {
 	plugins    map[string]*plugin
 	// inUse are the devices allocated to each Pod (by UID), by resource.
 	inUse map[string]map[string][]string
-	srv   *grpc.Server
+	// pods are the Pods admitted or being admitted (by UID), with what each container holds.
+	pods map[string]*admitted
+	srv  *grpc.Server
 }
 
 // StartKubelet serves registration in dir.
@@ -45,7 +47,7 @@ func (k *Kubelet) start() error {
 	}
 	k.plugins = map[string]*plugin{}
 	if k.inUse == nil {
-		k.inUse = map[string]map[string][]string{}
+		k.inUse, k.pods = map[string]map[string][]string{}, map[string]*admitted{}
 	}
 	k.mu.Unlock()
 	lis, err := net.Listen("unix", filepath.Join(k.Dir, "kubelet.sock"))

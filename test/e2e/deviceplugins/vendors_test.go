@@ -248,3 +248,36 @@ var _ = It("admits a Job of parallelism 2 on two one-card nodes", func() {
 	}
 	Expect(nodes).To(HaveLen(2), "one Pod on each one-card node")
 })
+
+// slicePod is a bare Pod of the pool whose container c asks for a slice of mib MiB, after init.
+func slicePod(name, pool, mib string, init ...corev1.Container) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"kueue.x-k8s.io/queue-name": pools.EntranceName(pool)}},
+		Spec: corev1.PodSpec{InitContainers: init, Containers: []corev1.Container{{Name: "c", Image: realnode.UserImage, Command: []string{"sleep", "infinity"},
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu.sliced": resource.MustParse("1"),
+				"nvidia.com/gpu.sliced.memory-mib": resource.MustParse(mib), corev1.ResourceCPU: resource.MustParse("500m"),
+				corev1.ResourceMemory: resource.MustParse("512Mi")}}}}},
+	}
+}
+
+// Two slices of one L40S, of 1024 and 2048 MiB, in two Pods: the first is allocated but its container does not
+// start (its init container waits), so from the API server alone it would still look like the container being
+// allocated when the second Pod is. The kubelet, whose Allocate names only devices, says through its
+// pod-resources API that the first already holds its slice, so the second's enforcer gets the second's budget.
+var _ = It("gives a slice its own budget while another allocated slice of the card has not started", func() {
+	it := poolOf("gpustack--nvidia-l40s-linux-amd64")
+	wait := corev1.Container{Name: "wait", Image: realnode.UserImage, Command: []string{"sleep", "infinity"}}
+	create(slicePod("slice-waiting", it.Name, "1024", wait))
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		got := suite.Kubectl("get", "pod", "slice-waiting", "-n", "default", "-o", "jsonpath={.status.initContainerStatuses[0].state.running.startedAt}")
+		return got != "", "slice-waiting's init container has not started"
+	})
+	create(slicePod("slice-second", it.Name, "2048"))
+	running("slice-second")
+	allocated := func(pod string) string {
+		return suite.Kubectl("get", "pod", pod, "-n", "default", "-o", `jsonpath={.metadata.annotations.device\.gpustack\.ai/accelerator\.allocated}`)
+	}
+	Expect(allocated("slice-second")).To(Equal(allocated("slice-waiting")), "both slices were placed on one card")
+	out := suite.Kubectl("exec", "slice-second", "-n", "default", "-c", "c", "--", "sh", "-c", enforcerDebug)
+	Expect(out).To(ContainSubstring(" memory 2048m "), "the second slice's enforcer is loaded with its own budget")
+})
