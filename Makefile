@@ -321,7 +321,7 @@ test-integration: $(TEST_TOOLS) $(CHART_DEPS) build ## Tests on envtest's API se
 
 .PHONY: test-e2e
 test-e2e: $(DEMO_TOOLS) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) build operator-image ## The walkthrough, the chain, its faults and HA, partitions, the nine vendors through the device plugins and the worker-gateway across three clusters, on real nodes with the chart.
-	$(TEST_ENV) GPUSTACK_OPERATOR_IMAGE=$(OUTPUT)/package/images/gpustack-operator.tar go test -p 1 -count=1 -timeout 40m ./test/e2e/...
+	$(TEST_ENV) GPUSTACK_OPERATOR_IMAGE=$(OUTPUT)/package/images/gpustack-operator.tar go test -p 1 -count=1 -timeout 40m ./test/e2e/... -ginkgo.json-report=ginkgo-report.json
 
 .PHONY: test-packages
 test-packages: $(TEST_TOOLS) $(CHART_DEPS) build package ## The Helm chart's upgrade and uninstall on real nodes, the Crossplane packages on a local cluster; the Crossplane render.
