@@ -7,8 +7,8 @@ import (
 )
 
 // BuiltInImages is how the images the operator brings into an Instance's Pod (the SSH sidecar) are pulled:
-// the settings container-registry, container-namespace, image-pull-secrets and image-pull-policy, so that a
-// cluster without access to Docker Hub pulls them from its own mirror.
+// the settings container-registry, container-namespace, image-pull-secrets, image-pull-policy and
+// container-registry-auth, so that a cluster without access to Docker Hub pulls them from its own mirror.
 type BuiltInImages struct {
 	// Registry replaces the image's registry when set.
 	Registry string
@@ -18,6 +18,9 @@ type BuiltInImages struct {
 	PullSecrets []string
 	// PullPolicy is the built-in containers' pull policy; IfNotPresent when empty.
 	PullPolicy corev1.PullPolicy
+	// Auth is <username>:<password> for the registry the built-in images are pulled from: the Pod pulls with
+	// the Instance's Secret of it (AuthSecret), which the worker creates before the Pod. None when empty.
+	Auth string
 }
 
 // Image rewrites a built-in image reference, [registry/][namespace/]name[:tag|@digest], with the registry and

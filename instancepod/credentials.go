@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -65,16 +64,22 @@ type dockerAuth struct {
 	Auth     string `json:"auth"`
 }
 
+// dockerConfigJSON returns the .dockerconfigjson of one registry's credentials, as kubectl create secret
+// docker-registry writes it: the kubelet reads username and password, other clients the auth field.
+func dockerConfigJSON(registry, username, password string) ([]byte, error) {
+	config, err := json.Marshal(dockerConfig{Auths: map[string]dockerAuth{registry: {
+		Username: username, Password: password,
+		Auth: base64.StdEncoding.EncodeToString([]byte(username + ":" + password)),
+	}}})
+	return config, errors.Wrap(err, "cannot encode the registry credentials")
+}
+
 // PullSecret returns the kubernetes.io/dockerconfigjson Secret that backs an InstanceImagePullSecret, of its
 // namespace and name: its credentials for its registry.
 func PullSecret(p *workerv1.InstanceImagePullSecret) (*corev1.Secret, error) {
-	s := p.Spec
-	config, err := json.Marshal(dockerConfig{Auths: map[string]dockerAuth{s.Registry: {
-		Username: s.Username, Password: s.Password,
-		Auth: base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("%s:%s", s.Username, s.Password))),
-	}}})
+	config, err := dockerConfigJSON(p.Spec.Registry, p.Spec.Username, p.Spec.Password)
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot encode the registry credentials")
+		return nil, err
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},

@@ -126,6 +126,9 @@ func Pod(inst *workerv1.Instance, it *workerv1.InstanceType, o Options) (*corev1
 			pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
 		}
 	}
+	if s := o.BuiltIn.AuthSecretName(inst, o.SSHImage); s != "" {
+		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+	}
 	if it.Spec.Acceleratable {
 		if v, err := Vendor(it); err == nil && v.RuntimeClass != "" && o.RuntimeClasses[v.RuntimeClass] {
 			pod.Spec.RuntimeClassName = ptr.To(v.RuntimeClass)

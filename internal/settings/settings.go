@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	settingsv1 "github.com/gpustack/gpustack-operator/apis/settings/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
+	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // SecretName is the Secret whose data keys seed and override the settings at start-up.
@@ -36,7 +39,8 @@ func Defaults() Values {
 }
 
 // Parse returns the defaults overridden by the given values, refusing unknown names, non-boolean values of
-// boolean settings and values of duration settings that are no duration.
+// boolean settings, values of duration settings that are no duration and a container-registry-auth that is
+// no <username>:<password>.
 func Parse(overrides map[string]string) (Values, error) {
 	v := Defaults()
 	names := make([]string, 0, len(overrides))
@@ -67,6 +71,12 @@ func (v Values) set(name, value string) error {
 	if d.Kind == workerv1.SettingDuration {
 		if dur, err := time.ParseDuration(value); err != nil || dur < 0 {
 			return errors.Errorf("setting %s: %q is not a duration such as 90s, 5m or 1h30m", name, value)
+		}
+	}
+	if name == workerv1.SettingContainerRegistryAuth && value != "" {
+		// The refusal never quotes the value, a credential: it reaches logs, events and API answers.
+		if _, _, err := instancepod.SplitRegistryAuth(value); err != nil {
+			return errors.Wrapf(err, "setting %s", name)
 		}
 	}
 	v[name] = value
@@ -129,7 +139,8 @@ func envSeeds(getenv func(string) string) (map[string]string, []string) {
 			continue
 		}
 		if err := Defaults().set(d.Name, v); err != nil {
-			problems = append(problems, fmt.Sprintf("%s=%q: %v; Setting %s starts at its default", EnvName(d.Name), v, err, d.Name))
+			// The problem is logged: a credential's value is not.
+			problems = append(problems, fmt.Sprintf("%s=%s: %v; Setting %s starts at its default", EnvName(d.Name), Shown(d, v), err, d.Name))
 			continue
 		}
 		seeds[d.Name] = v
@@ -244,8 +255,19 @@ func editedSinceSync(s *workerv1.Setting, d workerv1.SettingDefinition) bool {
 }
 
 // Check returns why value cannot be the named setting's value, or nil: an unknown setting, a boolean that is not
-// "true" or "false", a duration that does not parse. "" is the default, always valid.
+// "true" or "false", a duration that does not parse, a container-registry-auth that is no
+// <username>:<password> with a username. "" is the default, always valid. The reason quotes no sensitive
+// value.
 func Check(name, value string) error { return Defaults().set(name, value) }
+
+// Shown is how a setting's value may be shown in a log line or an event: quoted, or (sensitive) for a
+// sensitive setting, as the settings API reads it back.
+func Shown(d workerv1.SettingDefinition, value string) string {
+	if d.IsSensitive() {
+		return settingsv1.SensitiveValue
+	}
+	return strconv.Quote(value)
+}
 
 // Effective is the value a Setting's spec puts in effect: the default when it is empty or invalid.
 func Effective(value string, d workerv1.SettingDefinition) string {
@@ -257,7 +279,8 @@ func Effective(value string, d workerv1.SettingDefinition) string {
 }
 
 func updateStatus(ctx context.Context, c client.Client, s *workerv1.Setting, d workerv1.SettingDefinition) error {
-	want := workerv1.SettingStatus{Value: Effective(s.Spec.Value, d), Default: d.Default, Description: d.Description, Editable: true}
+	want := workerv1.SettingStatus{Value: Effective(s.Spec.Value, d), Default: d.Default, Description: d.Description,
+		Editable: true, Sensitive: d.IsSensitive()}
 	if s.Status == want {
 		return nil
 	}

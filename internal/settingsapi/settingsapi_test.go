@@ -185,6 +185,31 @@ var _ = Describe("settings.gpustack.ai/v1", Ordered, func() {
 		Expect(stored(workerv1.SettingInstanceAccessWildcardDNS)).To(Equal("nip.io"))
 	})
 
+	It("takes a sensitive value, reads it back as (sensitive), and refuses a bad one without quoting it", func() {
+		const auth = workerv1.SettingContainerRegistryAuth
+		got, err := s.as(s.admin).Namespace(workerv1.SystemNamespace).Patch(ctx, auth, types.MergePatchType,
+			[]byte(`{"spec":{"value":"robot:s3cret"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			_, err := s.as(s.admin).Namespace(workerv1.SystemNamespace).Patch(context.Background(), auth, types.MergePatchType,
+				[]byte(`{"spec":{"value":""}}`), metav1.PatchOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		})
+		Expect(got.Object).NotTo(HaveKey("spec"))
+		Expect(got.Object["status"]).To(SatisfyAll(HaveKeyWithValue("value", settingsv1.SensitiveValue), HaveKeyWithValue("sensitive", true)))
+		Expect(stored(auth)).To(Equal("robot:s3cret"), "the stored Setting holds the credential")
+		read, err := s.as(s.read).Namespace(workerv1.SystemNamespace).Get(ctx, auth, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(read.Object["status"]).To(HaveKeyWithValue("value", settingsv1.SensitiveValue), "a reader never sees it")
+
+		_, err = s.as(s.admin).Namespace(workerv1.SystemNamespace).Patch(ctx, auth, types.MergePatchType,
+			[]byte(`{"spec":{"value":"hunter2"}}`), metav1.PatchOptions{})
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err).To(MatchError(SatisfyAll(ContainSubstring(`spec.value: Invalid value: "(sensitive)"`),
+			ContainSubstring("want <username>:<password> with a non-empty username"), Not(ContainSubstring("hunter2")))))
+		Expect(stored(auth)).To(Equal("robot:s3cret"), "a refused value changes nothing")
+	})
+
 	DescribeTable("refuses what the reference refuses",
 		func(call func() error, is func(error) bool, message string) {
 			err := call()

@@ -85,4 +85,27 @@ var _ = Describe("the Settings, as the reference's commands use them", func() {
 		Expect(kubectl("-n", "gpustack-system", "get", "settings.worker.gpustack.ai", name, "-o", "jsonpath={.status.value}")).
 			To(Equal("nip.io"), "the worker's stored Setting takes the value, and its status says so")
 	})
+
+	It("patches a sensitive value, which is in effect and read back only as (sensitive)", func() {
+		const auth = workerv1.SettingContainerRegistryAuth
+		kubectl("-n", "gpustack-system", "patch", "set", auth, "--type=merge", "-p", `{"spec":{"value":"robot:e2e-token"}}`)
+		DeferCleanup(func() {
+			kubectl("-n", "gpustack-system", "patch", "set", auth, "--type=merge", "-p", `{"spec":{"value":""}}`)
+		})
+		eventually(30*time.Second, func() (bool, string) {
+			v := kubectl("-n", "gpustack-system", "get", "settings.worker.gpustack.ai", auth, "-o", "jsonpath={.spec.value}/{.status.sensitive}")
+			return v == "robot:e2e-token/true", "the worker's stored Setting takes the value, and its status marks it sensitive: " + v
+		})
+		waitTable([][]string{{"NAME", "VALUE", "DEFAULT"}, {auth, "(sensitive)", ""}}, "-n", "gpustack-system", "get", "set", auth)
+		Expect(kubectl("-n", "gpustack-system", "get", "set", auth, "-o", "yaml")).To(SatisfyAll(
+			ContainSubstring("sensitive: true"), ContainSubstring("value: (sensitive)"), Not(ContainSubstring("spec:")),
+			Not(ContainSubstring("e2e-token"))), "the served Setting: masked, and no spec")
+
+		out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "gpustack-system", "patch", "set", auth, "--type=merge",
+			"-p", `{"spec":{"value":"e2e-token"}}`)
+		Expect(err).To(HaveOccurred(), "a value with no username is refused: %s", out)
+		Expect(err.Error()).To(SatisfyAll(ContainSubstring(`spec.value: Invalid value: "(sensitive)"`),
+			ContainSubstring("want <username>:<password> with a non-empty username"), Not(ContainSubstring(`"e2e-token"`))),
+			"the refusal does not quote the credential")
+	})
 })

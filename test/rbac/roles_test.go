@@ -137,6 +137,9 @@ var _ = Describe("the generated roles", Ordered, func() {
 		worker(access{verb: "get", resource: "secrets", namespace: system, name: "sh.helm.release.v1.gpustack-operator.v1"}),
 		worker(access{verb: "update", resource: "secrets", namespace: system, name: "sh.helm.release.v1.gpustack-operator.v1"}),
 		worker(access{verb: "get", resource: "secrets", namespace: "team-a", name: "demo-ssh-host-keys"}),
+		// The pull Secret of container-registry-auth it makes for an Instance is create-only too.
+		worker(access{verb: "get", resource: "secrets", namespace: "team-a", name: "demo-registry-500d1ff3"}),
+		worker(access{verb: "update", resource: "secrets", namespace: "team-a", name: "demo-registry-500d1ff3"}),
 		worker(access{verb: "impersonate", resource: "users", name: "admin"}),
 		worker(access{verb: "impersonate", resource: "serviceaccounts", namespace: "kube-system", name: "default"}),
 		worker(access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: "kube-system", name: "default"}),
@@ -222,6 +225,9 @@ var _ = Describe("the generated roles", Ordered, func() {
 	mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: workerv1.DeviceManagerNamespace,
 		name: devicemanager.CPUInfoDaemonSetName}))
 
+	// A stored Setting holds its value in plain text, the registry credential's too: it is read as a Secret is.
+	storedCredential := access{verb: "get", group: workerv1.GroupVersion.Group, resource: "settings", namespace: system,
+		name: workerv1.SettingContainerRegistryAuth}
 	// Every component is refused each of these, but where its work needs the verb: then RBAC grants it and
 	// the chart's component bounds (bounds_test.go) refuse what leaves the product's work, or the exception
 	// says why it stays.
@@ -234,6 +240,7 @@ var _ = Describe("the generated roles", Ordered, func() {
 		{verb: "get", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"},
 		{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"},
 		{verb: "get", resource: "secrets", namespace: system, name: "sh.helm.release.v1.gpustack-operator.v1"},
+		storedCredential,
 		{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: system, name: "gpustack-operator-worker"},
 		{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"},
 	}
@@ -245,6 +252,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 			{verb: "get", resource: "secrets", namespace: system, name: "gpustack-worker-webhook-tls"}: "it serves the webhooks",
 			{verb: "get", resource: "secrets", namespace: system, name: "gpustack-settings"}:           "it reads the settings",
 			{verb: "patch", resource: "nodes", subresource: "status", name: "node-a"}:                  "the counting keys; bounds: nothing else",
+
+			storedCredential: "it keeps the settings",
 		},
 		"worker-gateway": {
 			{verb: "patch", resource: "pods", namespace: "team-a", name: "training"}: "the dispatch reasons; bounds: no image or security context",

@@ -35,6 +35,7 @@ const (
 	SettingContainerNamespace               = "container-namespace"
 	SettingImagePullSecrets                 = "image-pull-secrets"
 	SettingImagePullPolicy                  = "image-pull-policy"
+	SettingContainerRegistryAuth            = "container-registry-auth"
 )
 
 // SettingDefinition is one setting's built-in default and meaning.
@@ -70,6 +71,7 @@ var SettingDefinitions = []SettingDefinition{
 	{SettingContainerNamespace, SettingString, "", "registry namespace that built-in images are pulled from"},
 	{SettingImagePullSecrets, SettingString, "", "comma-separated Secrets used to pull built-in images"},
 	{SettingImagePullPolicy, SettingString, "IfNotPresent", "pull policy of built-in images"},
+	{SettingContainerRegistryAuth, SettingSensitive, "", "username:password for the registry the built-in images are pulled from; the worker makes each Instance a pull Secret of it"},
 }
 
 // IsSensitive reports whether the setting's value is never shown.

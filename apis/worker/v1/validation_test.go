@@ -45,6 +45,8 @@ var _ = Describe("the CRDs' validation", func() {
 	type want struct {
 		// errs are substrings of the API server's answer; none means the request is accepted.
 		errs []string
+		// hidden are substrings the answer must not hold (a credential it must not quote).
+		hidden []string
 	}
 	a10g := func(name string) *builders.InstanceTypeWrapper {
 		return builders.MakeInstanceType(name).Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi")
@@ -326,6 +328,22 @@ var _ = Describe("the CRDs' validation", func() {
 			args:   args{obj: setting("instance-type-drain-grace-period", "300")},
 			want:   want{errs: []string{"spec.value", "must be a duration such as 90s, 5m or 1h30m"}},
 		},
+		"SettingRegistryAuth": {
+			reason: "container-registry-auth takes <username>:<password>; the password may hold colons.",
+			args:   args{obj: setting("container-registry-auth", "robot:pa:ss")},
+		},
+		"SettingRegistryAuthNoColon": {
+			reason: "container-registry-auth refuses a value without a colon, and the answer does not quote it.",
+			args:   args{obj: setting("container-registry-auth", "s3cret-token")},
+			want: want{errs: []string{"spec.value", "must be <username>:<password> with a non-empty username"},
+				hidden: []string{"s3cret-token"}},
+		},
+		"SettingRegistryAuthNoUsername": {
+			reason: "container-registry-auth refuses a value with no username, spaces around it or not.",
+			args:   args{obj: setting("container-registry-auth", " :s3cret")},
+			want: want{errs: []string{"spec.value", "must be <username>:<password> with a non-empty username"},
+				hidden: []string{"s3cret"}},
+		},
 		"PersistentVolumeShrink": {
 			reason: "A persistent volume may grow, never shrink.",
 			args: args{obj: ipv("shrink", "10Gi", workerv1.ReadWriteOnce), update: func(o client.Object) {
@@ -361,6 +379,9 @@ var _ = Describe("the CRDs' validation", func() {
 				err = suite.Client.Update(ctx, obj)
 			}
 			check(tc.want.errs, err)
+			for _, h := range tc.want.hidden {
+				Expect(err.Error()).NotTo(ContainSubstring(h), "the answer quotes the credential")
+			}
 		})
 	}
 })

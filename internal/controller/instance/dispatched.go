@@ -16,19 +16,23 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
+	"github.com/gpustack/gpustack-operator/internal/settings"
 )
 
 // DispatchedReconciler gives the Pod of an Instance that a manager cluster dispatched here through MultiKueue
-// its SSH host-keys Secret. MultiKueue copies only the Pod; the Secret its sidecar mounts is made here, owned by
-// the Pod so it goes with it, and the manager's copy of the Secret (whose Pod never runs) stays unused.
+// its SSH host-keys Secret, and the pull Secret of container-registry-auth it lists. MultiKueue copies only the
+// Pod; the Secrets its sidecar mounts and is pulled with are made here, owned by the Pod so they go with it, and
+// the manager's copies (whose Pod never runs) stay unused.
 type DispatchedReconciler struct {
 	Client client.Client
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch
 
-// Reconcile creates the host-keys Secret of a dispatched Instance's Pod unless it is there.
+// Reconcile creates the host-keys Secret of a dispatched Instance's Pod, and the registry pull Secret it
+// lists, unless they are there.
 func (r *DispatchedReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
@@ -46,8 +50,30 @@ func (r *DispatchedReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, errors.Wrap(err, "cannot make the Pod own its host-keys Secret")
 	}
 	// The worker may create Secrets but read none outside its namespace: one already there is kept.
-	return reconcile.Result{}, errors.Wrap(client.IgnoreAlreadyExists(r.Client.Create(ctx, secret)),
-		"cannot create the dispatched Instance's host-keys Secret")
+	if err := client.IgnoreAlreadyExists(r.Client.Create(ctx, secret)); err != nil {
+		return reconcile.Result{}, errors.Wrap(err, "cannot create the dispatched Instance's host-keys Secret")
+	}
+	return reconcile.Result{}, r.ensureRegistryAuth(ctx, inst, pod)
+}
+
+// ensureRegistryAuth creates the pull Secret of this cluster's container-registry-auth that the dispatched Pod
+// lists (instancepod.DispatchedAuthSecret), owned by the Pod, unless it is there. A Pod that lists another
+// credential's Secret (the manager's container-registry-auth is not this cluster's) gets none: its sidecar is
+// pulled without it.
+func (r *DispatchedReconciler) ensureRegistryAuth(ctx context.Context, inst *workerv1.Instance, pod *corev1.Pod) error {
+	values, _, err := settings.Load(ctx, r.Client)
+	if err != nil {
+		return err
+	}
+	secret, err := instancepod.DispatchedAuthSecret(inst, pod, values[workerv1.SettingContainerRegistryAuth])
+	if err != nil || secret == nil {
+		return err
+	}
+	if err := controllerutil.SetOwnerReference(pod, secret, r.Client.Scheme()); err != nil {
+		return errors.Wrap(err, "cannot make the Pod own its registry pull Secret")
+	}
+	return errors.Wrap(client.IgnoreAlreadyExists(r.Client.Create(ctx, secret)),
+		"cannot create the dispatched Instance's registry pull Secret")
 }
 
 // dispatched reports whether the Pod is an Instance's, created here by a manager's MultiKueue.

@@ -330,7 +330,7 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		SSHImage: values[workerv1.SettingInstanceSSHServerImage],
 		BuiltIn: instancepod.BuiltInImages{Registry: values[workerv1.SettingContainerRegistry],
 			Namespace: values[workerv1.SettingContainerNamespace], PullSecrets: instancepod.SplitList(values[workerv1.SettingImagePullSecrets]),
-			PullPolicy: corev1.PullPolicy(values[workerv1.SettingImagePullPolicy])}}
+			PullPolicy: corev1.PullPolicy(values[workerv1.SettingImagePullPolicy]), Auth: values[workerv1.SettingContainerRegistryAuth]}}
 	var err error
 	if o.RuntimeClasses, err = r.runtimeClasses(ctx); err != nil {
 		return nil, "", err
@@ -359,6 +359,9 @@ func (r *Reconciler) createPod(ctx context.Context, inst *workerv1.Instance, val
 		return nil, "", errors.Wrap(err, "cannot own the Pod")
 	}
 	if err := r.ensureHostKeys(ctx, inst); err != nil {
+		return nil, "", err
+	}
+	if err := r.ensureRegistryAuth(ctx, inst, o); err != nil {
 		return nil, "", err
 	}
 	if err := r.Client.Create(ctx, pod); err != nil {
@@ -415,6 +418,22 @@ func (r *Reconciler) ensureHostKeys(ctx context.Context, inst *workerv1.Instance
 		return errors.Wrap(err, "cannot own the host-keys Secret")
 	}
 	return errors.Wrap(client.IgnoreAlreadyExists(r.Client.Create(ctx, secret)), "cannot create the Instance's host-keys Secret")
+}
+
+// ensureRegistryAuth creates the Instance's pull Secret of container-registry-auth for the registry its SSH
+// sidecar is pulled from, owned by the Instance, unless the setting is empty or the Secret is there. Like the
+// host keys it is made by creating alone: its name holds a digest of the registry and the credential, so a
+// Secret of that name already holds them, and a new credential makes a new Secret for the next Pod (the old
+// one goes with the Instance).
+func (r *Reconciler) ensureRegistryAuth(ctx context.Context, inst *workerv1.Instance, o instancepod.Options) error {
+	secret, err := o.BuiltIn.AuthSecret(inst, o.SSHImage)
+	if err != nil || secret == nil {
+		return err
+	}
+	if err := controllerutil.SetControllerReference(inst, secret, r.Client.Scheme()); err != nil {
+		return errors.Wrap(err, "cannot own the registry pull Secret")
+	}
+	return errors.Wrap(client.IgnoreAlreadyExists(r.Client.Create(ctx, secret)), "cannot create the Instance's registry pull Secret")
 }
 
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=clusterqueues;resourceflavors,verbs=get;list;watch

@@ -279,6 +279,81 @@ var _ = It("pulls the built-in SSH sidecar as container-registry, container-name
 	Expect(pod.Spec.Containers[0].Image).To(Equal(inst.Spec.Image), "the Instance's own image is its author's")
 })
 
+// container-registry-auth gives each Instance a pull Secret of the credential for the registry its SSH sidecar
+// is pulled from (container-registry's, else the sidecar image's own), made before the Pod, owned by the
+// Instance and listed in the Pod's pull secrets; a changed credential makes a new Secret for the next Pod.
+var _ = DescribeTable("makes each Instance a pull Secret of container-registry-auth",
+	func(name string, values map[string]string, wantSecret, wantConfig string) {
+		ctx := context.Background()
+		createSettings(values)
+		inst, pod := startInstance(name)
+		Expect(pod.Spec.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: wantSecret}}), "the Pod's pull secrets")
+		secret := &corev1.Secret{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: wantSecret}, secret)).To(Succeed())
+		Expect(secret.Type).To(Equal(corev1.SecretTypeDockerConfigJson))
+		Expect(secret.Data).To(Equal(map[string][]byte{corev1.DockerConfigJsonKey: []byte(wantConfig)}), "the Secret's content")
+		Expect(secret.OwnerReferences).To(ConsistOf(SatisfyAll(HaveField("UID", inst.UID), HaveField("Controller", HaveValue(BeTrue())))),
+			"the Instance owns its pull Secret")
+
+		// The credential changes: the next Pod pulls with a new Secret, and the old one is left as it was.
+		rotated := &workerv1.Setting{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: workerv1.SettingContainerRegistryAuth}, rotated)).To(Succeed())
+		rotated.Spec.Value = "robot:rotated"
+		Expect(suite.Client.Update(ctx, rotated)).To(Succeed())
+		Expect(suite.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(suite.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+		}).Should(BeTrue(), "the first Pod is gone")
+		_, next, _ := reconcileOnce(inst)
+		Expect(next).NotTo(BeNil(), "the next Pod")
+		Expect(next.Spec.ImagePullSecrets).To(HaveExactElements(HaveField("Name", Not(Equal(wantSecret)))), "the next Pod's pull secret")
+		again := &corev1.Secret{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: next.Spec.ImagePullSecrets[0].Name}, again)).To(Succeed())
+		Expect(string(again.Data[corev1.DockerConfigJsonKey])).To(ContainSubstring(`"password":"rotated"`))
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(secret), again)).To(Succeed())
+		Expect(again.Data).To(Equal(secret.Data), "the first Pod's Secret is kept")
+	},
+	Entry("seeded without container-registry: the sidecar image's own registry, Docker Hub as the kubelet names it",
+		"registry-auth-hub", map[string]string{workerv1.SettingContainerRegistryAuth: "robot:s3cret"},
+		"registry-auth-hub-registry-500d1ff3",
+		`{"auths":{"docker.io":{"username":"robot","password":"s3cret","auth":"cm9ib3Q6czNjcmV0"}}}`),
+	Entry("with container-registry: that registry",
+		"registry-auth-mirror", map[string]string{workerv1.SettingContainerRegistryAuth: "robot:s3cret",
+			workerv1.SettingContainerRegistry: "mirror.example.com:5000"},
+		"registry-auth-mirror-registry-d46c774f",
+		`{"auths":{"mirror.example.com:5000":{"username":"robot","password":"s3cret","auth":"cm9ib3Q6czNjcmV0"}}}`),
+)
+
+// A member makes the pull Secret of its own container-registry-auth that a dispatched Instance's Pod lists,
+// owned by the Pod; one the Pod does not list (the manager's credential is another) it does not make.
+var _ = DescribeTable("gives a dispatched Instance's Pod the pull Secret of container-registry-auth it lists",
+	func(name, memberAuth, listed string, want bool) {
+		ctx := context.Background()
+		createSettings(map[string]string{workerv1.SettingContainerRegistryAuth: memberAuth})
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+			Labels: map[string]string{workerv1.LabelInstance: name, kueue.MultiKueueOriginLabel: "multikueue"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: instancepod.MainContainer, Image: "busybox"},
+				{Name: instancepod.SSHContainer, Image: "gpustack/ssh-server:v1.3.0"}},
+				ImagePullSecrets: []corev1.LocalObjectReference{{Name: listed}}}}
+		suite.Create(pod)
+		r := &instance.DispatchedReconciler{Client: suite.Client}
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
+		Expect(err).NotTo(HaveOccurred())
+		secret := &corev1.Secret{}
+		err = suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: listed}, secret)
+		if !want {
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Secret: %v", err)
+			return
+		}
+		Expect(err).NotTo(HaveOccurred())
+		Expect(secret.Data).To(Equal(map[string][]byte{corev1.DockerConfigJsonKey: []byte(
+			`{"auths":{"docker.io":{"username":"robot","password":"s3cret","auth":"cm9ib3Q6czNjcmV0"}}}`)}))
+		Expect(secret.OwnerReferences).To(ConsistOf(HaveField("UID", pod.UID)))
+	},
+	Entry("the member's credential is the one the Pod lists", "dispatched-auth", "robot:s3cret", "dispatched-auth-registry-500d1ff3", true),
+	Entry("the Pod lists another credential's Secret", "dispatched-other", "robot:rotated", "dispatched-other-registry-500d1ff3", false),
+)
+
 // A Pod a manager's MultiKueue created here for one of its Instances gets its host-keys Secret made here, owned
 // by the Pod; a Pod of an Instance of this cluster, or one that is no Instance's, gets none from it.
 var _ = DescribeTable("gives a dispatched Instance's Pod its host-keys Secret",

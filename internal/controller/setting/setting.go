@@ -39,7 +39,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := settings.UpdateStatus(ctx, r.Client, s); err != nil {
 		return reconcile.Result{}, err
 	}
-	if s.Status.Value != before {
+	switch d, _ := workerv1.LookupSetting(s.Name); {
+	case s.Status.Value == before:
+	case d.IsSensitive():
+		// Events are read by more than those who read Settings: a credential's value is not recorded.
+		r.Recorder.Eventf(s, corev1.EventTypeNormal, "SettingChanged", "%s changed; its value is sensitive and not shown", s.Name)
+	default:
 		was := strconv.Quote(before)
 		if before == "" {
 			was = "unset"

@@ -106,6 +106,26 @@ var _ = Describe("Reconcile", func() {
 	})
 })
 
+// A sensitive Setting's event, which more people read than read Settings, says that it changed and not what to;
+// its value is in effect and kept in the gpustack-settings Secret as any other.
+var _ = It("records a sensitive Setting's change without its value", func() {
+	ctx := context.Background()
+	const name = workerv1.SettingContainerRegistryAuth
+	suite.Create(makeSetting(name, "robot:s3cret"))
+	DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), makeSecret(nil)) })
+	events := record.NewFakeRecorder(10)
+	r := &setting.Reconciler{Client: suite.Client, Recorder: events}
+	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: name}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(events.Events).To(Receive(Equal("Normal SettingChanged container-registry-auth changed; its value is sensitive and not shown")))
+	s, secret := &workerv1.Setting{}, &corev1.Secret{}
+	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(makeSetting(name, "")), s)).To(Succeed())
+	Expect(s.Status).To(Equal(workerv1.SettingStatus{Value: "robot:s3cret", Editable: true, Sensitive: true,
+		Description: "username:password for the registry the built-in images are pulled from; the worker makes each Instance a pull Secret of it"}))
+	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(makeSecret(nil)), secret)).To(Succeed())
+	Expect(secret.Data).To(HaveKeyWithValue(name, []byte("robot:s3cret")))
+})
+
 // The worker's start-up (settings.Ensure) takes the Secret's value for a Setting that has not changed since its
 // status took its value in (an administrator edited the Secret and restarted the worker), and keeps a Setting
 // edited while the worker was down, writing it into the Secret.
