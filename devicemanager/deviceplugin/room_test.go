@@ -107,33 +107,8 @@ func TestTokensOn(t *testing.T) {
 }
 
 // TestSlicedAllocateGate: GPUSTACK_DEVICE_PLUGIN_SLICED_ALLOCATE_GATE=false hands out a slice the ledger says
-// has no room; true, unset, or anything else is the gate (or an error naming the variable).
+// has no room; with the gate on (its default, TestBoolEnvs) Allocate refuses it.
 func TestSlicedAllocateGate(t *testing.T) {
-	cases := map[string]struct {
-		reason  string
-		value   string
-		want    bool
-		wantErr bool
-	}{
-		"Unset":   {reason: "On by default.", want: true},
-		"False":   {reason: "false turns it off.", value: "false"},
-		"True":    {reason: "true keeps it.", value: "true", want: true},
-		"Invalid": {reason: "A value that is not a boolean is an error.", value: "sometimes", wantErr: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := SlicedAllocateGate(func(k string) string {
-				if k == EnvSlicedAllocateGate {
-					return tc.value
-				}
-				return ""
-			})
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("%s\nSlicedAllocateGate(...) = %t, %v; want %t, error %t", tc.reason, got, err, tc.want, tc.wantErr)
-			}
-		})
-	}
-
 	nvidia, _ := vendors.Lookup("nvidia")
 	cards := func() []providers.Device { return []providers.Device{a10g(0)} }
 	full := func(context.Context) (map[string]pools.Card, error) {
