@@ -12,20 +12,6 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
-// errRegistryAuth is why a container-registry-auth value is refused. It never quotes the value: the value is
-// a credential, and the message reaches logs, events and API answers.
-var errRegistryAuth = errors.New("want <username>:<password> with a non-empty username (the value is a credential and is not shown)")
-
-// SplitRegistryAuth splits a container-registry-auth value, <username>:<password>, at its first colon, as
-// Docker's auth field is split (a password may hold colons). The username must not be empty.
-func SplitRegistryAuth(auth string) (username, password string, err error) {
-	username, password, ok := strings.Cut(auth, ":")
-	if !ok || username == "" {
-		return "", "", errRegistryAuth
-	}
-	return username, password, nil
-}
-
 // Docker Hub's registry as the kubelet names it, and the older name it takes for the same.
 const (
 	dockerHub       = "docker.io"
@@ -60,7 +46,7 @@ func RegistryAuthSecretName(inst *workerv1.Instance, registry, auth string) stri
 // RegistryAuthSecret returns the Instance's kubernetes.io/dockerconfigjson Secret holding auth
 // (container-registry-auth) for registry, named by RegistryAuthSecretName.
 func RegistryAuthSecret(inst *workerv1.Instance, registry, auth string) (*corev1.Secret, error) {
-	username, password, err := SplitRegistryAuth(auth)
+	username, password, err := workerv1.SplitRegistryAuth(auth)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read container-registry-auth")
 	}

@@ -20,7 +20,6 @@ import (
 	settingsv1 "github.com/gpustack/gpustack-operator/apis/settings/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
-	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // SecretName is the Secret whose data keys seed and override the settings at start-up.
@@ -75,7 +74,7 @@ func (v Values) set(name, value string) error {
 	}
 	if name == workerv1.SettingContainerRegistryAuth && value != "" {
 		// The refusal never quotes the value, a credential: it reaches logs, events and API answers.
-		if _, _, err := instancepod.SplitRegistryAuth(value); err != nil {
+		if _, _, err := workerv1.SplitRegistryAuth(value); err != nil {
 			return errors.Wrapf(err, "setting %s", name)
 		}
 	}
@@ -248,7 +247,6 @@ func SyncSecret(ctx context.Context, c client.Client, values Values) error {
 	return errors.Wrap(c.Update(ctx, secret), "cannot update the gpustack-settings Secret")
 }
 
-// updateStatus writes a Setting's status when it changed.
 // editedSinceSync reports whether a Setting's value changed after its status last took it in.
 func editedSinceSync(s *workerv1.Setting, d workerv1.SettingDefinition) bool {
 	return s.Status.Value != "" && Effective(s.Spec.Value, d) != s.Status.Value
@@ -278,6 +276,7 @@ func Effective(value string, d workerv1.SettingDefinition) string {
 	return v[d.Name]
 }
 
+// updateStatus writes a Setting's status when it changed.
 func updateStatus(ctx context.Context, c client.Client, s *workerv1.Setting, d workerv1.SettingDefinition) error {
 	want := workerv1.SettingStatus{Value: Effective(s.Spec.Value, d), Default: d.Default, Description: d.Description,
 		Editable: true, Sensitive: d.IsSensitive()}

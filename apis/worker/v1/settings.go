@@ -1,5 +1,11 @@
 package v1
 
+import (
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
 // SettingKind is the type of a setting's value.
 type SettingKind string
 
@@ -85,4 +91,18 @@ func LookupSetting(name string) (SettingDefinition, bool) {
 		}
 	}
 	return SettingDefinition{}, false
+}
+
+// errRegistryAuth is why a container-registry-auth value is refused. It never quotes the value: the value is
+// a credential, and the message reaches logs, events and API answers.
+var errRegistryAuth = errors.New("want <username>:<password> with a non-empty username (the value is a credential and is not shown)")
+
+// SplitRegistryAuth splits a container-registry-auth value, <username>:<password>, at its first colon, as
+// Docker's auth field is split (a password may hold colons). The username must not be empty.
+func SplitRegistryAuth(auth string) (username, password string, err error) {
+	username, password, ok := strings.Cut(auth, ":")
+	if !ok || username == "" {
+		return "", "", errRegistryAuth
+	}
+	return username, password, nil
 }
