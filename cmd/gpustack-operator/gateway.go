@@ -46,12 +46,15 @@ func runWorkerGateway(args []string) error {
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("worker-gateway")
 
-	_, c, err := newClient(*kubeconfig)
+	cfg, c, err := newClient(*kubeconfig)
 	if err != nil {
 		return err
 	}
-	gw := &gateway.Gateway{Client: c, Namespace: *members, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger}
 	ctx := ctrl.SetupSignalHandler()
+	if err := waitForAPIServer(ctx, cfg, apiServerPoll, logger); err != nil {
+		return err
+	}
+	gw := &gateway.Gateway{Client: c, Namespace: *members, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger}
 	lis, err := listenUnix(*socket)
 	if err != nil {
 		return err

@@ -84,6 +84,11 @@ func runWorker(args []string) error {
 		return errors.Wrap(err, "cannot load the kubeconfig")
 	}
 	cfg.QPS, cfg.Burst = float32(*qps), *burst
+	ctx := ctrl.SetupSignalHandler()
+	// The manager reads the API server's discovery as it is made.
+	if err := waitForAPIServer(ctx, cfg, apiServerPoll, ctrl.Log.WithName("startup")); err != nil {
+		return err
+	}
 	s := scheme.New()
 	opts := ctrl.Options{
 		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,
@@ -113,7 +118,6 @@ func runWorker(args []string) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return errors.Wrap(err, "cannot add the readiness check")
 	}
-	ctx := ctrl.SetupSignalHandler()
 	direct, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return errors.Wrap(err, "cannot create a client")

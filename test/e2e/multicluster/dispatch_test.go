@@ -92,11 +92,13 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 // t4Type is member-a's alone: five cards.
 const t4Type = "gpustack--nvidia-tesla-t4-linux-amd64"
 
-// waitT4Dispatchable waits until the manager can dispatch t4Type: both members answer, member-a's
-// MultiKueueCluster is Active (MultiKueue connects again with its own backoff after an outage) and the manager's
-// mirror of the type is Active.
+// waitT4Dispatchable waits until the manager can dispatch t4Type: member-a's controllers are Ready (after an
+// outage of its API server, Kueue's restarts a few times), both members answer, member-a's MultiKueueCluster is
+// Active (MultiKueue connects again with its own backoff after an outage) and the manager's mirror of the type
+// is Active.
 func waitT4Dispatchable() {
 	GinkgoHelper()
+	waitControllersReady(members["member-a"].Cluster.Kubeconfig)
 	waitAggregated(bothAnswer)
 	e2esuite.WaitFor(6*time.Minute, func() (bool, string) {
 		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "multikueueclusters", "member-a", "-o", "jsonpath={.status.conditions[?(@.type=='Active')].status}")

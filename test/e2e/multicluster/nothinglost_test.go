@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
@@ -24,7 +26,8 @@ import (
 // member-a's API server is down (for longer than the restarted gateway waits for a member's first answer, the
 // suite's firstAnswerGrace).
 // While it is down the manager shows it unreachable, its types inactive and out of the sums, and counts it
-// again once it answers.
+// again once it answers; member-a's worker, whose leader stops when it loses its Lease, restarts once and waits
+// for its API server rather than crash-looping.
 var _ = It("keeps the manager's Instances through a member's Hold, its Secret made again and a gateway restart during an outage", func() {
 	const a10gType = "gpustack--nvidia-a10g-linux-amd64"
 	waitAggregated(bothAnswer)
@@ -88,6 +91,7 @@ var _ = It("keeps the manager's Instances through a member's Hold, its Secret ma
 	stillRunning("member-a's Secret made again")
 
 	By("member-a's API server down: the manager shows it unreachable, its types inactive and out of the sums")
+	restarts := workerRestarts(a.Cluster.Kubeconfig)
 	if err := a.Cluster.Kill("kube-apiserver"); err != nil {
 		Fail(err.Error())
 	}
@@ -115,6 +119,12 @@ var _ = It("keeps the manager's Instances through a member's Hold, its Secret ma
 	}
 	stillRunning("member-a back after its outage")
 	waitType(active)
+	// The worker's leader lost its Lease in the outage and stopped; started again while the API server was still
+	// away, it waited for it rather than exit at its first request, so it restarted once and is not left in the
+	// kubelet's back-off.
+	waitControllersReady(a.Cluster.Kubeconfig)
+	Expect(workerRestarts(a.Cluster.Kubeconfig)).To(BeNumerically("<=", restarts+1),
+		"member-a's worker containers' restarts through the outage, from %d", restarts)
 
 	By("member-a counted again once it answers")
 	// The Instance holds member-a's A10G, so that row is left out; every other is as before the outage.
@@ -133,6 +143,33 @@ var memberADown = [][]string{header,
 	{"gpustack--nvidia-a10g-linux-amd64", "0/1", "0/0 0/0 0/0 0/0", "0/0", "0", "member-a"},
 	{"gpustack--nvidia-h100-80gb-hbm3-linux-amd64", "1/1", "0/0 0/0 0/0 1/56", "0/0", "1", ""},
 	{"gpustack--nvidia-tesla-t4-linux-amd64", "0/1", "0/0 0/0 0/0 0/0", "0/0", "0", "member-a"},
+}
+
+// waitControllersReady waits until the Pods of the worker and of Kueue in the cluster of kubeconfig are Ready:
+// after an outage of its API server, the cluster admits nothing before they are.
+func waitControllersReady(kubeconfig string) {
+	GinkgoHelper()
+	// The chart's Kueue runs in the release's namespace.
+	for _, selector := range []string{"app.kubernetes.io/component=worker", "control-plane=controller-manager"} {
+		out, err := testenv.Kubectl(kubeconfig, "-n", localcluster.ChartNamespace, "wait", "pod", "-l", selector, "--for=condition=Ready", "--timeout=5m")
+		Expect(err).NotTo(HaveOccurred(), out)
+	}
+}
+
+// workerRestarts is how many times the worker's containers restarted in the cluster of kubeconfig, all replicas
+// together.
+func workerRestarts(kubeconfig string) int {
+	GinkgoHelper()
+	out, err := testenv.Kubectl(kubeconfig, "-n", localcluster.ChartNamespace, "get", "pods", "-l", "app.kubernetes.io/component=worker",
+		"-o", "jsonpath={.items[*].status.containerStatuses[*].restartCount}")
+	Expect(err).NotTo(HaveOccurred(), out)
+	n := 0
+	for _, f := range strings.Fields(out) {
+		v, err := strconv.Atoi(f)
+		Expect(err).NotTo(HaveOccurred(), out)
+		n += v
+	}
+	return n
 }
 
 // notStopped checks that nothing wrote spec.stop into the manager's Instance.
