@@ -9,10 +9,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // apiServerPoll is how often a starting process asks whether the API server is back.
 const apiServerPoll = 2 * time.Second
+
+// readyConfig loads a kubeconfig (the in-cluster one when empty) and waits until its API server is ready.
+func readyConfig(ctx context.Context, kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot load the kubeconfig")
+	}
+	return cfg, waitForAPIServer(ctx, cfg, apiServerPoll, ctrl.Log.WithName("startup"))
+}
 
 // waitForAPIServer returns once the API server answers its /readyz, asking every interval. A process started
 // while the API server is away (restarting, or the node cut off) waits for it here: exiting at its first failed

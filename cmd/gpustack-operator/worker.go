@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -79,16 +78,13 @@ func runWorker(args []string) error {
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return errors.Wrap(err, "cannot load the kubeconfig")
-	}
-	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	ctx := ctrl.SetupSignalHandler()
 	// The manager reads the API server's discovery as it is made.
-	if err := waitForAPIServer(ctx, cfg, apiServerPoll, ctrl.Log.WithName("startup")); err != nil {
+	cfg, err := readyConfig(ctx, *kubeconfig)
+	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	s := scheme.New()
 	opts := ctrl.Options{
 		Scheme: s, Metrics: metricsserver.Options{BindAddress: *metrics}, HealthProbeBindAddress: *health,
