@@ -93,19 +93,28 @@ func (c Composition) Names() []string { return xrs.SortedNames(c.Objects) }
 
 // Compose turns one pool into its ClusterQueue, a LocalQueue per namespace and the InstanceType's status. A
 // pool without a name, or an accelerated one whose group names no manufacturer, is an error naming the field.
-func Compose(in xrs.InstanceTypePoolSpec) (Composition, error) {
+func Compose(in xrs.InstanceTypePoolSpec) (Composition, error) { return ComposeWithViews(in, Views(&in)) }
+
+// ComposeWithViews is Compose for a pool whose views were already projected from its nodes (Views); in.Nodes is
+// not read. The embedded composer keeps each pool's views between recomputes and projects them again only when
+// one of the pool's nodes changed.
+func ComposeWithViews(in xrs.InstanceTypePoolSpec, v pools.Views) (Composition, error) {
 	if in.Name == "" {
 		return Composition{}, errors.New("spec.name: the InstanceType's name is required")
 	}
 	if in.Type.Acceleratable && pools.ManufacturerOf(in.Type.AcceleratorGroup) == "" {
 		return Composition{}, errors.Errorf("InstanceType %s: spec.acceleratorGroup %q names no known manufacturer", in.Name, in.Type.AcceleratorGroup)
 	}
-	c := Composition{Objects: map[string]runtime.Object{"clusterqueue": ClusterQueue(&in)}, Status: Status(&in)}
+	c := Composition{Objects: map[string]runtime.Object{"clusterqueue": ClusterQueue(&in)}, Status: statusWith(&in, v)}
 	for _, ns := range in.Namespaces {
 		c.Objects["localqueue-"+ns] = LocalQueue(in.Name, ns)
 	}
 	return c, nil
 }
+
+// ReadsClock reports whether the composition of in depends on in.Now: only a pool with no flavor left measures
+// its drain grace period against it.
+func ReadsClock(in *xrs.InstanceTypePoolSpec) bool { return !hasFlavor(in) }
 
 func sortedProfiles(m map[string]int64) []string {
 	out := make([]string, 0, len(m))

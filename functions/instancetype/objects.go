@@ -140,14 +140,21 @@ func LocalQueue(pool, namespace string) *kueuev1beta2.LocalQueue {
 	}
 }
 
-// Status returns the InstanceType's status: phase, entrance and the views of its pool.
-func Status(in *xrs.InstanceTypePoolSpec) workerv1.InstanceTypeStatus {
+// Views projects the pool's views from the flavors and nodes of in.
+func Views(in *xrs.InstanceTypePoolSpec) pools.Views {
 	expanded := pools.Expand(in.Nodes)
 	nodes := make(map[string]pools.Node, len(expanded))
 	for _, n := range expanded {
 		nodes[n.Name] = n
 	}
-	v := pools.PoolViews(PoolOf(in.Type), in.Flavors, nodes)
+	return pools.PoolViews(PoolOf(in.Type), in.Flavors, nodes)
+}
+
+// Status returns the InstanceType's status: phase, entrance and the views of its pool.
+func Status(in *xrs.InstanceTypePoolSpec) workerv1.InstanceTypeStatus { return statusWith(in, Views(in)) }
+
+// statusWith is Status for a pool whose views are v.
+func statusWith(in *xrs.InstanceTypePoolSpec, v pools.Views) workerv1.InstanceTypeStatus {
 	st := workerv1.InstanceTypeStatus{Entrance: pools.EntranceName(in.Name), ObservedGeneration: in.Generation}
 	st.Phase, st.PhaseMessage = phase(in)
 	st.NoFlavorsSince = NoFlavorsSince(in)

@@ -106,7 +106,55 @@ func BenchmarkRecompute(b *testing.B) {
 				b.ReportMetric(float64(types), "types")
 			})
 		}
+		b.Run(fmt.Sprintf("nodes=%d/one-node", n), func(b *testing.B) { benchmarkOneNode(b, busy(n)) })
 	}
+}
+
+// benchmarkOneNode measures the recompute after one node's card was taken or given back, by a Chain that
+// composed the nodes before: what a Devices update costs the embedded composer.
+func benchmarkOneNode(b *testing.B, nodes []pools.Node) {
+	ctx := context.Background()
+	s := xrs.DefaultFunctionSettings()
+	chain := NewChain()
+	for _, n := range nodes {
+		chain.Set(n)
+	}
+	out, _, err := chain.Flavors(ctx, s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	types := typesOf(b, out)
+	recompute := func() {
+		if _, _, err := chain.Flavors(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+		for _, it := range types {
+			if _, _, err := chain.InstanceType(ctx, &xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec,
+				Namespaces: []string{"default"}, Settings: s}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		chain.Commit()
+	}
+	recompute()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		n := nodes[i%len(nodes)]
+		n.Groups = append([]pools.Group(nil), n.Groups...)
+		n.Groups[0].Cards = append([]pools.Card(nil), n.Groups[0].Cards...)
+		card := &n.Groups[0].Cards[1]
+		if card.Remaining == pools.M {
+			card.Mode, card.Remaining = workerv1.AllocationExclusive, 0
+		} else {
+			card.Mode, card.Remaining = workerv1.AllocationNone, pools.M
+		}
+		nodes[i%len(nodes)] = n
+		chain.Set(n)
+		recompute()
+		i++
+	}
+	b.ReportMetric(float64(len(types)), "types")
 }
 
 // BenchmarkDomain measures the domain core alone, without the request and response encoding.

@@ -56,6 +56,10 @@ type Reconciler struct {
 
 	// published are the InstanceTypes whose views the metrics show, so those of types that are gone can go.
 	published map[string]bool
+	// chain keeps the nodes and what was composed of them between recomputes, and profiled the inputs each
+	// node was last profiled from: a recompute profiles and composes again only what changed.
+	chain    *embedded.Chain
+	profiled map[string]nodeInputs
 }
 
 // now reads the reconciler's clock.
@@ -102,12 +106,11 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	nodes, err := r.nodes(ctx)
-	if err != nil {
+	if err := r.profileNodes(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
 
-	out, inventory, err := embedded.Flavors(ctx, xrs.Inventory(nodes, fnSettings))
+	out, _, err := r.chain.Flavors(ctx, fnSettings)
 	if err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot compose flavors")
 	}
@@ -129,7 +132,10 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 		if annotations[workerv1.AnnotationComposePolicy] != workerv1.ComposePolicyCreateOnly {
 			_, err = a.apply(ctx, o)
 		} else {
-			// Create-only objects (derived InstanceTypes) are created once and then belong to their users.
+			// Create-only objects (derived InstanceTypes) are created once and then belong to their users. The
+			// chain keeps its answer: this copy loses the policy, not the answer.
+			o = o.DeepCopy()
+			annotations = o.GetAnnotations()
 			delete(annotations, workerv1.AnnotationComposePolicy)
 			o.SetAnnotations(annotations)
 			_, err = a.create(ctx, o)
@@ -146,7 +152,9 @@ func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 	if err := r.Client.List(ctx, queues); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot list LocalQueues")
 	}
-	types, err := r.composeTypes(ctx, a, inventory.Flavors, nodes, queues.Items, fnSettings)
+	types, err := r.composeTypes(ctx, a, queues.Items, fnSettings)
+	// Every type composed took in the nodes' changes; the chain forgets the pools of the others.
+	r.chain.Commit()
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -172,7 +180,7 @@ type composedTypes struct {
 // exist, the LocalQueues wanted and when a held pool's grace ends. A type that cannot be composed or written keeps the
 // queues it has, gets a ComposeFailed condition (and an event when that changes), and does not stop the
 // others; the returned error joins its failures (and only an error listing the cluster aborts).
-func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []pools.Flavor, nodes []pools.Node, queues []kueuev1beta2.LocalQueue, s xrs.FunctionSettings) (composedTypes, error) {
+func (r *Reconciler) composeTypes(ctx context.Context, a *applier, queues []kueuev1beta2.LocalQueue, s xrs.FunctionSettings) (composedTypes, error) {
 	namespaces, err := UserNamespaces(ctx, r.Client)
 	if err != nil {
 		return composedTypes{}, err
@@ -240,15 +248,14 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, flavors []poo
 		}
 		spec := xrs.InstanceTypePoolSpec{
 			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec, Deleting: deleting,
-			Flavors: embedded.PoolFlavors(it.Spec, flavors), Nodes: embedded.PoolNodes(it.Spec, flavors, nodes), Namespaces: namespaces, Settings: s,
-			NoFlavorsSince: it.Status.NoFlavorsSince, Now: now, ReservingWorkloads: reserving(cq),
+			Namespaces: namespaces, Settings: s, NoFlavorsSince: it.Status.NoFlavorsSince, Now: now, ReservingWorkloads: reserving(cq),
 		}
-		nextDrain = earlierDrain(nextDrain, &spec)
-		out, status, err := embedded.InstanceType(ctx, spec)
+		out, status, err := r.chain.InstanceType(ctx, &spec)
 		if err != nil {
 			failed(it, err, false)
 			continue
 		}
+		nextDrain = earlierDrain(nextDrain, &spec)
 		// A queue already deleted has its HoldAndDrain: applying to it could recreate it once Kueue lets it go.
 		terminating := cq != nil && cq.DeletionTimestamp != nil
 		if err := r.applyPool(ctx, a, out.Objects, wantQueues, !terminating); err != nil {
@@ -410,50 +417,88 @@ func (r *Reconciler) prune(ctx context.Context, a *applier, liveTypes, flavors, 
 	return nil
 }
 
-// nodes profiles every node from its labels and ledger. A node whose labels cannot be read gets a warning
-// event and is left out; the rest of the cluster is still composed.
-func (r *Reconciler) nodes(ctx context.Context) ([]pools.Node, error) {
+// nodeInputs are the versions of what a node's profile is read from: while none changes, neither does the
+// profile.
+type nodeInputs struct {
+	node, devices     string
+	cpuRequestedMilli int64
+}
+
+// profileNodes brings the chain's nodes up to date with the cluster: a node whose labels, Devices inventory or
+// Pods' CPU requests changed since it was last profiled is profiled again, a node that is gone is removed, and
+// the others stay as the chain has them. A node whose labels cannot be read gets a warning event (once per
+// change) and is left out; the rest of the cluster is still composed.
+func (r *Reconciler) profileNodes(ctx context.Context) error {
+	if r.chain == nil {
+		r.chain, r.profiled = embedded.NewChain(), map[string]nodeInputs{}
+	}
+	// The lists are read, never modified: the cache's objects serve without a copy of every Node.
 	list := &corev1.NodeList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return nil, errors.Wrap(err, "cannot list nodes")
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return errors.Wrap(err, "cannot list nodes")
 	}
 	devices := &workerv1.DevicesList{}
-	if err := r.Client.List(ctx, devices); err != nil {
-		return nil, errors.Wrap(err, "cannot list Devices")
+	if err := r.Client.List(ctx, devices, client.UnsafeDisableDeepCopy); err != nil {
+		return errors.Wrap(err, "cannot list Devices")
 	}
-	byNode := map[string]*workerv1.Devices{}
+	byNode := make(map[string]*workerv1.Devices, len(devices.Items))
 	for i := range devices.Items {
 		byNode[devices.Items[i].Name] = &devices.Items[i]
 	}
 	requested, err := r.cpuRequested(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]pools.Node, 0, len(list.Items))
+	present := make(map[string]bool, len(list.Items))
 	for i := range list.Items {
 		node := &list.Items[i]
-		n, err := pools.NodeFromLabels(node.Name, node.Labels, node.Annotations)
+		present[node.Name] = true
+		in := nodeInputs{node: node.ResourceVersion, cpuRequestedMilli: requested[node.Name]}
+		if d := byNode[node.Name]; d != nil {
+			in.devices = d.ResourceVersion
+		}
+		if last, ok := r.profiled[node.Name]; ok && last == in {
+			continue
+		}
+		r.profiled[node.Name] = in
+		n, err := r.profile(node, byNode[node.Name], requested[node.Name])
 		if err != nil {
-			r.Recorder.Eventf(node, corev1.EventTypeWarning, "ProfileUnreadable", "%v; the node is left out of every pool", err)
+			r.chain.Remove(node.Name)
 			continue
 		}
-		if err := n.CheckInventory(byNode[node.Name]); err != nil {
-			// The agent writes the labels (through NFD) and the inventory one after the other: they may disagree
-			// for a moment, and the pools' drain grace period keeps such a blink from stopping anyone.
-			r.Recorder.Eventf(node, corev1.EventTypeWarning, ReasonInventoryDisagrees, "%v; the node is left out of every pool", err)
-			continue
-		}
-		n.AttachLedger(byNode[node.Name])
-		n.CPU.RequestedMilli = requested[node.Name]
-		out = append(out, n)
+		r.chain.Set(n)
 	}
-	return out, nil
+	for name := range r.profiled {
+		if !present[name] {
+			delete(r.profiled, name)
+			r.chain.Remove(name)
+		}
+	}
+	return nil
+}
+
+// profile reads one node's profile from its labels and ledger, or returns why it cannot, with a warning event.
+func (r *Reconciler) profile(node *corev1.Node, devices *workerv1.Devices, cpuRequestedMilli int64) (pools.Node, error) {
+	n, err := pools.NodeFromLabels(node.Name, node.Labels, node.Annotations)
+	if err != nil {
+		r.Recorder.Eventf(node, corev1.EventTypeWarning, "ProfileUnreadable", "%v; the node is left out of every pool", err)
+		return pools.Node{}, err
+	}
+	if err := n.CheckInventory(devices); err != nil {
+		// The agent writes the labels (through NFD) and the inventory one after the other: they may disagree
+		// for a moment, and the pools' drain grace period keeps such a blink from stopping anyone.
+		r.Recorder.Eventf(node, corev1.EventTypeWarning, ReasonInventoryDisagrees, "%v; the node is left out of every pool", err)
+		return pools.Node{}, err
+	}
+	n.AttachLedger(devices)
+	n.CPU.RequestedMilli = cpuRequestedMilli
+	return n, nil
 }
 
 // cpuRequested sums the CPU requests of the Pods bound to each node that have not finished.
 func (r *Reconciler) cpuRequested(ctx context.Context) (map[string]int64, error) {
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods); err != nil {
+	if err := r.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, errors.Wrap(err, "cannot list Pods")
 	}
 	out := map[string]int64{}
