@@ -93,7 +93,9 @@ func (c Composition) Names() []string { return xrs.SortedNames(c.Objects) }
 
 // Compose turns one pool into its ClusterQueue, a LocalQueue per namespace and the InstanceType's status. A
 // pool without a name, or an accelerated one whose group names no manufacturer, is an error naming the field.
-func Compose(in xrs.InstanceTypePoolSpec) (Composition, error) { return ComposeWithViews(in, Views(&in)) }
+func Compose(in xrs.InstanceTypePoolSpec) (Composition, error) {
+	return ComposeWithViews(in, Views(&in))
+}
 
 // ComposeWithViews is Compose for a pool whose views were already projected from its nodes (Views); in.Nodes is
 // not read. The embedded composer keeps each pool's views between recomputes and projects them again only when

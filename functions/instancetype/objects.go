@@ -151,7 +151,9 @@ func Views(in *xrs.InstanceTypePoolSpec) pools.Views {
 }
 
 // Status returns the InstanceType's status: phase, entrance and the views of its pool.
-func Status(in *xrs.InstanceTypePoolSpec) workerv1.InstanceTypeStatus { return statusWith(in, Views(in)) }
+func Status(in *xrs.InstanceTypePoolSpec) workerv1.InstanceTypeStatus {
+	return statusWith(in, Views(in))
+}
 
 // statusWith is Status for a pool whose views are v.
 func statusWith(in *xrs.InstanceTypePoolSpec, v pools.Views) workerv1.InstanceTypeStatus {
