@@ -45,6 +45,9 @@ func main() {
 	vendors.Configure(os.Getenv)
 	err := providers.Configure(os.Getenv)
 	if err == nil {
+		err = setSoftMemoryLimit(os.Getenv)
+	}
+	if err == nil {
 		err = commands[os.Args[1]](os.Args[2:])
 	}
 	if err != nil {

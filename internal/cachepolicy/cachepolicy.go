@@ -24,7 +24,7 @@ import (
 // Options returns the worker's cache options: of Secrets only gpustack-settings, listed and watched by name
 // (its role may read no other Secret by list: not the webhook's key, not Helm's release Secrets),
 // NodeFeatures of its own namespace only (it writes its NodeFeatures there), managedFields dropped
-// everywhere, Pods trimmed by TrimPod.
+// everywhere, Pods trimmed by TrimPod and Nodes by TrimNode.
 func Options() cache.Options {
 	system := map[string]cache.Config{workerv1.SystemNamespace: {}}
 	return cache.Options{
@@ -33,6 +33,7 @@ func Options() cache.Options {
 			&corev1.Secret{}:           {Namespaces: system, Field: fields.OneTermEqualSelector("metadata.name", settings.SecretName)},
 			&nfdv1alpha1.NodeFeature{}: {Namespaces: system},
 			&corev1.Pod{}:              {Transform: TrimPod},
+			&corev1.Node{}:             {Transform: TrimNode},
 		},
 	}
 }
@@ -57,6 +58,22 @@ func TrimPod(obj any) (any, error) {
 	trim(pod.Spec.Containers)
 	pod.Spec.EphemeralContainers = nil
 	return pod, nil
+}
+
+// TrimNode drops from a cached Node what the worker never reads: its spec, images, addresses, node info,
+// daemon endpoints and volumes. It keeps the metadata (labels and annotations: the node's profile), capacity,
+// allocatable, conditions and phase. A kubelet's image list alone is often larger than all the rest; at
+// thousands of nodes the cache would otherwise hold it for each. The worker writes Nodes only by server-side
+// apply of its own fields, so a trimmed copy never overwrites what it left out.
+func TrimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	trimmed := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: node.ObjectMeta, Status: corev1.NodeStatus{
+		Capacity: node.Status.Capacity, Allocatable: node.Status.Allocatable, Conditions: node.Status.Conditions, Phase: node.Status.Phase}}
+	trimmed.ManagedFields = nil
+	return trimmed, nil
 }
 
 // PodNodeName is the field Pods are listed by node with: the API server's field selector, and the index

@@ -43,6 +43,36 @@ func TestTrimPod(t *testing.T) {
 	}
 }
 
+func TestTrimNode(t *testing.T) {
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "nvidia.com/gpu": resource.MustParse("2")}
+	conditions := []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"feature.gpustack.ai/os": "linux"},
+			Annotations:   map[string]string{"gpustack.ai/cpu-name": "AMD EPYC 7R32"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.NodeSpec{PodCIDR: "10.244.0.0/24", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: conditions, Phase: corev1.NodeRunning,
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.5"}},
+			Images:    []corev1.ContainerImage{{Names: []string{"registry.k8s.io/pause:3.10"}, SizeBytes: 1 << 20}},
+			NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v1.35.0"}},
+	}
+	want := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: node.Labels, Annotations: node.Annotations},
+		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: conditions, Phase: corev1.NodeRunning},
+	}
+	got, err := TrimNode(node.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("TrimNode(...): -want, +got:\n%s", diff)
+	}
+	other := &corev1.Pod{}
+	if got, _ := TrimNode(other); got != other {
+		t.Errorf("TrimNode leaves other kinds alone")
+	}
+}
+
 func TestNodeChanged(t *testing.T) {
 	base := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "1"}, Annotations: map[string]string{"b": "2"}},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")},

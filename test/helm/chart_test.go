@@ -130,6 +130,19 @@ func TestLint(t *testing.T) {
 
 // TestTemplateWorker renders the worker: a restricted Pod running the worker behind its webhook Service, the
 // device managers deployed with the same image, and exactly the rules generated from the code's RBAC markers.
+// checkMemoryLimitPassed checks that a Go container is told its own memory limit, which its runtime's soft limit
+// is set from.
+func checkMemoryLimitPassed(t *testing.T, c corev1.Container) {
+	t.Helper()
+	for _, e := range c.Env {
+		if e.Name == "CONTAINER_MEMORY_LIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
+			e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" && e.ValueFrom.ResourceFieldRef.ContainerName == "" {
+			return
+		}
+	}
+	t.Errorf("container %s is not given its memory limit in CONTAINER_MEMORY_LIMIT: %+v", c.Name, c.Env)
+}
+
 func TestTemplateWorker(t *testing.T) {
 	objs := render(t)
 	d := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker"])
@@ -145,6 +158,7 @@ func TestTemplateWorker(t *testing.T) {
 		t.Errorf("image %s, service account %s", c.Image, pod.ServiceAccountName)
 	}
 	checkRestricted(t, pod)
+	checkMemoryLimitPassed(t, c)
 	// Two replicas by default, spread over nodes, one kept through voluntary disruptions; they elect a leader.
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
 		t.Errorf("worker replicas = %v, want 2", d.Spec.Replicas)
@@ -373,6 +387,7 @@ func TestTemplateOptions(t *testing.T) {
 	objs = render(t, "workerGateway.enabled=true", "workerGateway.memberRole=true")
 	gw := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec
 	checkRestricted(t, gw)
+	checkMemoryLimitPassed(t, gw.Containers[0])
 	if args := gw.Containers[0].Args; len(args) == 0 || args[0] != "worker-gateway" || !contains(args, "--secure-port=8443") || !contains(args, "--dispatch=true") {
 		t.Errorf("the gateway's Deployment does not serve the aggregation layer and dispatch: %v", args)
 	}
