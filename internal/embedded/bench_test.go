@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/functions/xrs"
@@ -65,30 +64,28 @@ func busy(n int) []pools.Node {
 	return nodes
 }
 
-// recompute is the whole chain: flavors, then every derived InstanceType with its views.
+// recompute is the whole chain as the composer computes it at its start: a new Chain given every node, the
+// flavors, then every derived InstanceType with its views.
 func recompute(b *testing.B, nodes []pools.Node) int {
 	ctx := context.Background()
 	s := xrs.DefaultFunctionSettings()
-	out, inv, err := Flavors(ctx, xrs.Inventory(nodes, s))
+	chain := NewChain()
+	for _, n := range nodes {
+		chain.Set(n)
+	}
+	out, _, err := chain.Flavors(ctx, s)
 	if err != nil {
 		b.Fatal(err)
 	}
-	types := 0
-	for _, o := range out.Objects {
-		if o.GetKind() != "InstanceType" {
-			continue
-		}
-		it := &workerv1.InstanceType{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, it); err != nil {
+	types := typesOf(b, out)
+	for _, it := range types {
+		if _, _, err := chain.InstanceType(ctx, &xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec,
+			Namespaces: []string{"default"}, Settings: s}); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := InstanceType(ctx, xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec, Flavors: PoolFlavors(it.Spec, inv.Flavors),
-			Nodes: PoolNodes(it.Spec, inv.Flavors, nodes), Namespaces: []string{"default"}, Settings: s}); err != nil {
-			b.Fatal(err)
-		}
-		types++
 	}
-	return types
+	chain.Commit()
+	return len(types)
 }
 
 // BenchmarkRecompute measures the full recompute: 5,000 nodes with 40,000 cards of 12 products, and ten

@@ -179,8 +179,13 @@ func (c *Chain) pool(name string, typ workerv1.InstanceTypeSpec) *poolState {
 
 // findPool finds a type's flavors and members among the Chain's, and projects its views.
 func (c *Chain) findPool(typ workerv1.InstanceTypeSpec) *poolState {
-	p := &poolState{typ: typ, flavorsGen: c.flavorsGen, pool: instancetype.PoolOf(typ), members: map[string]pools.Node{}}
+	p := &poolState{typ: typ, flavorsGen: c.flavorsGen, pool: instancetype.PoolOf(typ)}
 	p.flavors = PoolFlavors(typ, c.flavors.status.Flavors)
+	size := 0
+	for _, f := range p.flavors {
+		size += len(f.Nodes)
+	}
+	p.members = make(map[string]pools.Node, size)
 	for _, f := range p.flavors {
 		for _, n := range f.Nodes {
 			if node, ok := c.nodes[n]; ok {
