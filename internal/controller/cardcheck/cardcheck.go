@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -60,8 +61,14 @@ type Reconciler struct {
 	// Recorder gets an event on the Workload for each verdict, saying why it waits or where it fits.
 	Recorder record.EventRecorder
 
-	passed passedMemo
+	passed  passedMemo
+	ledgers ledgerMemo
+	locks   manufacturerLocks
 }
+
+// concurrentVerdicts is how many Workloads the check judges at once; those that claim the same manufacturer's
+// cards wait for each other (manufacturerLocks).
+const concurrentVerdicts = 4
 
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=admissionchecks/status,verbs=get;update;patch
@@ -82,6 +89,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if state == nil || state.State != kueue.CheckStatePending || !reserved(wl) || evicted(wl) {
 		return reconcile.Result{}, nil
 	}
+	// A verdict counts the ones before it, up to the Workload's own status written and remembered: another
+	// Workload that could want the same cards waits until then.
+	unlock := r.locks.lock(workloadPods(wl))
+	defer unlock()
 	start := time.Now()
 	v, err := r.judge(ctx, wl)
 	if err != nil {
@@ -227,8 +238,10 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: string(flavor)}, rf); err != nil {
 		return nil, nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", flavor)
 	}
+	// Read from the cache without copies, and never changed: a verdict reads every node of the flavor.
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(rf.Spec.NodeLabels)}); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(rf.Spec.NodeLabels)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, errors.Wrap(err, "cannot list the flavor's nodes")
 	}
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
@@ -237,23 +250,17 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		d := &workerv1.Devices{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: n.Name}, d); err != nil {
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: n.Name}, d, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return nil, nil, errors.Wrapf(err, "cannot get the Devices of node %s", n.Name)
 		}
 		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.MatchingFields{cachepolicy.PodNodeName: n.Name}); err != nil {
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{cachepolicy.PodNodeName: n.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, errors.Wrapf(err, "cannot list the Pods of node %s", n.Name)
 		}
-		var bound []pools.Claim
-		for i := range pods.Items {
-			if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-				bound = append(bound, pools.PodClaims(p)...)
-			}
-		}
-		out = append(out, pools.NodeCardsOf(d, bound))
+		out = append(out, r.ledgers.cardsOf(d, pods.Items))
 		objects[n.Name] = n
 	}
 	return out, objects, nil
@@ -262,8 +269,9 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 // passedOn returns the other Workloads on the flavor that passed the check and still hold their quota, oldest
 // first; those whose Pods are not bound yet are in flight.
 func (r *Reconciler) passedOn(ctx context.Context, self *kueue.Workload, flavor kueue.ResourceFlavorReference) ([]*kueue.Workload, error) {
+	// Read without copies, and never changed: a verdict reads every Workload.
 	var wls kueue.WorkloadList
-	if err := r.Client.List(ctx, &wls); err != nil {
+	if err := r.Client.List(ctx, &wls, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, errors.Wrap(err, "cannot list Workloads")
 	}
 	all := r.passed.missing(wls.Items, time.Now())
@@ -385,7 +393,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(r.keepActive)); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("cardcheck").For(&kueue.Workload{}).Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).Named("cardcheck").For(&kueue.Workload{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentVerdicts}).Complete(r)
 }
 
 // prepare creates the AdmissionCheck, retrying while Kueue's CRDs are not there yet.
