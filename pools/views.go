@@ -43,22 +43,35 @@ func PoolViews(pool Pool, flavors []Flavor, nodes map[string]Node) Views {
 				continue
 			}
 			seen[name] = true
-			n, ok := nodes[name]
-			if !ok {
-				continue
-			}
-			if !f.Accelerated() {
-				v.addCPU(n)
-				continue
-			}
-			for _, g := range n.Groups {
-				if g.Key == f.AKey {
-					v.addGroup(g)
-				}
+			if n, ok := nodes[name]; ok {
+				v.addNode(pool, n)
 			}
 		}
 	}
 	return v
+}
+
+// MemberViews projects the views of a pool whose nodes are exactly members (the nodes of its flavors, each
+// once): PoolViews without finding them through the flavors.
+func MemberViews(pool Pool, members map[string]Node) Views {
+	var v Views
+	for _, n := range members {
+		v.addNode(pool, n)
+	}
+	return v
+}
+
+// addNode adds one node of the pool: its cores to a CPU pool, its cards of the pool's group to an accelerated one.
+func (v *Views) addNode(pool Pool, n Node) {
+	if pool.AcceleratorGroup == "" {
+		v.addCPU(n)
+		return
+	}
+	for _, g := range n.Groups {
+		if g.Key == pool.AcceleratorGroup {
+			v.addGroup(g)
+		}
+	}
 }
 
 // FreeCores is a node's unrequested CPU to the nearest whole core: the 100m an accelerated Instance asks

@@ -172,7 +172,7 @@ func (c *Chain) pool(name string, typ workerv1.InstanceTypeSpec) *poolState {
 		}
 	}
 	if changed {
-		p.views, p.valid = pools.PoolViews(p.pool, p.flavors, p.members), false
+		p.views, p.valid = pools.MemberViews(p.pool, p.members), false
 	}
 	return p
 }
@@ -193,7 +193,7 @@ func (c *Chain) findPool(typ workerv1.InstanceTypeSpec) *poolState {
 			}
 		}
 	}
-	p.views = pools.PoolViews(p.pool, p.flavors, p.members)
+	p.views = pools.MemberViews(p.pool, p.members)
 	return p
 }
 
