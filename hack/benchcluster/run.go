@@ -174,6 +174,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	}
 	r.add("quiet-writes", float64(writes.Writes), "count", "0")
 	r.add("quiet-lease-writes", float64(writes.Leases), "count", "")
+	r.add("quiet-reviews", float64(writes.Reviews), "count", "")
 	r.QuietByResource = writes.ByResource
 	r.add("worker-rss", float64(last.rssKiB)/1024, "MiB", "< 150")
 	r.add("worker-rss-peak", float64(last.hwmK)/1024, "MiB", "")

@@ -91,6 +91,7 @@ func TestCountWrites(t *testing.T) {
 		`{"verb":"create","stage":"ResponseStarted","objectRef":{"resource":"pods"},"stageTimestamp":"2026-12-01T10:00:03Z"}`,
 		`{"verb":"get","stage":"ResponseComplete","objectRef":{"resource":"pods"},"stageTimestamp":"2026-12-01T10:00:03Z"}`,
 		`{"verb":"create","stage":"ResponseComplete","objectRef":{"resource":"events"},"stageTimestamp":"2026-12-01T10:00:04Z"}`,
+		`{"verb":"create","stage":"ResponseComplete","objectRef":{"resource":"subjectaccessreviews"},"stageTimestamp":"2026-12-01T10:00:04Z"}`,
 		`{"verb":"patch","stage":"ResponseComplete","objectRef":{"resource":"instancetypes"},"stageTimestamp":"2026-12-01T10:00:05Z"}`,
 		`{"verb":"delete","stage":"ResponseComplete","objectRef":{"resource":"pods"},"stageTimestamp":"2026-12-01T09:59:59Z"}`,
 	}, "\n")
@@ -99,9 +100,9 @@ func TestCountWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := writeCount{Writes: 2, Leases: 1, ByResource: map[string]int{"instancetypes": 1, "events": 1}}
+	want := writeCount{Writes: 2, Leases: 1, Reviews: 1, ByResource: map[string]int{"instancetypes": 1, "events": 1}}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("completed writes in [10:00:00, 10:00:05), Leases apart, a read and an unfinished stage left out\ncountWrites(...): -want, +got:\n%s", diff)
+		t.Errorf("completed writes in [10:00:00, 10:00:05), Leases and reviews apart, a read and an unfinished stage left out\ncountWrites(...): -want, +got:\n%s", diff)
 	}
 	if _, err := countWrites(strings.NewReader("not json"), from, from); err == nil {
 		t.Error("countWrites(garbage): want an error, got none")
