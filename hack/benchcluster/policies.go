@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +21,31 @@ import (
 // admission plugin reads bindings from an informer.
 const policySwitchDelay = 5 * time.Second
 
-// policyLatency are dry-run Pod creates timed with the admission policies bound and with their bindings gone.
+// policyLatency are dry-run Pod creates timed with the admission policies bound and with their bindings gone,
+// and the API server's own account of the policies' checks meanwhile.
 type policyLatency struct {
 	with, without []time.Duration
+	// checks are the policy checks the API server timed during the measure, every policy's merged
+	// (apiserver_validating_admission_policy_check_duration_seconds): the policies' cost without the time a
+	// request waits on a busy machine.
+	checks *dto.Histogram
+}
+
+// policyCheckMetric is the API server's histogram of admission policy checks, one series per policy and binding.
+const policyCheckMetric = "apiserver_validating_admission_policy_check_duration_seconds"
+
+// policyChecks reads the API server's policy checks so far, every policy's merged.
+func policyChecks(ctx context.Context, cs kubernetes.Interface) (*dto.Histogram, error) {
+	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the API server's metrics")
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(data))
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot parse the API server's metrics")
+	}
+	return mergedHistogram(families, policyCheckMetric), nil
 }
 
 // bindings reads the ValidatingAdmissionPolicyBindings the chart installed (helm marks what it made with the
@@ -52,6 +78,10 @@ func measurePolicies(ctx context.Context, cs kubernetes.Interface, pod *corev1.P
 	}
 	if len(bs) == 0 {
 		return out, errors.New("the chart installed no ValidatingAdmissionPolicyBinding")
+	}
+	before, err := policyChecks(ctx, cs)
+	if err != nil {
+		return out, err
 	}
 	api := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
 	bind := func(on bool) error {
@@ -95,5 +125,10 @@ func measurePolicies(ctx context.Context, cs kubernetes.Interface, pod *corev1.P
 			return out, err
 		}
 	}
+	after, err := policyChecks(ctx, cs)
+	if err != nil {
+		return out, err
+	}
+	out.checks = histogramDelta(before, after)
 	return out, nil
 }

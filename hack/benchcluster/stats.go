@@ -13,6 +13,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/utils/ptr"
 )
 
 // percentile returns the p-th percentile (0 < p <= 100) of samples by the nearest-rank method, 0 for none.
@@ -185,4 +186,48 @@ func meanCores(from, to procSample) float64 {
 		return 0
 	}
 	return float64(to.ticks-from.ticks) / clockTicks / wall
+}
+
+// mergedHistogram adds up every series of a histogram family (one per policy, binding and outcome, say) into
+// one: bucket by bucket, by upper bound. A family absent from the scrape merges to an empty histogram.
+func mergedHistogram(families map[string]*dto.MetricFamily, name string) *dto.Histogram {
+	counts := map[float64]uint64{}
+	var total uint64
+	var sum float64
+	for _, m := range families[name].GetMetric() {
+		h := m.GetHistogram()
+		total += h.GetSampleCount()
+		sum += h.GetSampleSum()
+		for _, b := range h.GetBucket() {
+			counts[b.GetUpperBound()] += b.GetCumulativeCount()
+		}
+	}
+	return histogramOf(counts, total, sum)
+}
+
+// histogramDelta is what a cumulative histogram gained from before to after: the samples observed in between.
+func histogramDelta(before, after *dto.Histogram) *dto.Histogram {
+	counts := map[float64]uint64{}
+	for _, b := range after.GetBucket() {
+		counts[b.GetUpperBound()] += b.GetCumulativeCount()
+	}
+	for _, b := range before.GetBucket() {
+		counts[b.GetUpperBound()] -= min(counts[b.GetUpperBound()], b.GetCumulativeCount())
+	}
+	return histogramOf(counts, after.GetSampleCount()-min(after.GetSampleCount(), before.GetSampleCount()),
+		after.GetSampleSum()-before.GetSampleSum())
+}
+
+// histogramOf builds a histogram from cumulative counts by upper bound, its buckets in order.
+func histogramOf(counts map[float64]uint64, total uint64, sum float64) *dto.Histogram {
+	bounds := make([]float64, 0, len(counts))
+	for b := range counts {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	h := &dto.Histogram{SampleCount: &total, SampleSum: &sum}
+	for _, b := range bounds {
+		h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: ptr.To(b), CumulativeCount: ptr.To(counts[b])})
+	}
+	return h
 }
