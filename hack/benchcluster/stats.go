@@ -188,13 +188,16 @@ func meanCores(from, to procSample) float64 {
 	return float64(to.ticks-from.ticks) / clockTicks / wall
 }
 
-// mergedHistogram adds up every series of a histogram family (one per policy, binding and outcome, say) into
-// one: bucket by bucket, by upper bound. A family absent from the scrape merges to an empty histogram.
-func mergedHistogram(families map[string]*dto.MetricFamily, name string) *dto.Histogram {
+// mergedHistogram adds up the series of a histogram family whose labels include labels (one per outcome, say)
+// into one: bucket by bucket, by upper bound. A family absent from the scrape merges to an empty histogram.
+func mergedHistogram(families map[string]*dto.MetricFamily, name string, labels map[string]string) *dto.Histogram {
 	counts := map[float64]uint64{}
 	var total uint64
 	var sum float64
 	for _, m := range families[name].GetMetric() {
+		if !hasLabels(m, labels) {
+			continue
+		}
 		h := m.GetHistogram()
 		total += h.GetSampleCount()
 		sum += h.GetSampleSum()
@@ -230,4 +233,15 @@ func histogramOf(counts map[float64]uint64, total uint64, sum float64) *dto.Hist
 		h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: ptr.To(b), CumulativeCount: ptr.To(counts[b])})
 	}
 	return h
+}
+
+// hasLabels reports whether a series carries every one of labels.
+func hasLabels(m *dto.Metric, labels map[string]string) bool {
+	found := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
+			found++
+		}
+	}
+	return found == len(labels)
 }

@@ -138,17 +138,20 @@ func TestProc(t *testing.T) {
 	}
 }
 
-func TestPolicyCheckHistogram(t *testing.T) {
-	// Two policies' series, before and after a measure: 4 checks were observed meanwhile, 3 of them within 1 ms.
+func TestPolicyPluginHistogram(t *testing.T) {
+	// The policy plugin's two series, before and after a measure (another plugin's left out): 4 creates were
+	// observed meanwhile, 3 of them within 1 ms.
 	scrape := func(fast1, all1, fast2, all2 uint64, sum float64) map[string]*dto.MetricFamily {
 		series := func(fast, all uint64, sum float64) *dto.Metric {
-			return &dto.Metric{Histogram: &dto.Histogram{SampleCount: ptr.To(all), SampleSum: ptr.To(sum), Bucket: []*dto.Bucket{
+			return &dto.Metric{Label: []*dto.LabelPair{{Name: ptr.To("name"), Value: ptr.To("ValidatingAdmissionPolicy")}, {Name: ptr.To("operation"), Value: ptr.To("CREATE")}}, Histogram: &dto.Histogram{SampleCount: ptr.To(all), SampleSum: ptr.To(sum), Bucket: []*dto.Bucket{
 				{UpperBound: ptr.To(0.001), CumulativeCount: ptr.To(fast)}, {UpperBound: ptr.To(0.01), CumulativeCount: ptr.To(all)}}}}
 		}
-		return map[string]*dto.MetricFamily{"checks": {Metric: []*dto.Metric{series(fast1, all1, sum/2), series(fast2, all2, sum/2)}}}
+		other := series(100, 100, 1)
+		other.Label = []*dto.LabelPair{{Name: ptr.To("name"), Value: ptr.To("NamespaceLifecycle")}}
+		return map[string]*dto.MetricFamily{"checks": {Metric: []*dto.Metric{series(fast1, all1, sum/2), series(fast2, all2, sum/2), other}}}
 	}
-	before := mergedHistogram(scrape(10, 10, 5, 6, 0.02), "checks")
-	after := mergedHistogram(scrape(12, 12, 6, 8, 0.03), "checks")
+	before := mergedHistogram(scrape(10, 10, 5, 6, 0.02), "checks", policyPluginLabels)
+	after := mergedHistogram(scrape(12, 12, 6, 8, 0.03), "checks", policyPluginLabels)
 	d := histogramDelta(before, after)
 	if d.GetSampleCount() != 4 || math.Abs(d.GetSampleSum()-0.01) > 1e-9 {
 		t.Errorf("histogramDelta: %d checks taking %g s, want 4 taking 0.01 s", d.GetSampleCount(), d.GetSampleSum())
@@ -159,7 +162,7 @@ func TestPolicyCheckHistogram(t *testing.T) {
 	if q := histogramQuantile(0.99, d); q <= 0.001 || q > 0.01 {
 		t.Errorf("the 99th percentile of 3 checks within 1 ms and one within 10 ms: %g s", q)
 	}
-	if empty := mergedHistogram(map[string]*dto.MetricFamily{}, "checks"); empty.GetSampleCount() != 0 || len(empty.GetBucket()) != 0 {
+	if empty := mergedHistogram(map[string]*dto.MetricFamily{}, "checks", nil); empty.GetSampleCount() != 0 || len(empty.GetBucket()) != 0 {
 		t.Errorf("a family absent from the scrape merges to an empty histogram: %v", empty)
 	}
 }
