@@ -65,8 +65,15 @@ func busy(n int) []pools.Node {
 }
 
 // recompute is the whole chain as the composer computes it at its start: a new Chain given every node, the
-// flavors, then every derived InstanceType with its views.
-func recompute(b testing.TB, nodes []pools.Node) int {
+// flavors, then every derived InstanceType with its views. It returns how many types it composed.
+func recompute(tb testing.TB, nodes []pools.Node) int {
+	_, types, _ := composed(tb, nodes)
+	return types
+}
+
+// composed gives a new Chain every node and composes it once, as the composer does at its start; it returns the
+// Chain, how many types it composed and what recomputes it again (the flavors, every type, the commit).
+func composed(tb testing.TB, nodes []pools.Node) (*Chain, int, func()) {
 	ctx := context.Background()
 	s := xrs.DefaultFunctionSettings()
 	chain := NewChain()
@@ -75,17 +82,23 @@ func recompute(b testing.TB, nodes []pools.Node) int {
 	}
 	out, _, err := chain.Flavors(ctx, s)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	types := typesOf(b, out)
-	for _, it := range types {
-		if _, _, err := chain.InstanceType(ctx, &xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec,
-			Namespaces: []string{"default"}, Settings: s}); err != nil {
-			b.Fatal(err)
+	types := typesOf(tb, out)
+	again := func() {
+		if _, _, err := chain.Flavors(ctx, s); err != nil {
+			tb.Fatal(err)
 		}
+		for _, it := range types {
+			if _, _, err := chain.InstanceType(ctx, &xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec,
+				Namespaces: []string{"default"}, Settings: s}); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		chain.Commit()
 	}
-	chain.Commit()
-	return len(types)
+	again()
+	return chain, len(types), again
 }
 
 // BenchmarkRecompute measures the full recompute: 5,000 nodes with 40,000 cards of 12 products, and ten
@@ -110,43 +123,21 @@ func BenchmarkRecompute(b *testing.B) {
 // benchmarkOneNode measures the recompute after one node's card was taken or given back, by a Chain that
 // composed the nodes before: what a Devices update costs the embedded composer.
 func benchmarkOneNode(b *testing.B, nodes []pools.Node) {
-	change := oneNodeChanges(b, nodes)
+	types, change := oneNodeChanges(b, nodes)
 	b.ReportAllocs()
 	for b.Loop() {
 		change()
 	}
-	b.ReportMetric(20, "types")
+	b.ReportMetric(float64(types), "types")
 }
 
-// oneNodeChanges primes a Chain with the nodes and returns what changes one node and recomputes, as the composer
-// does after a Devices update: each call takes the second card of the next node, or gives it back.
-func oneNodeChanges(tb testing.TB, nodes []pools.Node) func() {
-	ctx := context.Background()
-	s := xrs.DefaultFunctionSettings()
-	chain := NewChain()
-	for _, n := range nodes {
-		chain.Set(n)
-	}
-	out, _, err := chain.Flavors(ctx, s)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	types := typesOf(tb, out)
-	recompute := func() {
-		if _, _, err := chain.Flavors(ctx, s); err != nil {
-			tb.Fatal(err)
-		}
-		for _, it := range types {
-			if _, _, err := chain.InstanceType(ctx, &xrs.InstanceTypePoolSpec{Name: it.Name, Type: it.Spec,
-				Namespaces: []string{"default"}, Settings: s}); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		chain.Commit()
-	}
-	recompute()
+// oneNodeChanges primes a Chain with the nodes and returns how many types it composes and what changes one node
+// and recomputes, as the composer does after a Devices update: each call takes the second card of the next
+// node, or gives it back.
+func oneNodeChanges(tb testing.TB, nodes []pools.Node) (int, func()) {
+	chain, types, recompute := composed(tb, nodes)
 	i := 0
-	return func() {
+	return types, func() {
 		n := nodes[i%len(nodes)]
 		n.Groups = append([]pools.Group(nil), n.Groups...)
 		n.Groups[0].Cards = append([]pools.Card(nil), n.Groups[0].Cards...)
