@@ -66,3 +66,10 @@ func holdingEmpty(in *xrs.InstanceTypePoolSpec) bool {
 	at, ok := DrainAt(in)
 	return ok && in.Now.Time.Before(at)
 }
+
+// emptyPlan reports whether the pool's queue is on the empty-plan hold: a new queue starts held (Hold), and
+// marked so, until a flavor fills its resource groups, so a type no node serves yet reads Inactive with why
+// rather than Active with no room. A queue that has started is not held again when its flavors go.
+func emptyPlan(in *xrs.InstanceTypePoolSpec) bool {
+	return !in.QueueStarted && !hasFlavor(in)
+}

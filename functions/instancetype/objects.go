@@ -100,6 +100,9 @@ func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 		stopForWantOfFlavors(cq, workerv1.MigrationHolding, kueuev1beta2.Hold)
 	case in.Type.Inactive:
 		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
+	case emptyPlan(in):
+		cq.Spec.StopPolicy = ptr.To(kueuev1beta2.Hold)
+		cq.Annotations = map[string]string{workerv1.AnnotationEmptyPlanHold: "true"}
 	}
 	return cq
 }
@@ -126,6 +129,8 @@ func phase(in *xrs.InstanceTypePoolSpec) (workerv1.InstanceTypePhase, string) {
 			NoFlavorsSince(in).UTC().Format(time.RFC3339), in.ReservingWorkloads, at.UTC().Format(time.RFC3339))
 	case in.Type.Inactive:
 		return workerv1.InstanceTypeInactive, "spec.inactive holds the queue"
+	case emptyPlan(in):
+		return workerv1.InstanceTypeInactive, "the pool has no flavors yet: its new queue has no resource groups and is held until a node of the pool is ready"
 	}
 	return workerv1.InstanceTypeActive, ""
 }

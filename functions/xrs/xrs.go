@@ -90,6 +90,11 @@ type InstanceTypePoolSpec struct {
 	// ReservingWorkloads is how many Workloads the pool's ClusterQueue still reserves quota for, from its
 	// status: a draining queue is Draining while any are left, Inactive after.
 	ReservingWorkloads int32 `json:"reservingWorkloads,omitempty"`
+	// QueueStarted is whether the pool's ClusterQueue has started: it exists and is not on the empty-plan hold
+	// (it had resource groups once, or was made before that hold). A queue that has not started is held, marked
+	// topology.gpustack.ai/empty-plan-hold, until a flavor fills its groups; one that has started and loses its
+	// flavors is not (the walkthrough's A10G pool reads Active with none), the drain settings deciding instead.
+	QueueStarted bool `json:"queueStarted,omitempty"`
 	// NoFlavorsSince is the InstanceType's status.noFlavorsSince as it stands: when the pool was first seen
 	// with no flavor left.
 	NoFlavorsSince *metav1.Time `json:"noFlavorsSince,omitempty"`

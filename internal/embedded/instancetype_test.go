@@ -27,8 +27,10 @@ type pool struct {
 	AdmissionCheck bool
 	StopPolicy     string
 	// Migration is the queue's drain bookkeeping, phase/stop policy; "" when it has none.
-	Migration   string
-	LocalQueues []string
+	Migration string
+	// EmptyPlanHold is whether the queue carries the empty-plan hold's marker.
+	EmptyPlanHold bool
+	LocalQueues   []string
 	Phase       workerv1.InstanceTypePhase
 	Summary     workerv1.InstanceTypeSummary
 	// NoFlavorsSince is the status's noFlavorsSince, RFC 3339; "" when unset.
@@ -205,7 +207,7 @@ func TestInstanceTypePipeline(t *testing.T) {
 			reason: "With instance-type-drain-when-no-flavors off, a pool without flavors only empties its groups.",
 			in: spec(builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Obj(),
 				func(s *xrs.InstanceTypePoolSpec) {
-					s.Namespaces, s.ReservingWorkloads, s.Settings.DrainWhenNoFlavors = nil, 2, false
+					s.Namespaces, s.ReservingWorkloads, s.Settings.DrainWhenNoFlavors, s.QueueStarted = nil, 2, false, true
 				}),
 			want: pool{Phase: workerv1.InstanceTypeActive,
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
@@ -220,10 +222,24 @@ func TestInstanceTypePipeline(t *testing.T) {
 			},
 		},
 		"NoFlavors": {
-			reason: "A type no flavor matches gets a queue with no resource groups and empty views.",
+			reason: "A new type no flavor matches gets a queue with no resource groups, held with the empty-plan marker until one does, and empty views.",
 			in: spec(builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Obj(),
 				func(s *xrs.InstanceTypePoolSpec) { s.Namespaces = nil }),
+			want: pool{StopPolicy: "Hold", EmptyPlanHold: true, Phase: workerv1.InstanceTypeInactive,
+				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"NoFlavorsStarted": {
+			reason: "A queue that has started and lost its flavors, reserving nothing, is Active with no resource groups (the walkthrough's A10G pool): not held again.",
+			in: spec(builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Obj(),
+				func(s *xrs.InstanceTypePoolSpec) { s.Namespaces, s.QueueStarted = nil, true }),
 			want: pool{Phase: workerv1.InstanceTypeActive,
+				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
+		},
+		"NoFlavorsInactive": {
+			reason: "An administrator's Hold on a pool with no flavors is the administrator's: no empty-plan marker.",
+			in: spec(builders.MakeInstanceType("h100").Accelerated("nvidia-h100").Unit("12", "192Gi").Inactive().Obj(),
+				func(s *xrs.InstanceTypePoolSpec) { s.Namespaces = nil }),
+			want: pool{StopPolicy: "Hold", Phase: workerv1.InstanceTypeInactive,
 				Summary: workerv1.InstanceTypeSummary{Unit: "12/192Gi/100Gi", Accelerator: "0/0 0/0 0/0 0/0", CPU: "0/0"}},
 		},
 		"UnknownManufacturer": {
@@ -260,6 +276,7 @@ func TestInstanceTypePipeline(t *testing.T) {
 					if cq.Spec.StopPolicy != nil {
 						got.StopPolicy = string(*cq.Spec.StopPolicy)
 					}
+					got.EmptyPlanHold = cq.Annotations[workerv1.AnnotationEmptyPlanHold] == "true"
 					if phase := cq.Annotations[workerv1.AnnotationMigrationPhase]; phase != "" {
 						got.Migration = phase + "/" + cq.Annotations[workerv1.AnnotationMigrationStopPolicy]
 					}

@@ -89,6 +89,10 @@ const (
 	// reserved.
 	AnnotationMigrationPhase      = "topology.gpustack.ai/migration-phase"
 	AnnotationMigrationStopPolicy = "topology.gpustack.ai/migration-stop-policy"
+	// AnnotationEmptyPlanHold marks a new ClusterQueue that the system holds (Hold) because it has no resource
+	// groups yet: no flavor of its pool exists (a type no node serves yet). It goes, with the Hold, once a
+	// flavor fills the queue's groups; a queue that has started is not held again when it loses them.
+	AnnotationEmptyPlanHold = "topology.gpustack.ai/empty-plan-hold"
 	// MigrationHolding and MigrationDraining are the values of AnnotationMigrationPhase.
 	MigrationHolding  = "Holding"
 	MigrationDraining = "Draining"

@@ -249,6 +249,7 @@ func (r *Reconciler) composeTypes(ctx context.Context, a *applier, queues []kueu
 		spec := xrs.InstanceTypePoolSpec{
 			Name: it.Name, Generation: it.Generation, Labels: it.Labels, Type: it.Spec, Deleting: deleting,
 			Namespaces: namespaces, Settings: s, NoFlavorsSince: it.Status.NoFlavorsSince, Now: now, ReservingWorkloads: reserving(cq),
+			QueueStarted: started(cq),
 		}
 		out, status, err := r.chain.InstanceType(ctx, &spec)
 		if err != nil {
@@ -297,6 +298,11 @@ func reserving(cq *kueuev1beta2.ClusterQueue) int32 {
 		return 0
 	}
 	return cq.Status.ReservingWorkloads
+}
+
+// started reports whether a pool's queue has started: it exists and is off the empty-plan hold.
+func started(cq *kueuev1beta2.ClusterQueue) bool {
+	return cq != nil && cq.Annotations[workerv1.AnnotationEmptyPlanHold] != "true"
 }
 
 // earlierDrain returns the earlier of next (zero: none yet) and the time the pool's grace ends, when that is

@@ -342,8 +342,8 @@ var _ = It("retires a deleted type through HoldAndDrain: Draining, then Inactive
 })
 
 // Takes node-a10g out of its pools while the A10G queue reserves a Workload: the pool is held (Hold) for the
-// grace period, with the reconcile coming back when it ends, and drains (HoldAndDrain) only then; its node back
-// within the grace, the pool is Active with no stop policy, as if nothing happened.
+// grace period, with the reconcile coming back when it ends, and drains (HoldAndDrain) only then; its node back,
+// the pool is Active with no stop policy.
 var _ = It("holds a pool that lost its flavors for the grace period before it drains", func() {
 	ctx := context.Background()
 	suite.Create(profiledNodes("walkthrough.yaml")...)
@@ -404,11 +404,61 @@ var _ = It("holds a pool that lost its flavors for the grace period before it dr
 	Expect([]string{policy, string(phase)}).To(Equal([]string{"HoldAndDrain", "Draining"}), "the grace over, the queue drains")
 	Expect(migration()).To(Equal("Draining/HoldAndDrain"))
 
+
 	setManaged("true")
 	recompute()
 	policy, phase, since = state()
 	Expect([]string{policy, string(phase), since}).To(Equal([]string{"None", "Active", ""}), "the node back, the pool runs on (Kueue defaults the stop policy to None)")
 	Expect(migration()).To(Equal("/"), "the bookkeeping goes with the stop")
+})
+
+// An authored A10G type made while node-a10g is out of every pool: its new queue has no groups and starts on the
+// empty-plan hold (Inactive), let go once the node brings its flavor; a queue that has started reads Active with
+// no groups when the node leaves again, as the walkthrough's A10G pool does.
+var _ = It("holds a new queue with no groups until a flavor fills them", func() {
+	ctx := context.Background()
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	r := &composer.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(100)}
+	recompute := func() { GinkgoHelper(); recomputeWith(r) }
+	setManaged := func(v string) {
+		GinkgoHelper()
+		node := &corev1.Node{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node)).To(Succeed())
+		node.Labels[workerv1.LabelManaged] = v
+		Expect(suite.Client.Update(ctx, node)).To(Succeed())
+	}
+	const name = "a10g-12c128g"
+	// state is the queue's stop policy, its empty-plan marker, and the type's phase and message.
+	state := func() []string {
+		GinkgoHelper()
+		cq := &kueue.ClusterQueue{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+		it := &workerv1.InstanceType{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, it)).To(Succeed())
+		policy := "None"
+		if cq.Spec.StopPolicy != nil {
+			policy = string(*cq.Spec.StopPolicy)
+		}
+		return []string{policy, cq.Annotations[workerv1.AnnotationEmptyPlanHold], string(it.Status.Phase), it.Status.PhaseMessage}
+	}
+
+	setManaged("false")
+	recompute()
+	suite.Create(builders.MakeInstanceType(name).Accelerated("nvidia-a10g").Unit("12", "128Gi").LocalStorage("200Gi").Obj())
+	recompute()
+	Expect(state()).To(Equal([]string{"Hold", "true", "Inactive",
+		"the pool has no flavors yet: its new queue has no resource groups and is held until a node of the pool is ready"}))
+	recompute()
+	Expect(state()).To(Equal([]string{"Hold", "true", "Inactive",
+		"the pool has no flavors yet: its new queue has no resource groups and is held until a node of the pool is ready"}), "still held on the next recompute")
+
+	setManaged("true")
+	recompute()
+	Expect(state()).To(Equal([]string{"None", "", "Active", ""}), "the flavor fills the groups: the hold and its marker go")
+
+	setManaged("false")
+	recompute()
+	Expect(state()).To(Equal([]string{"None", "", "Active", ""}), "a started queue is not held again when its flavors go")
 })
 
 // node-cpu claims two billion T4 cards through a label no inventory backs: it is left out of every pool, with an

@@ -66,6 +66,12 @@ func (w *InstanceTypeWrapper) DisplayName(n string) *InstanceTypeWrapper {
 	return w
 }
 
+// Inactive sets spec.inactive: an administrator's Hold.
+func (w *InstanceTypeWrapper) Inactive() *InstanceTypeWrapper {
+	w.Spec.Inactive = true
+	return w
+}
+
 // Obj returns the InstanceType.
 func (w *InstanceTypeWrapper) Obj() *workerv1.InstanceType { return w.DeepCopy() }
 
