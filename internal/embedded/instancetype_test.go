@@ -31,8 +31,8 @@ type pool struct {
 	// EmptyPlanHold is whether the queue carries the empty-plan hold's marker.
 	EmptyPlanHold bool
 	LocalQueues   []string
-	Phase       workerv1.InstanceTypePhase
-	Summary     workerv1.InstanceTypeSummary
+	Phase         workerv1.InstanceTypePhase
+	Summary       workerv1.InstanceTypeSummary
 	// NoFlavorsSince is the status's noFlavorsSince, RFC 3339; "" when unset.
 	NoFlavorsSince string
 	Err            string

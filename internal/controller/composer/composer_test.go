@@ -404,7 +404,6 @@ var _ = It("holds a pool that lost its flavors for the grace period before it dr
 	Expect([]string{policy, string(phase)}).To(Equal([]string{"HoldAndDrain", "Draining"}), "the grace over, the queue drains")
 	Expect(migration()).To(Equal("Draining/HoldAndDrain"))
 
-
 	setManaged("true")
 	recompute()
 	policy, phase, since = state()
