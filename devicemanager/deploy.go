@@ -18,6 +18,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/package/rbac"
+	"github.com/gpustack/gpustack-operator/providers/rdma"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
@@ -64,14 +65,49 @@ var NamespaceLabels = map[string]string{
 }
 
 // Objects returns the agents' DaemonSets, one per manufacturer on the nodes where NFD found that
-// manufacturer's PCI vendor ID. Their namespace, service account and roles ship with the chart, so the worker
-// that applies these needs no right to grant roles.
+// manufacturer's PCI vendor ID, and one for the nodes with an RDMA NIC and no card. Their namespace, service
+// account and roles ship with the chart, so the worker that applies these needs no right to grant roles.
 func (d Deployment) Objects() []client.Object {
 	var out []client.Object
 	for _, v := range vendors.All() {
-		out = append(out, d.daemonSet(v))
+		out = append(out, d.daemonSet(v.Key, func(pod *corev1.PodSpec) {
+			pod.NodeSelector = map[string]string{pciLabel(v.PCILabel()): "true"}
+		}))
 	}
-	return append(out, d.cpuInfoDaemonSet())
+	// The RDMA agent serves no slice: it needs no enforcer on its nodes.
+	rdmaOnly := func(pod *corev1.PodSpec) { pod.Affinity, pod.InitContainers = rdmaOnlyNodes(), nil }
+	return append(out, d.daemonSet(RDMAAgent, rdmaOnly), d.cpuInfoDaemonSet())
+}
+
+// RDMAAgent is the key of the agent DaemonSet on the nodes that have an RDMA NIC and none of the vendors'
+// cards: the same agent, which finds no card there and serves the node's RDMA devices alone (a vendor's agent
+// serves them where the node has cards).
+const RDMAAgent = "rdma"
+
+// pciLabel is NFD's label of a node with a PCI function of the vendor (and class) label names.
+func pciLabel(label string) string { return "feature.node.kubernetes.io/pci-" + label + ".present" }
+
+
+// rdmaOnlyNodes selects the nodes with a PCI function of an RDMA NIC vendor (rdma.NICVendorIDs) and no vendor's
+// card, one term per NIC vendor (the terms are ORed, a term's requirements ANDed). A NIC vendor that is also a
+// card vendor (Huawei, Alibaba) is left out: that vendor's agent runs on its nodes and serves their NICs.
+func rdmaOnlyNodes() *corev1.Affinity {
+	var noCard []corev1.NodeSelectorRequirement
+	cardLabels := map[string]bool{}
+	for _, v := range vendors.All() {
+		cardLabels[v.PCILabel()] = true
+		noCard = append(noCard, corev1.NodeSelectorRequirement{Key: pciLabel(v.PCILabel()), Operator: corev1.NodeSelectorOpDoesNotExist})
+	}
+	var terms []corev1.NodeSelectorTerm
+	for _, id := range rdma.NICVendorIDs {
+		if cardLabels[id] {
+			continue
+		}
+		nic := corev1.NodeSelectorRequirement{Key: pciLabel(id), Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}
+		terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: append([]corev1.NodeSelectorRequirement{nic}, noCard...)})
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
 }
 
 // CPUInfoDaemonSetName is the DaemonSet that reports every node's CPU.
@@ -129,17 +165,19 @@ const (
 	ToolScratch = dataDir + "/tools"
 )
 
-func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
+// daemonSet is the agent DaemonSet named after key (a manufacturer's, or RDMAAgent), placed on its nodes by
+// place.
+func (d Deployment) daemonSet(key string, place func(*corev1.PodSpec)) *appsv1.DaemonSet {
 	labels := map[string]string{"app.kubernetes.io/name": "gpustack-device-manager", "app.kubernetes.io/part-of": "gpustack-operator",
-		workerv1.LabelManufacturer: v.Key}
+		workerv1.LabelManufacturer: key}
 	hostPath := func(name, path string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
 	}
 	env := append([]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}, d.Env...)
-	return &appsv1.DaemonSet{
+	ds := &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.DeviceManagerNamespace, Name: DaemonSetName(v.Key), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.DeviceManagerNamespace, Name: DaemonSetName(key), Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			// One node's agent at a time, so a bad image never takes every node's cards out of the ledger at once.
@@ -148,7 +186,6 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: rbac.ServiceAccountName("device-manager"),
-					NodeSelector:       map[string]string{"feature.node.kubernetes.io/pci-" + v.PCILabel() + ".present": "true"},
 					// Accelerator nodes are often tainted for accelerator work only; the agent must run there.
 					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					PriorityClassName: "system-node-critical",
@@ -186,6 +223,8 @@ func (d Deployment) daemonSet(v vendors.Vendor) *appsv1.DaemonSet {
 			},
 		},
 	}
+	place(&ds.Spec.Template.Spec)
+	return ds
 }
 
 // enforcerInstall is the agent's init container that copies the enforcer image to the node, none without one.

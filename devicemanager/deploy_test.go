@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
@@ -170,3 +172,73 @@ var _ = It("applies the agents' DaemonSets to a real API server twice: the serve
 	first := apply()
 	Expect(cmp.Diff(first, apply())).To(BeEmpty(), "applying the same objects again writes nothing: -first, +second resource versions")
 })
+
+// TestDeploymentPlacement asks, for nodes as NFD labels them, which agents the scheduler would place there (the
+// DaemonSets' node selectors and required node affinity, as the scheduler reads them): a vendor's where its
+// cards are, the RDMA agent only where an RDMA NIC is and no card.
+func TestDeploymentPlacement(t *testing.T) {
+	pci := func(ids ...string) map[string]string {
+		out := map[string]string{"kubernetes.io/os": "linux"}
+		for _, id := range ids {
+			out["feature.node.kubernetes.io/pci-"+id+".present"] = "true"
+		}
+		return out
+	}
+	cases := map[string]struct {
+		reason string
+		labels map[string]string
+		want   []string
+	}{
+		"CPUOnly": {
+			reason: "A node with neither a card nor an RDMA NIC runs the CPU reporter alone.",
+			labels: pci("8086"),
+			want:   []string{devicemanager.CPUInfoDaemonSetName},
+		},
+		"MellanoxNoCard": {
+			reason: "A node with a Mellanox NIC and no card runs the RDMA agent.",
+			labels: pci("15b3"),
+			want:   []string{devicemanager.CPUInfoDaemonSetName, devicemanager.DaemonSetName(devicemanager.RDMAAgent)},
+		},
+		"BroadcomNoCard": {
+			reason: "Every NIC vendor the RDMA stack drives has a term of its own.",
+			labels: pci("14e4", "8086"),
+			want:   []string{devicemanager.CPUInfoDaemonSetName, devicemanager.DaemonSetName(devicemanager.RDMAAgent)},
+		},
+		"MellanoxAndNVIDIA": {
+			reason: "Where a vendor's agent runs, it serves the NICs: no second agent registers the RDMA resources.",
+			labels: pci("15b3", "10de"),
+			want:   []string{devicemanager.CPUInfoDaemonSetName, devicemanager.DaemonSetName("nvidia")},
+		},
+		"HuaweiNIC": {
+			reason: "Huawei's vendor ID is Ascend's too: the Ascend agent runs there, and finds the NIC.",
+			labels: pci("19e5"),
+			want:   []string{devicemanager.CPUInfoDaemonSetName, devicemanager.DaemonSetName("ascend")},
+		},
+	}
+	objs := devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: tc.labels}}
+			var got []string
+			for _, o := range objs {
+				ds, ok := o.(*appsv1.DaemonSet)
+				if !ok {
+					continue
+				}
+				if fits, err := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: ds.Spec.Template.Spec}).Match(node); err != nil {
+					t.Fatal(err)
+				} else if fits {
+					got = append(got, ds.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("%s\nthe agents placed on %v: -want, +got:\n%s", tc.reason, tc.labels, diff)
+			}
+		})
+	}
+	for _, o := range objs {
+		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == devicemanager.DaemonSetName(devicemanager.RDMAAgent) && len(ds.Spec.Template.Spec.InitContainers) > 0 {
+			t.Errorf("the RDMA agent serves no slice and installs no enforcer: %+v", ds.Spec.Template.Spec.InitContainers)
+		}
+	}
+}

@@ -282,7 +282,7 @@ func setupNodeProfile(ctx context.Context, mgr ctrl.Manager, direct client.Clien
 // The agents' namespace, service account and roles ship with the chart, so the worker needs no right to
 // grant roles: it applies the DaemonSets alone, in the agents' namespace, and patches them by name.
 // +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=create
-// +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=get;patch,resourceNames=gpustack-operator-device-manager-amd;gpustack-operator-device-manager-ascend;gpustack-operator-device-manager-cambricon;gpustack-operator-device-manager-hygon;gpustack-operator-device-manager-iluvatar;gpustack-operator-device-manager-metax;gpustack-operator-device-manager-mthreads;gpustack-operator-device-manager-nvidia;gpustack-operator-device-manager-thead;gpustack-operator-cpu-info
+// +kubebuilder:rbac:groups=apps,namespace=gpustack-device-manager,resources=daemonsets,verbs=get;patch,resourceNames=gpustack-operator-device-manager-amd;gpustack-operator-device-manager-ascend;gpustack-operator-device-manager-cambricon;gpustack-operator-device-manager-hygon;gpustack-operator-device-manager-iluvatar;gpustack-operator-device-manager-metax;gpustack-operator-device-manager-mthreads;gpustack-operator-device-manager-nvidia;gpustack-operator-device-manager-rdma;gpustack-operator-device-manager-thead;gpustack-operator-cpu-info
 
 // deployAgents server-side applies the node agents' DaemonSets, each whatever became of the others; applying
 // what is already there writes nothing.

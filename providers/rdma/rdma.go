@@ -17,6 +17,12 @@ import (
 // DevDir is where the kernel makes the RDMA character devices.
 const DevDir = "/dev/infiniband"
 
+// NICVendorIDs are the PCI vendor IDs of the NICs whose RDMA devices the kernel's RDMA stack drives, as NFD
+// labels a node that has one (feature.node.kubernetes.io/pci-<id>.present): Mellanox/NVIDIA networking
+// (mlx5), Broadcom (bnxt_re), Chelsio (iw_cxgb4), Marvell/QLogic (qedr), Amazon's EFA, Huawei (hns) and
+// Alibaba (erdma). Intel's (irdma) is not: its vendor ID labels nearly every server, RDMA or not.
+var NICVendorIDs = []string{"15b3", "14e4", "1425", "1077", "1d0f", "19e5", "1ded"}
+
 // Device is one RDMA device of the node.
 type Device struct {
 	// Name is the kernel's name of the device (mlx5_0).

@@ -78,6 +78,14 @@ var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and t
 	amd, err := cs.AppsV1().DaemonSets(workerv1.DeviceManagerNamespace).Get(ctx, devicemanager.DaemonSetName("amd"), metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(amd.Status.DesiredNumberScheduled).To(BeZero(), "AMD agents on a cluster without AMD cards")
+	eventually(time.Minute, func() (bool, string) {
+		ds, err := cs.AppsV1().DaemonSets(workerv1.DeviceManagerNamespace).Get(ctx, devicemanager.DaemonSetName(devicemanager.RDMAAgent), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := []int32{ds.Status.DesiredNumberScheduled, ds.Status.NumberReady}
+		return got[0] == 1 && got[1] == 1, fmt.Sprintf("the RDMA agent runs and is ready on node-cpu alone, the node with an RDMA NIC and no card (desired, ready): %v", got)
+	})
 	ns, err := cs.CoreV1().Namespaces().Get(ctx, workerv1.DeviceManagerNamespace, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(ns.Labels["pod-security.kubernetes.io/enforce"]).To(Equal("privileged"), "the agents' namespace's Pod Security level")

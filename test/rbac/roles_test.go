@@ -223,6 +223,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 			name: devicemanager.DaemonSetName(v.Key)}))
 	}
 	mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: workerv1.DeviceManagerNamespace,
+		name: devicemanager.DaemonSetName(devicemanager.RDMAAgent)}))
+	mustAllow = append(mustAllow, worker(access{verb: "patch", group: "apps", resource: "daemonsets", namespace: workerv1.DeviceManagerNamespace,
 		name: devicemanager.CPUInfoDaemonSetName}))
 
 	// A stored Setting holds its value in plain text, the registry credential's too: it is read as a Secret is.

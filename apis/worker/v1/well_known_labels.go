@@ -98,7 +98,8 @@ const (
 	MigrationDraining = "Draining"
 	// FinalizerControlled holds an InstanceType until its queue is gone.
 	FinalizerControlled = "gpustack.ai/controlled"
-	// LabelManufacturer names the vendor of a device manager's objects (its DaemonSet, its Pods).
+	// LabelManufacturer names the vendor of a device manager's objects (its DaemonSet, its Pods); rdma for the
+	// agent of the nodes with an RDMA NIC and no card.
 	LabelManufacturer = "gpustack.ai/manufacturer"
 )
 
