@@ -87,7 +87,6 @@ const RDMAAgent = "rdma"
 // pciLabel is NFD's label of a node with a PCI function of the vendor (and class) label names.
 func pciLabel(label string) string { return "feature.node.kubernetes.io/pci-" + label + ".present" }
 
-
 // rdmaOnlyNodes selects the nodes with a PCI function of an RDMA NIC vendor (rdma.NICVendorIDs) and no vendor's
 // card, one term per NIC vendor (the terms are ORed, a term's requirements ANDed). A NIC vendor that is also a
 // card vendor (Huawei, Alibaba) is left out: that vendor's agent runs on its nodes and serves their NICs.
