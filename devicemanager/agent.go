@@ -259,8 +259,8 @@ func (a *Agent) currentCards() []providers.Device {
 // resources where it has RDMA devices.
 func (a *Agent) wantedResources() []string {
 	var out []string
-	if len(a.currentNICs()) > 0 {
-		out = append(out, deviceplugin.RDMAResource, deviceplugin.RDMASharedResource)
+	for _, k := range deviceplugin.RDMAKinds(a.currentNICs()) {
+		out = append(out, k.Resource())
 	}
 	seen := map[string]bool{}
 	for _, c := range a.currentCards() {
@@ -282,14 +282,11 @@ func (a *Agent) wantedResources() []string {
 func (a *Agent) servePlugins(ctx context.Context) {
 	a.servingMu.Lock()
 	defer a.servingMu.Unlock()
-	if len(a.currentNICs()) > 0 {
-		for _, shared := range []bool{false, true} {
-			p := &deviceplugin.RDMAPlugin{Shared: shared, Devices: a.currentNICs}
-			if a.rdmaPlugins[p.Resource()] == nil {
-				a.rdmaPlugins[p.Resource()] = p
-			}
-			a.serve(ctx, p.Resource(), a.rdmaPlugins[p.Resource()])
+	for _, k := range deviceplugin.RDMAKinds(a.currentNICs()) {
+		if a.rdmaPlugins[k.Resource()] == nil {
+			a.rdmaPlugins[k.Resource()] = &deviceplugin.RDMAPlugin{Kind: k, Devices: a.currentNICs}
 		}
+		a.serve(ctx, k.Resource(), a.rdmaPlugins[k.Resource()])
 	}
 	for _, c := range a.currentCards() {
 		v, ok := vendors.Lookup(c.Manufacturer)

@@ -23,8 +23,9 @@ import (
 )
 
 // Runs a node's agent that finds an InfiniBand device with its port up beside its card: the node is labelled
-// RDMA capable, and the RDMA resources register with the kubelet and hand a Pod the device's verbs device;
-// once the port goes down the label goes.
+// RDMA capable, and the RDMA resources register with the kubelet and hand a Pod the device's verbs device; an
+// SR-IOV virtual function's device that appears is offered as a partition; once the port goes down the label
+// goes.
 var _ = It("labels a node with an RDMA device up as RDMA capable and offers its RDMA resources", func(ctx context.Context) {
 	dir, err := os.MkdirTemp("", "agent")
 	Expect(err).NotTo(HaveOccurred())
@@ -67,6 +68,21 @@ var _ = It("labels a node with an RDMA device up as RDMA capable and offers its 
 	Expect(grants).To(HaveLen(1))
 	Expect(grants[0].DeviceIDs).To(Equal([]string{"mlx5_0"}))
 	Expect(grants[0].Response.Devices).To(ContainElement(HaveField("HostPath", "/dev/infiniband/uverbs0")))
+
+	Expect(kubelet.Registered()).NotTo(HaveKey(deviceplugin.RDMAPartitionedResource), "no virtual function yet")
+	nics <- []rdma.Device{{Name: "mlx5_0", LinkLayer: "InfiniBand", Active: true, Verbs: []string{"uverbs0"}},
+		{Name: "mlx5_1", LinkLayer: "InfiniBand", Active: true, Verbs: []string{"uverbs1"}, Virtual: true}}
+	Eventually(kubelet.Registered).WithTimeout(10*time.Second).Should(HaveKey(deviceplugin.RDMAPartitionedResource),
+		"an SR-IOV virtual function's device is offered as a partition")
+	vf := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "vf", UID: types.UID("vf")}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "main", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{deviceplugin.RDMAPartitionedResource: resource.MustParse("1")}}}}}}
+	Eventually(func() ([]string, error) {
+		grants, err := kubelet.Admit(ctx, vf)
+		if err != nil || len(grants) != 1 {
+			return nil, err
+		}
+		return []string{grants[0].DeviceIDs[0], grants[0].Response.Devices[0].HostPath}, nil
+	}).WithTimeout(10*time.Second).Should(Equal([]string{"mlx5_1", "/dev/infiniband/uverbs1"}))
 
 	nics <- []rdma.Device{{Name: "mlx5_0", LinkLayer: "InfiniBand", Verbs: []string{"uverbs0"}}}
 	Eventually(labels).WithTimeout(10*time.Second).ShouldNot(HaveKey(workerv1.LabelRDMACapable), "the port went down")

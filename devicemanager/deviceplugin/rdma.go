@@ -15,12 +15,52 @@ import (
 
 // The RDMA resources: not an accelerator family, so never charged in credits.
 const (
-	// RDMAResource hands out one RDMA device of the node, whole.
+	// RDMAResource hands out one RDMA device of a physical function of the node, whole.
 	RDMAResource = "device.gpustack.ai/rdma"
-	// RDMASharedResource hands out a share of the node's RDMA devices: every device with a port up, which any
-	// number of containers may use at once (verbs devices are shared by design).
+	// RDMASharedResource hands out a share of the node's physical RDMA devices: every one with a port up, which
+	// any number of containers may use at once (verbs devices are shared by design).
 	RDMASharedResource = RDMAResource + ".shared"
+	// RDMAPartitionedResource hands out one RDMA device of an SR-IOV virtual function: a slice of a NIC the
+	// NIC itself isolates (its own queues, its own VLAN or partition key).
+	RDMAPartitionedResource = RDMAResource + ".partitioned"
 )
+
+// RDMAKind is which of the RDMA resources a plugin serves.
+type RDMAKind int
+
+// The RDMA kinds.
+const (
+	// RDMAWhole serves RDMAResource.
+	RDMAWhole RDMAKind = iota
+	// RDMAShared serves RDMASharedResource.
+	RDMAShared
+	// RDMAPartitioned serves RDMAPartitionedResource.
+	RDMAPartitioned
+)
+
+// RDMAKinds are the kinds the agent serves for a node's devices: whole and shared where a physical function
+// has one, partitioned where a virtual function has one.
+func RDMAKinds(devices []rdma.Device) []RDMAKind {
+	var out []RDMAKind
+	if len(rdma.Physical(devices)) > 0 {
+		out = append(out, RDMAWhole, RDMAShared)
+	}
+	if len(rdma.Virtual(devices)) > 0 {
+		out = append(out, RDMAPartitioned)
+	}
+	return out
+}
+
+// Resource is the resource a plugin of the kind serves.
+func (k RDMAKind) Resource() string {
+	switch k {
+	case RDMAShared:
+		return RDMASharedResource
+	case RDMAPartitioned:
+		return RDMAPartitionedResource
+	}
+	return RDMAResource
+}
 
 // RDMASharesPerNode is how many containers may hold RDMASharedResource on one node, the RDMA shared device
 // plugin's default (rdmaHcaMax).
@@ -30,14 +70,15 @@ const RDMASharesPerNode = 1000
 // verbs devices to set up connections (librdmacm).
 const rdmaConnectionManager = "rdma_cm"
 
-// RDMAPlugin serves an RDMA resource to the kubelet: RDMAResource, one token per device, healthy while a port
-// of it is up; or RDMASharedResource, RDMASharesPerNode tokens, healthy while the node can carry RDMA. Allocate
-// gives the container the devices' verbs character devices and the connection manager's.
+// RDMAPlugin serves an RDMA resource to the kubelet: RDMAResource (RDMAPartitionedResource), one token per
+// device of a physical (virtual) function, healthy while a port of it is up; or RDMASharedResource,
+// RDMASharesPerNode tokens, healthy while a physical device has a port up. Allocate gives the container the
+// devices' verbs character devices and the connection manager's.
 type RDMAPlugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 
-	// Shared serves RDMASharedResource; RDMAResource otherwise.
-	Shared bool
+	// Kind is the resource it serves.
+	Kind RDMAKind
 	// Devices returns the node's RDMA devices as last detected.
 	Devices func() []rdma.Device
 	// DevDir is where the character devices are; rdma.DevDir when empty.
@@ -47,12 +88,7 @@ type RDMAPlugin struct {
 }
 
 // Resource is the resource the plugin serves.
-func (p *RDMAPlugin) Resource() string {
-	if p.Shared {
-		return RDMASharedResource
-	}
-	return RDMAResource
-}
+func (p *RDMAPlugin) Resource() string { return p.Kind.Resource() }
 
 // GetDevicePluginOptions asks the kubelet for no extra calls: any device fits as well as another.
 func (p *RDMAPlugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
@@ -63,7 +99,7 @@ func (p *RDMAPlugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (
 func (p *RDMAPlugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlugin_ListAndWatchServer) error {
 	for {
 		changed := p.waitChange()
-		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: RDMATokens(p.Shared, p.Devices())}); err != nil {
+		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: RDMATokens(p.Kind, p.Devices())}); err != nil {
 			return err
 		}
 		select {
@@ -74,8 +110,8 @@ func (p *RDMAPlugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlu
 	}
 }
 
-// RDMATokens are the tokens an RDMA resource lists for the node's devices.
-func RDMATokens(shared bool, devices []rdma.Device) []*pluginapi.Device {
+// RDMATokens are the tokens the resource of kind lists for the node's devices.
+func RDMATokens(kind RDMAKind, devices []rdma.Device) []*pluginapi.Device {
 	health := func(up bool) string {
 		if up {
 			return pluginapi.Healthy
@@ -83,23 +119,33 @@ func RDMATokens(shared bool, devices []rdma.Device) []*pluginapi.Device {
 		return pluginapi.Unhealthy
 	}
 	var out []*pluginapi.Device
-	if !shared {
-		for _, d := range devices {
+	if kind != RDMAShared {
+		for _, d := range kindDevices(kind, devices) {
 			out = append(out, &pluginapi.Device{ID: d.Name, Health: health(d.Active)})
 		}
 		return out
 	}
-	if len(devices) == 0 {
+	physical := rdma.Physical(devices)
+	if len(physical) == 0 {
 		return nil
 	}
 	for i := range RDMASharesPerNode {
-		out = append(out, &pluginapi.Device{ID: fmt.Sprintf("rdma-share-%d", i), Health: health(rdma.Capable(devices))})
+		out = append(out, &pluginapi.Device{ID: fmt.Sprintf("rdma-share-%d", i), Health: health(rdma.Capable(physical))})
 	}
 	return out
 }
 
-// Allocate hands each container its devices' verbs character devices (a share: every device with a port up)
-// and the connection manager's, where the node has one.
+// kindDevices are the devices a resource of kind hands out: the virtual functions' for partitioned, the
+// physical functions' otherwise.
+func kindDevices(kind RDMAKind, devices []rdma.Device) []rdma.Device {
+	if kind == RDMAPartitioned {
+		return rdma.Virtual(devices)
+	}
+	return rdma.Physical(devices)
+}
+
+// Allocate hands each container its devices' verbs character devices (a share: every physical device with a
+// port up) and the connection manager's, where the node has one.
 func (p *RDMAPlugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	dir := p.DevDir
 	if dir == "" {
@@ -107,7 +153,7 @@ func (p *RDMAPlugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest)
 	}
 	byName := map[string]rdma.Device{}
 	var active []rdma.Device
-	for _, d := range p.Devices() {
+	for _, d := range kindDevices(p.Kind, p.Devices()) {
 		byName[d.Name] = d
 		if d.Active {
 			active = append(active, d)
@@ -116,12 +162,12 @@ func (p *RDMAPlugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest)
 	out := &pluginapi.AllocateResponse{}
 	for _, cr := range req.ContainerRequests {
 		devices := active
-		if !p.Shared {
+		if p.Kind != RDMAShared {
 			devices = nil
 			for _, id := range cr.DevicesIds {
 				d, ok := byName[id]
 				if !ok {
-					return nil, errors.Errorf("cannot allocate %s: the node has no RDMA device %s", RDMAResource, id)
+					return nil, errors.Errorf("cannot allocate %s: the node has no RDMA device %s of that kind", p.Resource(), id)
 				}
 				devices = append(devices, d)
 			}

@@ -35,6 +35,9 @@ type Device struct {
 	Active bool
 	// Verbs are its verbs character devices' names under DevDir (uverbs0).
 	Verbs []string
+	// Virtual says it sits on an SR-IOV virtual function (its PCI function links its physical one, physfn):
+	// handed out one to a container, apart from the physical functions' devices.
+	Virtual bool
 }
 
 // Scan returns the RDMA devices of the PCI functions under root (/sys/bus/pci/devices), sorted by name. A
@@ -52,8 +55,10 @@ func Scan(root string) ([]Device, error) {
 			continue
 		}
 		verbs := verbsByDevice(fn)
+		_, err = os.Lstat(filepath.Join(fn, "physfn"))
+		virtual := err == nil
 		for _, n := range names {
-			d := Device{Name: n.Name(), PCIAddress: f.Name(), Verbs: verbs[n.Name()]}
+			d := Device{Name: n.Name(), PCIAddress: f.Name(), Verbs: verbs[n.Name()], Virtual: virtual}
 			ports, _ := os.ReadDir(filepath.Join(fn, "infiniband", n.Name(), "ports"))
 			for _, p := range ports {
 				dir := filepath.Join(fn, "infiniband", n.Name(), "ports", p.Name())
@@ -80,6 +85,22 @@ func verbsByDevice(fn string) map[string][]string {
 	for _, e := range entries {
 		if dev := read(filepath.Join(fn, "infiniband_verbs", e.Name(), "ibdev")); dev != "" {
 			out[dev] = append(out[dev], e.Name())
+		}
+	}
+	return out
+}
+
+// Physical returns the devices on physical functions, in order.
+func Physical(devices []Device) []Device { return pick(devices, false) }
+
+// Virtual returns the devices on SR-IOV virtual functions, in order.
+func Virtual(devices []Device) []Device { return pick(devices, true) }
+
+func pick(devices []Device, virtual bool) []Device {
+	var out []Device
+	for _, d := range devices {
+		if d.Virtual == virtual {
+			out = append(out, d)
 		}
 	}
 	return out

@@ -1,6 +1,8 @@
 package rdma_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,8 +16,10 @@ func TestScan(t *testing.T) {
 	cases := map[string]struct {
 		reason    string
 		functions map[string]map[string]string
-		want      []rdma.Device
-		capable   bool
+		// links are symbolic links to make under the root, path -> target (a virtual function's physfn).
+		links   map[string]string
+		want    []rdma.Device
+		capable bool
 	}{
 		"InfiniBand": {reason: "An HCA with its port up is an active device with its verbs.",
 			functions: map[string]map[string]string{"0000:3b:00.0": pcisysfstest.RDMA(nic, "mlx5_0", "uverbs0", "InfiniBand", "4: ACTIVE")},
@@ -33,10 +37,24 @@ func TestScan(t *testing.T) {
 			want: []rdma.Device{{Name: "mlx5_0", PCIAddress: "0000:3b:00.0", LinkLayer: "InfiniBand", Active: true, Verbs: []string{"uverbs0"}},
 				{Name: "mlx5_1", PCIAddress: "0000:5e:00.0", LinkLayer: "Ethernet", Verbs: []string{"uverbs1"}}},
 			capable: true},
+		"VirtualFunction": {reason: "A function that links its physical one (physfn) is an SR-IOV virtual function: its device is virtual.",
+			functions: map[string]map[string]string{
+				"0000:3b:00.0": pcisysfstest.RDMA(nic, "mlx5_0", "uverbs0", "Ethernet", "4: ACTIVE"),
+				"0000:3b:00.2": pcisysfstest.RDMA(nic, "mlx5_2", "uverbs2", "Ethernet", "4: ACTIVE")},
+			links: map[string]string{"0000:3b:00.2/physfn": "../0000:3b:00.0"},
+			want: []rdma.Device{{Name: "mlx5_0", PCIAddress: "0000:3b:00.0", LinkLayer: "Ethernet", Active: true, Verbs: []string{"uverbs0"}},
+				{Name: "mlx5_2", PCIAddress: "0000:3b:00.2", LinkLayer: "Ethernet", Active: true, Verbs: []string{"uverbs2"}, Virtual: true}},
+			capable: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := rdma.Scan(pcisysfstest.Tree(t, tc.functions))
+			root := pcisysfstest.Tree(t, tc.functions)
+			for path, target := range tc.links {
+				if err := os.Symlink(target, filepath.Join(root, path)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := rdma.Scan(root)
 			if err != nil {
 				t.Fatalf("%s\nScan(...): %v", tc.reason, err)
 			}
