@@ -82,7 +82,7 @@ var _ = It("labels a node with an RDMA device up as RDMA capable and offers its 
 			return nil, err
 		}
 		return []string{grants[0].DeviceIDs[0], grants[0].Response.Devices[0].HostPath}, nil
-	}).WithTimeout(10*time.Second).Should(Equal([]string{"mlx5_1", "/dev/infiniband/uverbs1"}))
+	}).WithTimeout(10 * time.Second).Should(Equal([]string{"mlx5_1", "/dev/infiniband/uverbs1"}))
 
 	nics <- []rdma.Device{{Name: "mlx5_0", LinkLayer: "InfiniBand", Verbs: []string{"uverbs0"}}}
 	Eventually(labels).WithTimeout(10*time.Second).ShouldNot(HaveKey(workerv1.LabelRDMACapable), "the port went down")

@@ -57,8 +57,8 @@ func TestRDMAPlugin(t *testing.T) {
 			plugin: shared, ids: []string{"rdma-share-7"}, want: []*pluginapi.DeviceSpec{spec("uverbs0"), spec("rdma_cm")}},
 		"Partitioned": {reason: "A virtual function's device gives its own verbs device and the connection manager.",
 			plugin: partitioned, ids: []string{"mlx5_2"}, want: []*pluginapi.DeviceSpec{spec("uverbs2"), spec("rdma_cm")}},
-		"Unknown": {reason: "A device the node does not have is refused.", plugin: whole, ids: []string{"mlx5_9"}, wantErr: true},
-		"VirtualAsWhole": {reason: "A virtual function's device is not handed out as a whole one.", plugin: whole, ids: []string{"mlx5_2"}, wantErr: true},
+		"Unknown":             {reason: "A device the node does not have is refused.", plugin: whole, ids: []string{"mlx5_9"}, wantErr: true},
+		"VirtualAsWhole":      {reason: "A virtual function's device is not handed out as a whole one.", plugin: whole, ids: []string{"mlx5_2"}, wantErr: true},
 		"PhysicalAsPartition": {reason: "A physical function's device is not handed out as a partition.", plugin: partitioned, ids: []string{"mlx5_0"}, wantErr: true},
 	}
 	for name, tc := range cases {
