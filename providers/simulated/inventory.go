@@ -49,12 +49,18 @@ type Node struct {
 	RDMA []RDMANIC `json:"rdma,omitempty"`
 }
 
+// maxVirtualFunctions is the most SR-IOV virtual functions a simulated NIC may have (a ConnectX-6's limit).
+const maxVirtualFunctions = 127
+
 // RDMANIC is one RDMA NIC of a node, with one port.
 type RDMANIC struct {
 	// LinkLayer is InfiniBand, or Ethernet for RoCE; InfiniBand when empty.
 	LinkLayer string `json:"linkLayer,omitempty"`
 	// Down says its port is down.
 	Down bool `json:"down,omitempty"`
+	// VirtualFunctions is how many SR-IOV virtual functions it has, each with an RDMA device of its own
+	// (device.gpustack.ai/rdma.partitioned); none by default.
+	VirtualFunctions int32 `json:"virtualFunctions,omitempty"`
 }
 
 // CPU is a node's processor as NFD and /proc/cpuinfo would report it.
@@ -202,6 +208,9 @@ func (n *Node) validate() error {
 		case "InfiniBand", "Ethernet":
 		default:
 			return errors.Errorf("rdma[%d].linkLayer: unknown link layer %q; known: InfiniBand, Ethernet", j, *l)
+		}
+		if vfs := n.RDMA[j].VirtualFunctions; vfs < 0 || vfs > maxVirtualFunctions {
+			return errors.Errorf("rdma[%d].virtualFunctions: %d is not between 0 and %d", j, vfs, maxVirtualFunctions)
 		}
 	}
 	products := map[string]bool{}

@@ -62,6 +62,11 @@ func TestParse(t *testing.T) {
 			file:   "nodes:" + goodNode + "    rdma: [{linkLayer: Omnipath}]\n",
 			want:   want{err: `nodes[0] (node-a10g): rdma[0].linkLayer: unknown link layer "Omnipath"; known: InfiniBand, Ethernet`},
 		},
+		"NegativeVirtualFunctions": {
+			reason: "A NIC's virtual functions are a count between 0 and 127, and the error names the NIC.",
+			file:   "nodes:" + goodNode + "    rdma: [{}, {virtualFunctions: -1}]\n",
+			want:   want{err: `nodes[0] (node-a10g): rdma[1].virtualFunctions: -1 is not between 0 and 127`},
+		},
 		"UnknownVendor": {
 			reason: "An unknown vendor names the entry, the field and the known vendors.",
 			file:   "nodes:" + strings.Replace(goodNode, "vendor: nvidia", "vendor: acme", 1),
@@ -164,15 +169,17 @@ func TestWalkthroughInventory(t *testing.T) {
 }
 
 func TestRDMA(t *testing.T) {
-	inv, err := Parse([]byte("nodes:" + goodNode + "    rdma: [{}, {linkLayer: Ethernet, down: true}]\n"))
+	inv, err := Parse([]byte("nodes:" + goodNode + "    rdma: [{virtualFunctions: 2}, {linkLayer: Ethernet, down: true}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []rdma.Device{
 		{Name: "mlx5_0", LinkLayer: "InfiniBand", Active: true, Verbs: []string{"uverbs0"}},
 		{Name: "mlx5_1", LinkLayer: "Ethernet", Verbs: []string{"uverbs1"}},
+		{Name: "mlx5_2", LinkLayer: "InfiniBand", Active: true, Verbs: []string{"uverbs2"}, Virtual: true},
+		{Name: "mlx5_3", LinkLayer: "InfiniBand", Active: true, Verbs: []string{"uverbs3"}, Virtual: true},
 	}
 	if diff := cmp.Diff(want, New(inv.Nodes[0]).RDMA()); diff != "" {
-		t.Errorf("The NICs named as the kernel names them, InfiniBand by default, the down one inactive.\nRDMA(): -want, +got:\n%s", diff)
+		t.Errorf("The NICs named as the kernel names them, InfiniBand by default, the down one inactive, then their virtual functions'.\nRDMA(): -want, +got:\n%s", diff)
 	}
 }

@@ -45,13 +45,23 @@ func (p *Provider) Detect(context.Context) ([]providers.Device, error) {
 	return out, nil
 }
 
-// RDMA returns the node's RDMA NICs as the kernel would name them: mlx5_<i> with the verbs device uverbs<i>, in
-// inventory order, active unless their port is down.
+// RDMA returns the node's RDMA devices as the kernel would name them, mlx5_<i> with the verbs device uverbs<i>,
+// active unless their NIC's port is down: the NICs' own in inventory order, then each NIC's virtual functions'
+// in the same order.
 func (p *Provider) RDMA() []rdma.Device {
 	var out []rdma.Device
-	for i, n := range p.node.RDMA {
-		out = append(out, rdma.Device{Name: fmt.Sprintf("mlx5_%d", i), LinkLayer: n.LinkLayer, Active: !n.Down,
-			Verbs: []string{fmt.Sprintf("uverbs%d", i)}})
+	device := func(n RDMANIC, virtual bool) rdma.Device {
+		i := len(out)
+		return rdma.Device{Name: fmt.Sprintf("mlx5_%d", i), LinkLayer: n.LinkLayer, Active: !n.Down,
+			Verbs: []string{fmt.Sprintf("uverbs%d", i)}, Virtual: virtual}
+	}
+	for _, n := range p.node.RDMA {
+		out = append(out, device(n, false))
+	}
+	for _, n := range p.node.RDMA {
+		for range n.VirtualFunctions {
+			out = append(out, device(n, true))
+		}
 	}
 	return out
 }

@@ -113,15 +113,16 @@ var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and t
 
 // capacity says what of a node's capacity differs from its inventory entry: the memory the kubelet read from
 // the node's /proc/meminfo, the cards the agent's device plugin registered with it, and the RDMA NICs the agent
-// found under the node's PCI bus (a device each, the node's shares, and the label while one is up).
+// found under the node's PCI bus (a device each, the node's shares, a partition per SR-IOV virtual function, and
+// the label while one is up).
 func capacity(n corev1.Node, want simulated.Node) string {
-	var cards, nics, shares int64
+	var cards, nics, shares, vfs int64
 	for _, a := range want.Accelerators {
 		cards += int64(a.Count)
 	}
 	capable := ""
 	for _, nic := range want.RDMA {
-		nics, shares = nics+1, deviceplugin.RDMASharesPerNode
+		nics, shares, vfs = nics+1, deviceplugin.RDMASharesPerNode, vfs+int64(nic.VirtualFunctions)
 		if !nic.Down {
 			capable = "true"
 		}
@@ -130,11 +131,12 @@ func capacity(n corev1.Node, want simulated.Node) string {
 		q := n.Status.Capacity[corev1.ResourceName(name)]
 		return q.Value()
 	}
-	wantFields := []string{fmt.Sprint(want.Memory.Value()), fmt.Sprint(cards), fmt.Sprint(nics), fmt.Sprint(shares), capable}
+	wantFields := []string{fmt.Sprint(want.Memory.Value()), fmt.Sprint(cards), fmt.Sprint(nics), fmt.Sprint(shares), fmt.Sprint(vfs), capable}
 	got := []string{fmt.Sprint(n.Status.Capacity.Memory().Value()), fmt.Sprint(quantity("nvidia.com/gpu")),
-		fmt.Sprint(quantity(deviceplugin.RDMAResource)), fmt.Sprint(quantity(deviceplugin.RDMASharedResource)), n.Labels[workerv1.LabelRDMACapable]}
+		fmt.Sprint(quantity(deviceplugin.RDMAResource)), fmt.Sprint(quantity(deviceplugin.RDMASharedResource)),
+		fmt.Sprint(quantity(deviceplugin.RDMAPartitionedResource)), n.Labels[workerv1.LabelRDMACapable]}
 	if diff := cmp.Diff(wantFields, got); diff != "" {
-		return fmt.Sprintf("node %s's memory, nvidia.com/gpu, RDMA capacity and rdma.capable label: -want, +got:\n%s", n.Name, strings.TrimSpace(diff))
+		return fmt.Sprintf("node %s's memory, nvidia.com/gpu, RDMA capacity (whole, shared, partitioned) and rdma.capable label: -want, +got:\n%s", n.Name, strings.TrimSpace(diff))
 	}
 	return ""
 }

@@ -187,7 +187,8 @@ func stopRealNodes(dir string) error {
 }
 
 // pciDevices are a node's cards as its PCI bus would show them (its vendor's ID, a 3D controller's class for
-// a GPU and a processing accelerator's for the others), then its RDMA NICs, with their RDMA devices.
+// a GPU and a processing accelerator's for the others), then its RDMA NICs, with their RDMA devices, then their
+// virtual functions (simulated.Provider.RDMA's order), each linking its NIC.
 func pciDevices(n simulated.Node) []realnode.PCIDevice {
 	var out []realnode.PCIDevice
 	for _, a := range n.Accelerators {
@@ -203,16 +204,28 @@ func pciDevices(n simulated.Node) []realnode.PCIDevice {
 			out = append(out, realnode.PCIDevice{Class: class, Vendor: v.PCIVendorID, Device: "0001"})
 		}
 	}
+	firstNIC := len(out)
+	// parents are the NICs of the virtual functions, in order: each NIC's index in n.RDMA, once per function.
+	var parents []int
+	for i, nic := range n.RDMA {
+		for range nic.VirtualFunctions {
+			parents = append(parents, i)
+		}
+	}
 	for _, d := range simulated.New(n).RDMA() {
-		// Mellanox ConnectX-6: an InfiniBand controller, or an Ethernet controller for RoCE.
-		class, state := "020700", "4: ACTIVE"
+		// Mellanox ConnectX-6: an InfiniBand controller, or an Ethernet controller for RoCE; its virtual
+		// functions are ConnectX-6 Virtual Functions.
+		class, state, device, physfn := "020700", "4: ACTIVE", "101b", ""
 		if d.LinkLayer == "Ethernet" {
 			class = "020000"
 		}
 		if !d.Active {
 			state = "1: DOWN"
 		}
-		out = append(out, realnode.PCIDevice{Class: class, Vendor: "15b3", Device: "101b",
+		if d.Virtual {
+			device, physfn, parents = "101c", realnode.PCIAddress(firstNIC+parents[0]), parents[1:]
+		}
+		out = append(out, realnode.PCIDevice{Class: class, Vendor: "15b3", Device: device, PhysFn: physfn,
 			RDMA: &realnode.RDMAPort{Device: d.Name, Verbs: d.Verbs[0], LinkLayer: d.LinkLayer, State: state}})
 	}
 	return out

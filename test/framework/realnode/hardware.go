@@ -24,6 +24,9 @@ type PCIDevice struct {
 	Device string `json:"device"`
 	// RDMA is the RDMA device of a NIC the kernel's RDMA stack drives; nil for others.
 	RDMA *RDMAPort `json:"rdma,omitempty"`
+	// PhysFn is the PCI address of the physical function an SR-IOV virtual function belongs to, which the
+	// function links as physfn; empty for a physical function.
+	PhysFn string `json:"physfn,omitempty"`
 }
 
 // RDMAPort is the RDMA device of a PCI function, with its one port, as the kernel lists it under the function.
@@ -83,7 +86,8 @@ const vendorToolsDir = "/usr/local/sbin"
 type hardwareFile struct{ fixture, target string }
 
 // mountHardware puts the node's simulated hardware where the real hardware would be seen, in the node's own
-// mount namespace: its PCI devices over /sys/bus/pci/devices, RDMA NICs with their RDMA devices under them
+// mount namespace: its PCI devices over /sys/bus/pci/devices, RDMA NICs with their RDMA devices under them (and
+// their SR-IOV virtual functions, which link their physical one as physfn)
 // (nfd-worker and the device managers read them through their /sys mounts), and, when the node has a CPU and memory of its own, its processors over
 // /proc/cpuinfo and /sys/devices/system/node and its memory over /proc/meminfo, which the kubelet's cAdvisor
 // reports as the Node's capacity and the cpu-info reporter reads.
@@ -92,7 +96,7 @@ func mountHardware(cfg Config) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return errors.Wrap(err, "cannot clear the hardware fixture")
 	}
-	files := map[string]string{}
+	files, links := map[string]string{}, map[string]string{}
 	for i, d := range cfg.PCIDevices {
 		dev := "pci/" + PCIAddress(i) + "/"
 		for name, v := range map[string]string{
@@ -105,6 +109,9 @@ func mountHardware(cfg Config) error {
 			for name, v := range pcisysfstest.RDMA(nil, r.Device, r.Verbs, r.LinkLayer, r.State) {
 				files[dev+name] = v
 			}
+		}
+		if d.PhysFn != "" {
+			links[dev+"physfn"] = "../" + d.PhysFn
 		}
 	}
 	mounts := []hardwareFile{{"pci", "/sys/bus/pci/devices"}}
@@ -173,6 +180,11 @@ func mountHardware(cfg Config) error {
 			mode = 0o555
 		}
 		if err := os.WriteFile(path, []byte(data), mode); err != nil {
+			return errors.Wrap(err, "cannot write the hardware fixture")
+		}
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 			return errors.Wrap(err, "cannot write the hardware fixture")
 		}
 	}
