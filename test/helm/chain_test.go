@@ -17,6 +17,7 @@ import (
 	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
+	"github.com/gpustack/gpustack-operator/providers/rdma"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
@@ -160,25 +161,55 @@ func checkPCILabels(t *testing.T, objs map[string]*unstructured.Unstructured) {
 	if diff := cmp.Diff([]string{"vendor"}, pci.DeviceLabelFields); diff != "" {
 		t.Errorf("nfd-worker names a PCI label by vendor alone\nfields: -want, +got:\n%s", diff)
 	}
+	// NFD's label of a device: pci-<its deviceLabelFields' values joined by _>.present.
+	label := func(class, vendor string) string {
+		return "feature.node.kubernetes.io/pci-" + strings.Join(labelFieldValues(pci.DeviceLabelFields, class, vendor), "_") + ".present"
+	}
 	for _, o := range (devicemanager.Deployment{Image: "agent"}).Objects() {
 		ds, ok := o.(*appsv1.DaemonSet)
 		mfr := ds.Labels["gpustack.ai/manufacturer"]
 		if !ok || mfr == "" {
 			continue
 		}
+		if mfr == devicemanager.RDMAAgent {
+			checkRDMAAgentLabels(t, ds, label)
+			continue
+		}
 		v, _ := vendors.Lookup(mfr)
-		// NFD's label of a device: pci-<its deviceLabelFields' values joined by _>.present.
-		want := "feature.node.kubernetes.io/pci-" + strings.Join(labelFieldValues(pci.DeviceLabelFields, v.PCIVendorID), "_") + ".present"
+		want := label("0302", v.PCIVendorID)
 		if _, ok := ds.Spec.Template.Spec.NodeSelector[want]; !ok {
 			t.Errorf("the %s agent selects %v; NFD labels its cards %s", mfr, ds.Spec.Template.Spec.NodeSelector, want)
 		}
 	}
 }
 
-// labelFieldValues returns the values of a card of vendor for NFD's deviceLabelFields (its class is that of a
-// display controller, 0302).
-func labelFieldValues(fields []string, vendor string) []string {
-	values := map[string]string{"class": "0302", "vendor": vendor, "device": "1eb8"}
+// checkRDMAAgentLabels checks that the RDMA agent's node affinity has a term for the label NFD writes for each
+// RDMA NIC vendor's Ethernet controller (0200) that no card vendor shares.
+func checkRDMAAgentLabels(t *testing.T, ds *appsv1.DaemonSet, label func(class, vendor string) string) {
+	t.Helper()
+	keys := map[string]bool{}
+	if a := ds.Spec.Template.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, r := range term.MatchExpressions {
+				if r.Operator == corev1.NodeSelectorOpIn {
+					keys[r.Key] = true
+				}
+			}
+		}
+	}
+	for _, id := range rdma.NICVendorIDs {
+		if slices.ContainsFunc(vendors.All(), func(v vendors.Vendor) bool { return v.PCIVendorID == id }) {
+			continue
+		}
+		if want := label("0200", id); !keys[want] {
+			t.Errorf("the RDMA agent selects %v; NFD labels a NIC of vendor %s %s", keys, id, want)
+		}
+	}
+}
+
+// labelFieldValues returns the values of a PCI function of class and vendor for NFD's deviceLabelFields.
+func labelFieldValues(fields []string, class, vendor string) []string {
+	values := map[string]string{"class": class, "vendor": vendor, "device": "1eb8"}
 	var out []string
 	for _, f := range fields {
 		out = append(out, values[f])
