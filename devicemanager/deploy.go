@@ -31,6 +31,10 @@ type Deployment struct {
 	Image string
 	// Env is copied onto every agent; DeploymentFromEnv fills it with the worker's GPUSTACK_* variables.
 	Env []corev1.EnvVar
+	// DataDir is the node's data directory (deviceplugin.DataDirFromEnv): the agents mount it from the node at
+	// the same path, where the enforcers' libraries, the slices' state and the vendor tools' scratch live;
+	// deviceplugin.DefaultDataDir when empty. DeploymentFromEnv reads it from GPUSTACK_DATA_DIR.
+	DataDir string
 	// EnforcerImage, when set, holds the soft-slicing enforcers (HAMi-core's libvgpu.so and its kin) under
 	// EnforcerImageDir, laid out as the node's enforcer directory is (cuda-12/libvgpu.so, cuda-12/ld.so.preload),
 	// with a POSIX sh and cp: each agent copies it to that directory before it starts, so Allocate finds there
@@ -45,16 +49,30 @@ const EnforcerImageDir = "/gpustack/lib"
 // older image left there.
 const enforcerScript = `mkdir -p "$0" && cp -R ` + EnforcerImageDir + `/. "$0"/`
 
-// DeploymentFromEnv returns a deployment of image that carries the process's non-empty GPUSTACK_* variables, sorted.
-func DeploymentFromEnv(image string) Deployment {
-	d := Deployment{Image: image}
+// DeploymentFromEnv returns a deployment of image that carries the process's non-empty GPUSTACK_* variables,
+// sorted, and mounts the node's data directory they name. A data directory that is not an absolute path is an
+// error naming the variable.
+func DeploymentFromEnv(image string) (Deployment, error) {
+	data, err := deviceplugin.DataDirFromEnv(os.Getenv)
+	if err != nil {
+		return Deployment{}, err
+	}
+	d := Deployment{Image: image, DataDir: data}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && v != "" && strings.HasPrefix(k, "GPUSTACK_") {
 			d.Env = append(d.Env, corev1.EnvVar{Name: k, Value: v})
 		}
 	}
 	sort.Slice(d.Env, func(i, j int) bool { return d.Env[i].Name < d.Env[j].Name })
-	return d
+	return d, nil
+}
+
+// dataDir is the node's data directory the agents mount.
+func (d Deployment) dataDir() string {
+	if d.DataDir == "" {
+		return deviceplugin.DefaultDataDir
+	}
+	return d.DataDir
 }
 
 // NamespaceLabels are the labels of the agents' namespace, which the chart creates: its Pod Security label
@@ -155,14 +173,13 @@ func (d Deployment) cpuInfoDaemonSet() *appsv1.DaemonSet {
 // MetricsPort is the port the agents serve their Prometheus metrics on.
 const MetricsPort = 8080
 
-// Where an agent's container sees the node: its root, read-only (HostRoot, where the drivers install their
-// libraries and tools), and the agent's data directory, writable, both as the agent sees it and inside the
-// root, so a vendor tool run there (chroot) can leave its report in ToolScratch.
-const (
-	HostRoot    = "/host"
-	dataDir     = "/var/lib/gpustack"
-	ToolScratch = dataDir + "/tools"
-)
+// HostRoot is where an agent's container sees the node's root, read-only, where the drivers install their
+// libraries and tools. The node's data directory is mounted writable both at its own path and inside the root,
+// so a vendor tool run there (chroot) can leave its report in ToolScratch.
+const HostRoot = "/host"
+
+// ToolScratch is where the vendor tools an agent runs leave their reports, under the node's data directory.
+func ToolScratch(dataDir string) string { return filepath.Join(dataDir, "tools") }
 
 // daemonSet is the agent DaemonSet named after key (a manufacturer's, or RDMAAgent), placed on its nodes by
 // place.
@@ -205,18 +222,18 @@ func (d Deployment) daemonSet(key string, place func(*corev1.PodSpec)) *appsv1.D
 							{Name: "pod-resources", MountPath: filepath.Dir(deviceplugin.PodResourcesSocket), ReadOnly: true},
 							{Name: "sys", MountPath: "/sys", ReadOnly: true},
 							{Name: "dev", MountPath: "/dev"},
-							{Name: "data", MountPath: dataDir},
+							{Name: "data", MountPath: d.dataDir()},
 							// The node's root, where the vendors' drivers and tools are installed (NVML's library under
 							// nvidia.DriverRoots); driver containers that start later show up in it.
 							{Name: "host", MountPath: HostRoot, ReadOnly: true, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
-							{Name: "data", MountPath: HostRoot + dataDir},
+							{Name: "data", MountPath: HostRoot + d.dataDir()},
 						},
 					}},
 					InitContainers: d.enforcerInstall(),
 					Volumes: []corev1.Volume{
 						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"),
 						hostPath("pod-resources", filepath.Dir(deviceplugin.PodResourcesSocket)), hostPath("sys", "/sys"),
-						hostPath("dev", "/dev"), hostPath("data", dataDir), hostPath("host", "/"),
+						hostPath("dev", "/dev"), hostPath("data", d.dataDir()), hostPath("host", "/"),
 					},
 				},
 			},
@@ -234,10 +251,10 @@ func (d Deployment) enforcerInstall() []corev1.Container {
 	}
 	return []corev1.Container{{
 		Name: "install-enforcers", Image: d.EnforcerImage,
-		Command: []string{"/bin/sh", "-c", enforcerScript, deviceplugin.DefaultRuntime().LibDir},
+		Command: []string{"/bin/sh", "-c", enforcerScript, deviceplugin.RuntimeIn(d.dataDir()).LibDir},
 		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), AllowPrivilegeEscalation: ptr.To(false),
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: dataDir}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: d.dataDir()}},
 	}}
 }
 

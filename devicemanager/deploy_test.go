@@ -22,13 +22,26 @@ import (
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
+// deploymentFromEnv is the agents' deployment from the test process's environment.
+func deploymentFromEnv(t interface {
+	Helper()
+	Fatal(...any)
+}) devicemanager.Deployment {
+	t.Helper()
+	d, err := devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestDeployment renders the agents' objects from the worker's environment.
 func TestDeployment(t *testing.T) {
 	t.Setenv("GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS", "false")
 	t.Setenv("GPUSTACK_NVIDIA_PCI_VENDOR_ID", "0302_10de")
 	t.Setenv("UNRELATED", "x")
 	t.Setenv("GPUSTACK_BIN", "") // the test harness's own variable; empty ones are not copied
-	objs := devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects()
+	objs := deploymentFromEnv(t).Objects()
 	selectors := map[string]string{}
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -85,7 +98,7 @@ func TestDeploymentPCIClass(t *testing.T) {
 	})
 	t.Cleanup(func() { vendors.Configure(func(string) string { return "" }) })
 	selectors := map[string]map[string]string{}
-	for _, o := range devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects() {
+	for _, o := range deploymentFromEnv(t).Objects() {
 		if ds, ok := o.(*appsv1.DaemonSet); ok {
 			selectors[ds.Name] = ds.Spec.Template.Spec.NodeSelector
 		}
@@ -146,7 +159,7 @@ func TestEnforcerInstall(t *testing.T) {
 }
 
 var _ = It("applies the agents' DaemonSets to a real API server twice: the server accepts every object, and the second apply changes nothing", func() {
-	d := devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test")
+	d := deploymentFromEnv(GinkgoT())
 	d.EnforcerImage = "registry.example/hami-core:v2"
 	objs := d.Objects()
 	ctx := context.Background()
@@ -216,7 +229,7 @@ func TestDeploymentPlacement(t *testing.T) {
 			want:   []string{devicemanager.CPUInfoDaemonSetName, devicemanager.DaemonSetName("ascend")},
 		},
 	}
-	objs := devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test").Objects()
+	objs := deploymentFromEnv(t).Objects()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: tc.labels}}
@@ -241,5 +254,50 @@ func TestDeploymentPlacement(t *testing.T) {
 		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == devicemanager.DaemonSetName(devicemanager.RDMAAgent) && len(ds.Spec.Template.Spec.InitContainers) > 0 {
 			t.Errorf("the RDMA agent serves no slice and installs no enforcer: %+v", ds.Spec.Template.Spec.InitContainers)
 		}
+	}
+}
+
+// TestDeploymentDataDir checks that GPUSTACK_DATA_DIR moves the node's data directory the agents mount (at the
+// same path, and inside the node's root) and the enforcers' install, and that a relative one is refused by name.
+func TestDeploymentDataDir(t *testing.T) {
+	t.Setenv("GPUSTACK_DATA_DIR", "/data/gpustack")
+	d := deploymentFromEnv(t)
+	d.EnforcerImage = "registry.example/hami-core:v2"
+	for _, o := range d.Objects() {
+		ds := o.(*appsv1.DaemonSet)
+		if ds.Name == devicemanager.CPUInfoDaemonSetName {
+			continue
+		}
+		pod := ds.Spec.Template.Spec
+		var got []string
+		for _, v := range pod.Volumes {
+			if v.Name == "data" {
+				got = append(got, "hostPath:"+v.HostPath.Path)
+			}
+		}
+		for _, c := range append(append([]corev1.Container(nil), pod.InitContainers...), pod.Containers...) {
+			for _, m := range c.VolumeMounts {
+				if m.Name == "data" {
+					got = append(got, c.Name+":"+m.MountPath)
+				}
+			}
+			if len(c.Command) > 3 {
+				got = append(got, c.Name+" installs to "+c.Command[3])
+			}
+		}
+		want := []string{"hostPath:/data/gpustack", "device-manager:/data/gpustack", "device-manager:/host/data/gpustack"}
+		if ds.Name != devicemanager.DaemonSetName(devicemanager.RDMAAgent) {
+			want = append([]string{"hostPath:/data/gpustack", "install-enforcers:/data/gpustack",
+				"install-enforcers installs to /data/gpustack/operator/lib"}, want[1:]...)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s with GPUSTACK_DATA_DIR=/data/gpustack: the data directory's volume and mounts: -want, +got:\n%s", ds.Name, diff)
+		}
+	}
+
+	t.Setenv("GPUSTACK_DATA_DIR", "gpustack")
+	if _, err := devicemanager.DeploymentFromEnv("gpustack/gpustack-operator:test"); err == nil ||
+		err.Error() != `GPUSTACK_DATA_DIR="gpustack": want an absolute path` {
+		t.Errorf("DeploymentFromEnv with a relative GPUSTACK_DATA_DIR: %v, want the variable named", err)
 	}
 }

@@ -1,11 +1,7 @@
 package providers
 
 import (
-	"strconv"
-	"strings"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
+	"github.com/gpustack/gpustack-operator/envvar"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -19,17 +15,9 @@ var groupIDWithMemory bool
 // it groups cards: the operator's main does, so a device manager (which inherits the worker's GPUSTACK_*
 // variables) keys its groups as the chart says. A value that is not a boolean is an error naming the variable.
 func Configure(getenv func(string) string) error {
-	groupIDWithMemory = false
-	v := strings.TrimSpace(getenv(EnvGroupIDWithMemory))
-	if v == "" {
-		return nil
-	}
-	on, err := strconv.ParseBool(v)
-	if err != nil {
-		return errors.Errorf("%s=%q: want true or false", EnvGroupIDWithMemory, v)
-	}
+	on, err := envvar.Bool(getenv, EnvGroupIDWithMemory, false)
 	groupIDWithMemory = on
-	return nil
+	return err
 }
 
 // GroupKey returns the aKey of a card's group: its product's key, with the card's memory as a last segment

@@ -49,10 +49,20 @@ func runDeviceManager(args []string) error {
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("device-manager")
 
-	if *printOnly {
-		return printDetected(*node)
+	// The node's variables, read once at start: a value the agent cannot read stops it, naming the variable.
+	classes, err := pcisysfs.ClassPrefixesFromEnv(os.Getenv)
+	if err != nil {
+		return err
 	}
-	agents, err := deviceManagers(*inventoryFile, *node)
+	data, err := deviceplugin.DataDirFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	hw := hardware.Options{ClassPrefixes: classes, Runner: smitool.ExecRunner{Root: devicemanager.HostRoot, Scratch: devicemanager.ToolScratch(data)}}
+	if *printOnly {
+		return printDetected(*node, hardware.Options{ClassPrefixes: classes})
+	}
+	agents, err := deviceManagers(*inventoryFile, *node, hw)
 	if err != nil {
 		return err
 	}
@@ -63,7 +73,7 @@ func runDeviceManager(args []string) error {
 	ctx := ctrl.SetupSignalHandler()
 	if *inventoryFile == "" {
 		// One real node: detect, publish and serve the kubelet device plugin.
-		runtime := deviceplugin.DefaultRuntime()
+		runtime := deviceplugin.RuntimeIn(data)
 		if runtime.CDI, err = deviceplugin.Injection(os.Getenv, devicemanager.HostRoot); err != nil {
 			return err
 		}
@@ -143,8 +153,9 @@ func nodePublishers(cfg *rest.Config, c client.Client, tokens string, agents map
 }
 
 // deviceManagers returns the provider of each node this process reports for: the simulated cards of an
-// inventory file's nodes, or this node's hardware (--node, else NODE_NAME, which the DaemonSet sets).
-func deviceManagers(inventoryFile, node string) (map[string]providers.Provider, error) {
+// inventory file's nodes, or this node's hardware read as hw says (--node, else NODE_NAME, which the DaemonSet
+// sets).
+func deviceManagers(inventoryFile, node string, hw hardware.Options) (map[string]providers.Provider, error) {
 	if inventoryFile == "" {
 		if node == "" {
 			node = os.Getenv("NODE_NAME")
@@ -152,9 +163,7 @@ func deviceManagers(inventoryFile, node string) (map[string]providers.Provider, 
 		if node == "" {
 			return nil, errors.New("cannot tell which node this is: pass --node or set NODE_NAME")
 		}
-		// The vendors' tools are the node's, run in its root as the DaemonSet mounts it.
-		run := smitool.ExecRunner{Root: devicemanager.HostRoot, Scratch: devicemanager.ToolScratch}
-		return map[string]providers.Provider{node: hardware.New(hardware.Options{Runner: run})}, nil
+		return map[string]providers.Provider{node: hardware.New(hw)}, nil
 	}
 	inv, err := simulated.Load(inventoryFile)
 	if err != nil {
@@ -189,12 +198,12 @@ func publishOnce(ctx context.Context, pub *devicemanager.Publisher, node string,
 	return errors.Wrapf(detectErr, "some cards of node %s are unhealthy", node)
 }
 
-// printDetected runs the hardware backends on this machine and prints what the agent would publish.
-func printDetected(node string) error {
+// printDetected runs the hardware backends on this machine, as hw says, and prints what the agent would publish.
+func printDetected(node string, hw hardware.Options) error {
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	devices, err := hardware.New(hardware.Options{}).Detect(context.Background())
+	devices, err := hardware.New(hw).Detect(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warning:", err)
 	}

@@ -134,7 +134,10 @@ func runWorker(args []string) error {
 	if *agentImage != "" {
 		// A node agent the worker may not deploy (a role older than this binary, during an upgrade) is reported
 		// and leaves the others, and the worker, running.
-		d := devicemanager.DeploymentFromEnv(*agentImage)
+		d, err := devicemanager.DeploymentFromEnv(*agentImage)
+		if err != nil {
+			return err
+		}
 		d.EnforcerImage = *enforcerImage
 		if err := deployAgents(ctx, direct, d); err != nil {
 			ctrl.Log.WithName("node-agents").Error(err, "cannot deploy every node agent; the others are deployed")
@@ -217,9 +220,13 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
 	if err := cachepolicy.IndexPodsByNode(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	release, err := ledger.ReleaseTerminatedFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&ledger.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
-		ReleaseTerminated: ledger.ReleaseTerminatedFromEnv()}).SetupWithManager(mgr); err != nil {
+		ReleaseTerminated: release}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the ledger")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.

@@ -1,10 +1,7 @@
 package deviceplugin
 
 import (
-	"strconv"
-	"strings"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/gpustack/gpustack-operator/envvar"
 )
 
 // EnvSlicedAllocateGate names the variable that turns the ledger check before a slice is handed out off.
@@ -17,25 +14,12 @@ const EnvIdentifyByKubelet = "GPUSTACK_DEVICE_PLUGIN_IDENTIFY_BY_KUBELET"
 // SlicedAllocateGate reads EnvSlicedAllocateGate through getenv: true (the default) checks a slice's card on
 // the ledger at Allocate, false does not. A value that is not a boolean is an error naming the variable.
 func SlicedAllocateGate(getenv func(string) string) (bool, error) {
-	return boolEnv(getenv, EnvSlicedAllocateGate)
+	return envvar.Bool(getenv, EnvSlicedAllocateGate, true)
 }
 
 // IdentifyByKubelet reads EnvIdentifyByKubelet through getenv: true (the default) tells the container an
 // allocation is for by the kubelet's pod-resources API (PodBudgets.PodResources), false by the API server's
 // Pods alone. A value that is not a boolean is an error naming the variable.
 func IdentifyByKubelet(getenv func(string) string) (bool, error) {
-	return boolEnv(getenv, EnvIdentifyByKubelet)
-}
-
-// boolEnv reads a variable that is true unless it says false.
-func boolEnv(getenv func(string) string, name string) (bool, error) {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return true, nil
-	}
-	on, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, errors.Errorf("%s=%q: want true or false", name, v)
-	}
-	return on, nil
+	return envvar.Bool(getenv, EnvIdentifyByKubelet, true)
 }

@@ -12,6 +12,7 @@ import (
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/gpustack/gpustack-operator/envvar"
 	"github.com/gpustack/gpustack-operator/providers"
 )
 
@@ -78,12 +79,22 @@ type Runtime struct {
 	CDI map[string]bool
 }
 
-// DefaultRuntime is the layout under GPUSTACK_DATA_DIR (/var/lib/gpustack).
-func DefaultRuntime() Runtime {
-	data := os.Getenv("GPUSTACK_DATA_DIR")
-	if data == "" {
-		data = "/var/lib/gpustack"
-	}
+// EnvDataDir names the variable that says where the node's data directory is, DefaultDataDir by default: the
+// agent keeps its tools' scratch, the enforcers' libraries and the slices' state there, and the containers it
+// serves mount the enforcers from it, so it is the same path on the node and in the agent.
+const EnvDataDir = "GPUSTACK_DATA_DIR"
+
+// DefaultDataDir is the node's data directory when EnvDataDir is unset.
+const DefaultDataDir = "/var/lib/gpustack"
+
+// DataDirFromEnv reads EnvDataDir through getenv: DefaultDataDir when unset, else an absolute path (anything
+// else is an error naming the variable).
+func DataDirFromEnv(getenv func(string) string) (string, error) {
+	return envvar.AbsPath(getenv, EnvDataDir, DefaultDataDir)
+}
+
+// RuntimeIn is the layout under the node's data directory data (DataDirFromEnv).
+func RuntimeIn(data string) Runtime {
 	return Runtime{LibDir: filepath.Join(data, "operator", "lib"), StateDir: filepath.Join(data, "operator", "slices")}
 }
 

@@ -5,9 +5,7 @@ package hardware
 
 import (
 	"context"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -32,7 +30,7 @@ import (
 type Options struct {
 	// SysfsRoot is the PCI device directory; pcisysfs.DefaultRoot when empty.
 	SysfsRoot string
-	// ClassPrefixes are the PCI classes of accelerators; GPUSTACK_PCI_CLASS_PREFIXES or the default when empty.
+	// ClassPrefixes are the PCI classes of accelerators (pcisysfs.ClassPrefixesFromEnv); the default when empty.
 	ClassPrefixes []string
 	// Runner runs the vendors' tools; an smitool.ExecRunner when nil.
 	Runner smitool.Runner
@@ -61,9 +59,6 @@ func New(opts Options) *Provider {
 	}
 	if len(opts.ClassPrefixes) == 0 {
 		opts.ClassPrefixes = pcisysfs.DefaultClassPrefixes
-		if env := os.Getenv("GPUSTACK_PCI_CLASS_PREFIXES"); env != "" {
-			opts.ClassPrefixes = strings.Split(env, ",")
-		}
 	}
 	p := &Provider{opts: opts, backends: map[string]providers.Provider{"nvidia": nvidia.New(opts.NVML)}}
 	for key, make := range map[string]func(string, smitool.Runner) *smitool.Backend{

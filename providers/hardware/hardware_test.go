@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpustack/gpustack-operator/providers/amd"
+	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs/pcisysfstest"
 	"github.com/gpustack/gpustack-operator/providers/smitool/smitooltest"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -77,6 +78,13 @@ func TestDetect(t *testing.T) {
 			env:    map[string]string{"GPUSTACK_AMD_PCI_VENDOR_ID": "0302_1002"},
 			want:   want{},
 		},
+		"ClassPrefixes": {
+			reason: "GPUSTACK_PCI_CLASS_PREFIXES=0302 counts 3D controllers alone: the AMD display controllers (0380) are no card, and their tool is not run.",
+			bus:    withNvidia,
+			nvml:   func() nvml.Interface { return dgxa100.New() },
+			env:    map[string]string{"GPUSTACK_PCI_CLASS_PREFIXES": "0302"},
+			want:   want{products: strings.Split(strings.Repeat("Mock NVIDIA A100-SXM4-40GB,", 8), ",")[:8]},
+		},
 		"NoNVML": {
 			reason: "Without the NVIDIA library the NVIDIA cards on the bus stay visible, unhealthy, and the error says why.",
 			bus:    withNvidia,
@@ -93,7 +101,11 @@ func TestDetect(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			vendors.Configure(func(k string) string { return tc.env[k] })
 			t.Cleanup(func() { vendors.Configure(func(string) string { return "" }) })
-			p := New(Options{SysfsRoot: pcisysfstest.Tree(t, tc.bus), NVML: tc.nvml(),
+			classes, err := pcisysfs.ClassPrefixesFromEnv(func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := New(Options{SysfsRoot: pcisysfstest.Tree(t, tc.bus), NVML: tc.nvml(), ClassPrefixes: classes,
 				Runner: smitooltest.Runner{amd.Command.String(): {Stdout: string(rocm)}}})
 			got, err := p.Detect(context.Background())
 			var products []string

@@ -17,8 +17,30 @@ import (
 const DefaultRoot = "/sys/bus/pci/devices"
 
 // DefaultClassPrefixes are the PCI class prefixes of accelerators: network (02), display (03), processor
-// (0b) and processing accelerators (12), as GPUSTACK_PCI_CLASS_PREFIXES defaults.
+// (0b) and processing accelerators (12), as EnvClassPrefixes defaults.
 var DefaultClassPrefixes = []string{"02", "03", "0b", "12"}
+
+// EnvClassPrefixes names the variable that lists the PCI class prefixes of accelerators, comma-separated.
+const EnvClassPrefixes = "GPUSTACK_PCI_CLASS_PREFIXES"
+
+// ClassPrefixesFromEnv reads EnvClassPrefixes through getenv: DefaultClassPrefixes when unset, else its
+// comma-separated prefixes, lowercased, each two, four or six hex digits of a class code (03, 0302, 030200).
+// Anything else is an error naming the variable.
+func ClassPrefixesFromEnv(getenv func(string) string) ([]string, error) {
+	v := strings.TrimSpace(getenv(EnvClassPrefixes))
+	if v == "" {
+		return DefaultClassPrefixes, nil
+	}
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if _, err := strconv.ParseUint(p, 16, 32); err != nil || len(p)%2 != 0 || len(p) > 6 {
+			return nil, errors.Errorf("%s=%q: %q is not a PCI class prefix (two, four or six hex digits, such as 03 or 0302)", EnvClassPrefixes, v, p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
 
 // Device is one PCI function.
 type Device struct {

@@ -92,3 +92,38 @@ func FuzzParseHex(f *testing.F) {
 		}
 	})
 }
+
+func TestClassPrefixesFromEnv(t *testing.T) {
+	type want struct {
+		Prefixes []string
+		Err      string
+	}
+	cases := map[string]struct {
+		reason string
+		value  string
+		want   want
+	}{
+		"Unset":  {reason: "Unset, the four accelerator classes.", want: want{Prefixes: DefaultClassPrefixes}},
+		"List":   {reason: "A list is split, trimmed and lowercased.", value: "03, 0B,120000", want: want{Prefixes: []string{"03", "0b", "120000"}}},
+		"NotHex": {reason: "A prefix that is not hex names the variable.", value: "03,gpu", want: want{Err: `GPUSTACK_PCI_CLASS_PREFIXES="03,gpu": "gpu" is not a PCI class prefix (two, four or six hex digits, such as 03 or 0302)`}},
+		"Odd":    {reason: "A prefix of an odd length matches no class byte.", value: "030", want: want{Err: `GPUSTACK_PCI_CLASS_PREFIXES="030": "030" is not a PCI class prefix (two, four or six hex digits, such as 03 or 0302)`}},
+		"Empty":  {reason: "An empty entry is refused rather than matching every class.", value: "03,", want: want{Err: `GPUSTACK_PCI_CLASS_PREFIXES="03,": "" is not a PCI class prefix (two, four or six hex digits, such as 03 or 0302)`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			prefixes, err := ClassPrefixesFromEnv(func(k string) string {
+				if k == EnvClassPrefixes {
+					return tc.value
+				}
+				return ""
+			})
+			got := want{Prefixes: prefixes}
+			if err != nil {
+				got.Err = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nClassPrefixesFromEnv(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -31,8 +31,9 @@ var Layers = []Layer{
 	{Name: "apis", Prefixes: []string{"apis"}, TestsMayImport: []string{"framework"}},
 	{Name: "simulator", Prefixes: []string{"providers/simulated"},
 		MayImport: []string{"apis", "core", "providers"}},
-	// The domain core: plain functions over plain values, read by the functions and the controllers alike.
-	{Name: "core", Prefixes: []string{"pools", "vendors", "instancepod"},
+	// The domain core: plain functions over plain values, read by the functions and the controllers alike
+	// (envvar reads the commands' variables through the getenv they pass, never the process's own).
+	{Name: "core", Prefixes: []string{"pools", "vendors", "instancepod", "envvar"},
 		MayImport: []string{"apis"}, ForbiddenExternal: pure},
 	{Name: "data", Prefixes: []string{"package", "policies"}, TestsMayImport: []string{"apis", "framework"}},
 	{Name: "providers", Prefixes: []string{"providers"},

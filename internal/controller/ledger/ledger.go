@@ -6,7 +6,6 @@ package ledger
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/envvar"
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -31,15 +31,20 @@ import (
 type Reconciler struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	// ReleaseTerminated stops charging finished Pods (GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS, default true).
+	// ReleaseTerminated stops charging finished Pods (EnvReleaseTerminated, default true).
 	ReleaseTerminated bool
 
 	recorded recordedMemo
 }
 
-// ReleaseTerminatedFromEnv reads GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS.
-func ReleaseTerminatedFromEnv() bool {
-	return os.Getenv("GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS") != "false"
+// EnvReleaseTerminated names the variable that says whether finished Pods stop holding their cards.
+const EnvReleaseTerminated = "GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS"
+
+// ReleaseTerminatedFromEnv reads EnvReleaseTerminated through getenv: true (the default) frees a finished Pod's
+// cards, false keeps them charged until the Pod is deleted. A value that is not a boolean is an error naming
+// the variable.
+func ReleaseTerminatedFromEnv(getenv func(string) string) (bool, error) {
+	return envvar.Bool(getenv, EnvReleaseTerminated, true)
 }
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch

@@ -102,6 +102,26 @@ var _ = Describe("Reconcile", func() {
 			want{Cards: map[string]string{card("finished", 0): "0/0/1600000/0", card("finished", 1): "0/0/1600000/0"}}),
 	)
 
+	It("keeps a finished Pod's card charged while GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS is false", func() {
+		node := "kept-finished"
+		suite.Create(builders.MakeDevices(node).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj(),
+			makePod(node, node, corev1.PodSucceeded, whole, fmt.Sprintf(`{"main":[%q]}`, card(node, 0))))
+		release, err := ledger.ReleaseTerminatedFromEnv(func(k string) string {
+			if k == ledger.EnvReleaseTerminated {
+				return "false"
+			}
+			return ""
+		})
+		Expect(err).NotTo(HaveOccurred())
+		r := &ledger.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(10), ReleaseTerminated: release}
+		_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: node}})
+		Expect(err).NotTo(HaveOccurred())
+		d := &workerv1.Devices{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: node}, d)).To(Succeed())
+		a := d.Status.Groups[0].Accelerators[0]
+		Expect([]int64{a.Allocated, a.Remaining}).To(Equal([]int64{pools.M, 0}), "the finished Pod's card: allocated, remaining")
+	})
+
 	It("charges the older of two whole-card Pods on a one-card node and reports the other as a LedgerConflict", func() {
 		node := "conflict"
 		suite.Create(builders.MakeDevices(node).Cards("nvidia", "NVIDIA A10G", 24576, 1).Obj(),
@@ -120,3 +140,37 @@ var _ = Describe("Reconcile", func() {
 		Expect(testutil.ToFloat64(metrics.LedgerConflicts)-conflicts).To(Equal(1.0), "ledger conflicts counted")
 	})
 })
+
+func TestReleaseTerminatedFromEnv(t *testing.T) {
+	type want struct {
+		Release bool
+		Err     string
+	}
+	cases := map[string]struct {
+		reason string
+		value  string
+		want   want
+	}{
+		"Unset": {reason: "Finished Pods free their cards by default.", want: want{Release: true}},
+		"False": {reason: "false keeps them charged.", value: "false", want: want{Release: false}},
+		"Invalid": {reason: "A value that is no boolean stops the worker, naming the variable.", value: "no",
+			want: want{Err: `GPUSTACK_LEDGER_RELEASE_TERMINATED_PODS="no": want true or false`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			release, err := ledger.ReleaseTerminatedFromEnv(func(k string) string {
+				if k == ledger.EnvReleaseTerminated {
+					return tc.value
+				}
+				return ""
+			})
+			got := want{Release: release}
+			if err != nil {
+				got.Err = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nReleaseTerminatedFromEnv(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

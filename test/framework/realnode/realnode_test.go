@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpustack/gpustack-operator/devicemanager"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/providers/hardware"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
@@ -172,7 +173,7 @@ func TestRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	detected, err := hardware.New(hardware.Options{SysfsRoot: filepath.Join(root, pcisysfs.DefaultRoot),
-		Runner: smitool.ExecRunner{Root: root, Scratch: devicemanager.ToolScratch}}).Detect(ctx)
+		Runner: smitool.ExecRunner{Root: root, Scratch: devicemanager.ToolScratch(deviceplugin.DefaultDataDir)}}).Detect(ctx)
 	if err != nil {
 		t.Errorf("detecting node-b's cards: %v", err)
 	}
