@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -18,9 +17,9 @@ const apiServerPoll = 2 * time.Second
 
 // readyConfig loads a kubeconfig (the in-cluster one when empty) and waits until its API server is ready.
 func readyConfig(ctx context.Context, kubeconfig string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := loadConfig(kubeconfig)
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot load the kubeconfig")
+		return nil, err
 	}
 	return cfg, waitForAPIServer(ctx, cfg, apiServerPoll, ctrl.Log.WithName("startup"))
 }

@@ -12,13 +12,19 @@ import (
 // newClient returns the configuration of a kubeconfig (the in-cluster one when empty) and a client of the
 // operator's scheme over it.
 func newClient(kubeconfig string) (*rest.Config, client.Client, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := loadConfig(kubeconfig)
 	if err != nil {
-		return nil, nil, errors.Wrap(err, "cannot load the kubeconfig")
+		return nil, nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, nil, errors.Wrap(err, "cannot create a client")
 	}
 	return cfg, c, nil
+}
+
+// loadConfig loads the kubeconfig; the in-cluster configuration when it is empty.
+func loadConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	return cfg, errors.Wrap(err, "cannot load the kubeconfig")
 }

@@ -86,9 +86,6 @@ func (c *Chain) Remove(name string) {
 	c.dirty[name] = true
 }
 
-// Nodes returns how many nodes the Chain knows.
-func (c *Chain) Nodes() int { return len(c.nodes) }
-
 // Flavors runs the flavors function on the Chain's nodes with settings s, or returns its last answer when no
 // node's identity and no setting changed since.
 func (c *Chain) Flavors(ctx context.Context, s xrs.FunctionSettings) (Output, xrs.NodeInventoryStatus, error) {

@@ -145,17 +145,6 @@ var memberADown = [][]string{header,
 	{"gpustack--nvidia-tesla-t4-linux-amd64", "0/1", "0/0 0/0 0/0 0/0", "0/0", "0", "member-a"},
 }
 
-// waitControllersReady waits until the Pods of the worker and of Kueue in the cluster of kubeconfig are Ready:
-// after an outage of its API server, the cluster admits nothing before they are.
-func waitControllersReady(kubeconfig string) {
-	GinkgoHelper()
-	// The chart's Kueue runs in the release's namespace.
-	for _, selector := range []string{"app.kubernetes.io/component=worker", "control-plane=controller-manager"} {
-		out, err := testenv.Kubectl(kubeconfig, "-n", localcluster.ChartNamespace, "wait", "pod", "-l", selector, "--for=condition=Ready", "--timeout=5m")
-		Expect(err).NotTo(HaveOccurred(), out)
-	}
-}
-
 // workerRestarts is how many times the worker's containers restarted in the cluster of kubeconfig, all replicas
 // together.
 func workerRestarts(kubeconfig string) int {

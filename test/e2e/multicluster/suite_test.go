@@ -20,6 +20,7 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 var (
@@ -67,3 +68,14 @@ var _ = AfterSuite(func() {
 		m.Stop()
 	}
 })
+
+// waitControllersReady waits until the Pods of the worker and of Kueue in the cluster of kubeconfig are Ready:
+// after an outage of its API server, the cluster admits nothing before they are.
+func waitControllersReady(kubeconfig string) {
+	GinkgoHelper()
+	// The chart's Kueue runs in the release's namespace.
+	for _, selector := range []string{"app.kubernetes.io/component=worker", "control-plane=controller-manager"} {
+		out, err := testenv.Kubectl(kubeconfig, "-n", localcluster.ChartNamespace, "wait", "pod", "-l", selector, "--for=condition=Ready", "--timeout=5m")
+		Expect(err).NotTo(HaveOccurred(), out)
+	}
+}
