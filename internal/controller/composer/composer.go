@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
+	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -501,20 +502,23 @@ func (r *Reconciler) profile(node *corev1.Node, devices *workerv1.Devices, cpuRe
 	return n, nil
 }
 
-// cpuRequested sums the CPU requests of the Pods bound to each node that have not finished.
+// cpuRequested sums the CPU requests of the Pods bound to each node that have not finished, each Pod's as the
+// scheduler counts it: its containers and native sidecars, or its init containers' peak when that is more, and
+// its overhead (a pod-level request where the Pod sets one).
 func (r *Reconciler) cpuRequested(ctx context.Context) (map[string]int64, error) {
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, errors.Wrap(err, "cannot list Pods")
 	}
 	out := map[string]int64{}
-	for _, p := range pods.Items {
+	reuse := corev1.ResourceList{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, c := range p.Spec.Containers {
-			out[p.Spec.NodeName] += c.Resources.Requests.Cpu().MilliValue()
-		}
+		reuse = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{Reuse: reuse})
+		out[p.Spec.NodeName] += reuse.Cpu().MilliValue()
 	}
 	return out, nil
 }

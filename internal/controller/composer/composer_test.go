@@ -16,11 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -498,6 +500,38 @@ var _ = It("leaves out a node whose card count its Devices inventory does not ba
 	generic := &workerv1.InstanceType{}
 	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: walkthrough.Step1Types[1][0]}, generic)).To(Succeed())
 	Expect(generic.Status.Summary.CPU).To(Equal("48/56"), "the generic pool without node-cpu's 16 cores")
+})
+
+// A Pod on node-cpu (16 cores) whose main container asks 1 CPU, behind a native sidecar asking 2 and an init
+// container asking 8: the scheduler counts 10 (the init container runs beside the sidecar started before it),
+// and so does the generic pool's CPU view, 72 cores free before, 62 after (71 counting its containers alone).
+var _ = It("counts a Pod's CPU as the scheduler does: sidecars and the init containers' peak", func() {
+	ctx := context.Background()
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	r := &composer.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(100)}
+	recompute := func() { GinkgoHelper(); recomputeWith(r) }
+	cpu := func(q string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}}
+	}
+	generic := func() string {
+		GinkgoHelper()
+		it := &workerv1.InstanceType{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: walkthrough.Step1Types[1][0]}, it)).To(Succeed())
+		return it.Status.Summary.CPU
+	}
+	recompute()
+	recompute()
+	Expect(generic()).To(Equal("48/72"))
+
+	suite.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "with-sidecar"},
+		Spec: corev1.PodSpec{NodeName: "node-cpu",
+			InitContainers: []corev1.Container{
+				{Name: "sidecar", Image: "busybox", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: cpu("2")},
+				{Name: "setup", Image: "busybox", Resources: cpu("8")},
+			},
+			Containers: []corev1.Container{{Name: "main", Image: "busybox", Resources: cpu("1")}}}})
+	recompute()
+	Expect(generic()).To(Equal("48/62"), "node-cpu's 16 cores less the Pod's 10")
 })
 
 // Runs the composer in a manager, as the worker does, through a client whose every third write fails with a
