@@ -359,13 +359,7 @@ var _ = It("holds a pool that lost its flavors for the grace period before it dr
 	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
 	cq.Status.ReservingWorkloads = 1
 	Expect(suite.Client.Status().Update(ctx, cq)).To(Succeed())
-	setManaged := func(v string) {
-		GinkgoHelper()
-		node := &corev1.Node{}
-		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node)).To(Succeed())
-		node.Labels[workerv1.LabelManaged] = v
-		Expect(suite.Client.Update(ctx, node)).To(Succeed())
-	}
+	setManaged := func(v string) { GinkgoHelper(); setNodeManaged(ctx, "node-a10g", v) }
 	state := func() (string, workerv1.InstanceTypePhase, string) {
 		GinkgoHelper()
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
@@ -421,13 +415,7 @@ var _ = It("holds a new queue with no groups until a flavor fills them", func() 
 	suite.Create(profiledNodes("walkthrough.yaml")...)
 	r := &composer.Reconciler{Client: suite.Client, Recorder: record.NewFakeRecorder(100)}
 	recompute := func() { GinkgoHelper(); recomputeWith(r) }
-	setManaged := func(v string) {
-		GinkgoHelper()
-		node := &corev1.Node{}
-		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "node-a10g"}, node)).To(Succeed())
-		node.Labels[workerv1.LabelManaged] = v
-		Expect(suite.Client.Update(ctx, node)).To(Succeed())
-	}
+	setManaged := func(v string) { GinkgoHelper(); setNodeManaged(ctx, "node-a10g", v) }
 	const name = "a10g-12c128g"
 	// state is the queue's stop policy, its empty-plan marker, and the type's phase and message.
 	state := func() []string {
@@ -664,3 +652,13 @@ var _ = It("composes and releases a type whose feature spells out a false field"
 	err := suite.Client.Get(ctx, client.ObjectKey{Name: "a10g-no-overcommit"}, &workerv1.InstanceType{})
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the type goes with its queue: Get says %v", err)
 })
+
+// setNodeManaged sets the gpustack.ai/managed label of the named node to v, as NFD would from its worker
+// NodeFeature.
+func setNodeManaged(ctx context.Context, name, v string) {
+	GinkgoHelper()
+	node := &corev1.Node{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, node)).To(Succeed())
+	node.Labels[workerv1.LabelManaged] = v
+	Expect(suite.Client.Update(ctx, node)).To(Succeed())
+}
