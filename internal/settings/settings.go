@@ -107,7 +107,8 @@ func (v Values) Functions() xrs.FunctionSettings {
 // operator.
 func Load(ctx context.Context, c client.Reader) (Values, []string, error) {
 	list := &workerv1.SettingList{}
-	if err := c.List(ctx, list, client.InNamespace(workerv1.SystemNamespace)); err != nil {
+	// Read, never changed: the per-card check loads the settings for every verdict, without copying them.
+	if err := c.List(ctx, list, client.InNamespace(workerv1.SystemNamespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, errors.Wrap(err, "cannot list settings")
 	}
 	v := Defaults()
