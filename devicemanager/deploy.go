@@ -3,6 +3,7 @@ package devicemanager
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,14 +84,25 @@ var NamespaceLabels = map[string]string{
 }
 
 // Objects returns the agents' DaemonSets, one per manufacturer on the nodes where NFD found that
-// manufacturer's PCI vendor ID, and one for the nodes with an RDMA NIC and no card. Their namespace, service
-// account and roles ship with the chart, so the worker that applies these needs no right to grant roles.
+// manufacturer's PCI vendor ID, and one for the nodes with an RDMA NIC and no card. One agent runs on a node:
+// it detects and serves every vendor's cards there, so a node with two vendors' cards runs the agent of the
+// first in the vendor table's order alone (a second would register the same resources with the kubelet and
+// keep a ledger of its own). Their namespace, service account and roles ship with the chart, so the worker
+// that applies these needs no right to grant roles.
 func (d Deployment) Objects() []client.Object {
 	var out []client.Object
+	var earlier []corev1.NodeSelectorRequirement
 	for _, v := range vendors.All() {
+		// Not where an earlier vendor's agent runs; the first vendor's DaemonSet needs no affinity.
+		var affinity *corev1.Affinity
+		if len(earlier) > 0 {
+			affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: slices.Clone(earlier)}}}}}
+		}
 		out = append(out, d.daemonSet(v.Key, func(pod *corev1.PodSpec) {
-			pod.NodeSelector = map[string]string{pciLabel(v.PCILabel()): "true"}
+			pod.NodeSelector, pod.Affinity = map[string]string{pciLabel(v.PCILabel()): "true"}, affinity
 		}))
+		earlier = append(earlier, corev1.NodeSelectorRequirement{Key: pciLabel(v.PCILabel()), Operator: corev1.NodeSelectorOpDoesNotExist})
 	}
 	// The RDMA agent serves no slice: it needs no enforcer on its nodes.
 	rdmaOnly := func(pod *corev1.PodSpec) { pod.Affinity, pod.InitContainers = rdmaOnlyNodes(), nil }

@@ -223,6 +223,16 @@ func TestDeploymentPlacement(t *testing.T) {
 			labels: pci("15b3", "10de"),
 			want:   []string{devicemanager.CPUInfoDaemonSetName, devicemanager.DaemonSetName("nvidia")},
 		},
+		"NVIDIAAndAMD": {
+			reason: "A node with two vendors' cards runs one agent, the first vendor's in the table, which serves both.",
+			labels: pci("10de", "1002"),
+			want:   []string{devicemanager.CPUInfoDaemonSetName, devicemanager.DaemonSetName("nvidia")},
+		},
+		"AMDAndThead": {
+			reason: "Any two vendors: the earlier one's agent alone.",
+			labels: pci("1ded", "1002"),
+			want:   []string{devicemanager.CPUInfoDaemonSetName, devicemanager.DaemonSetName("amd")},
+		},
 		"HuaweiNIC": {
 			reason: "Huawei's vendor ID is Ascend's too: the Ascend agent runs there, and finds the NIC.",
 			labels: pci("19e5"),
