@@ -104,8 +104,8 @@ func (d Deployment) Objects() []client.Object {
 		}))
 		earlier = append(earlier, corev1.NodeSelectorRequirement{Key: pciLabel(v.PCILabel()), Operator: corev1.NodeSelectorOpDoesNotExist})
 	}
-	// The RDMA agent serves no slice: it needs no enforcer on its nodes.
-	rdmaOnly := func(pod *corev1.PodSpec) { pod.Affinity, pod.InitContainers = rdmaOnlyNodes(), nil }
+	// The RDMA agent comes after every vendor's, and serves no slice: it needs no enforcer on its nodes.
+	rdmaOnly := func(pod *corev1.PodSpec) { pod.Affinity, pod.InitContainers = rdmaOnlyNodes(earlier), nil }
 	return append(out, d.daemonSet(RDMAAgent, rdmaOnly), d.cpuInfoDaemonSet())
 }
 
@@ -117,15 +117,14 @@ const RDMAAgent = "rdma"
 // pciLabel is NFD's label of a node with a PCI function of the vendor (and class) label names.
 func pciLabel(label string) string { return "feature.node.kubernetes.io/pci-" + label + ".present" }
 
-// rdmaOnlyNodes selects the nodes with a PCI function of an RDMA NIC vendor (rdma.NICVendorIDs) and no vendor's
-// card, one term per NIC vendor (the terms are ORed, a term's requirements ANDed). A NIC vendor that is also a
-// card vendor (Huawei, Alibaba) is left out: that vendor's agent runs on its nodes and serves their NICs.
-func rdmaOnlyNodes() *corev1.Affinity {
-	var noCard []corev1.NodeSelectorRequirement
+// rdmaOnlyNodes selects the nodes with a PCI function of an RDMA NIC vendor (rdma.NICVendorIDs) and none that
+// noCard requires absent (every vendor's card), one term per NIC vendor (the terms are ORed, a term's
+// requirements ANDed). A NIC vendor that is also a card vendor (Huawei, Alibaba) is left out: that vendor's
+// agent runs on its nodes and serves their NICs.
+func rdmaOnlyNodes(noCard []corev1.NodeSelectorRequirement) *corev1.Affinity {
 	cardLabels := map[string]bool{}
 	for _, v := range vendors.All() {
 		cardLabels[v.PCILabel()] = true
-		noCard = append(noCard, corev1.NodeSelectorRequirement{Key: pciLabel(v.PCILabel()), Operator: corev1.NodeSelectorOpDoesNotExist})
 	}
 	var terms []corev1.NodeSelectorTerm
 	for _, id := range rdma.NICVendorIDs {
