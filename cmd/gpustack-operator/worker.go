@@ -131,17 +131,8 @@ func runWorker(args []string) error {
 			return err
 		}
 	}
-	if *agentImage != "" {
-		// A node agent the worker may not deploy (a role older than this binary, during an upgrade) is reported
-		// and leaves the others, and the worker, running.
-		d, err := devicemanager.DeploymentFromEnv(*agentImage)
-		if err != nil {
-			return err
-		}
-		d.EnforcerImage = *enforcerImage
-		if err := deployAgents(ctx, direct, d); err != nil {
-			ctrl.Log.WithName("node-agents").Error(err, "cannot deploy every node agent; the others are deployed")
-		}
+	if err := deployNodeAgents(ctx, direct, *agentImage, *enforcerImage); err != nil {
+		return err
 	}
 	if err := setupNodeProfile(ctx, mgr, direct); err != nil {
 		return err
@@ -284,6 +275,25 @@ func setupNodeProfile(ctx context.Context, mgr ctrl.Manager, direct client.Clien
 		return nil
 	}
 	return errors.Wrap((&cpuinfo.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr), "cannot set up the cpu-info rule")
+}
+
+// deployNodeAgents deploys the node agents of image (none when it is empty) with the enforcers of
+// enforcerImage. The worker's variables they take are read first: one the worker cannot read stops it. A node
+// agent the worker may not deploy (a role older than this binary, during an upgrade) is reported and leaves the
+// others, and the worker, running.
+func deployNodeAgents(ctx context.Context, c client.Client, image, enforcerImage string) error {
+	if image == "" {
+		return nil
+	}
+	d, err := devicemanager.DeploymentFromEnv(image)
+	if err != nil {
+		return err
+	}
+	d.EnforcerImage = enforcerImage
+	if err := deployAgents(ctx, c, d); err != nil {
+		ctrl.Log.WithName("node-agents").Error(err, "cannot deploy every node agent; the others are deployed")
+	}
+	return nil
 }
 
 // The agents' namespace, service account and roles ship with the chart, so the worker needs no right to
