@@ -191,13 +191,8 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	if err != nil {
 		return verdict{}, err
 	}
-	for _, other := range inflight {
-		if _, after, err := placeOn(nodes, allowedNodes(acceleratedTemplates(other, true), objects), workloadPods(other)); err == nil {
-			nodes = after
-		}
-	}
 	templates := acceleratedTemplates(wl, false)
-	placed, _, err := placeOn(nodes, allowedNodes(templates, objects), pods)
+	placed, err := decide(nodes, objects, inflight, templates, pods)
 	if err != nil {
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoCardWithRoom,
 			message: fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(pods), err)}, nil

@@ -64,6 +64,19 @@ func allowedNodes(pods map[kueue.PodSetReference]*corev1.Pod, nodes map[string]*
 	return out
 }
 
+// decide places the Pods on the flavor's nodes after the Workloads in flight, each where it was pinned or
+// wherever it fits first (one that fits nowhere is not counted), and returns the node of each Pod.
+func decide(nodes []pools.NodeCards, objects map[string]*corev1.Node, inflight []*kueue.Workload,
+	templates map[kueue.PodSetReference]*corev1.Pod, pods podClaims) ([]string, error) {
+	for _, other := range inflight {
+		if _, after, err := placeOn(nodes, allowedNodes(acceleratedTemplates(other, true), objects), workloadPods(other)); err == nil {
+			nodes = after
+		}
+	}
+	placed, _, err := placeOn(nodes, allowedNodes(templates, objects), pods)
+	return placed, err
+}
+
 // placeOn places the Pods on the allowed nodes only and returns where each went and every node after it.
 func placeOn(nodes []pools.NodeCards, allowed map[string]bool, pods podClaims) ([]string, []pools.NodeCards, error) {
 	var subset []pools.NodeCards

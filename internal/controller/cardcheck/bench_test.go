@@ -1,0 +1,122 @@
+package cardcheck
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/pools"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
+)
+
+// The benchmarks measure a verdict's own work on one flavor of many nodes with eight A10G cards each, as the
+// scale harness's largest run has it (5,000 nodes, 40,000 cards, 500 Instances in flight): reading the nodes'
+// cards, counting the Workloads in flight and placing the Workload. `make bench` runs them; the numbers are in
+// docs/performance.md.
+
+const benchCards = 8
+
+// benchNodeName names the i-th node of a benchmark's flavor, in name order.
+func benchNodeName(i int) string { return fmt.Sprintf("node-%05d", i) }
+
+// halfCardLimits are a half-card slice's limits, the harness's Instance.
+var halfCardLimits = corev1.ResourceList{"nvidia.com/gpu.sliced": resource.MustParse("1"),
+	"nvidia.com/gpu.sliced.units": *resource.NewQuantity(pools.M/2, resource.DecimalSI)}
+
+// benchFlavor returns n nodes' cards (every card free, or every card taken) and their Node objects.
+func benchFlavor(n int, full bool) ([]pools.NodeCards, map[string]*corev1.Node) {
+	nodes := make([]pools.NodeCards, 0, n)
+	objects := make(map[string]*corev1.Node, n)
+	for i := range n {
+		name := benchNodeName(i)
+		cards := make([]pools.Card, benchCards)
+		for j := range cards {
+			cards[j] = pools.Card{ID: fmt.Sprintf("%s-%d", name, j), Remaining: pools.M, Slots: 4}
+			if full {
+				cards[j].Mode, cards[j].Remaining = workerv1.AllocationExclusive, 0
+			}
+		}
+		nodes = append(nodes, pools.NodeCards{Name: name, Cards: map[string][]pools.Card{"nvidia": cards}})
+		objects[name] = builders.MakeNode(name).Label(corev1.LabelHostname, name).Obj()
+	}
+	return nodes, objects
+}
+
+// benchWorkload is a Workload of one Pod asking a half-card slice; pinnedTo, when set, is the node an earlier
+// verdict pinned it to.
+func benchWorkload(name, pinnedTo string) *kueue.Workload {
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)},
+		Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: halfCardLimits}}}}}}}}}
+	wl.Status.AdmissionChecks = []kueue.AdmissionCheckState{{Name: Name, State: kueue.CheckStateReady}}
+	if pinnedTo != "" {
+		wl.Status.AdmissionChecks[0].PodSetUpdates = []kueue.PodSetUpdate{{Name: "main", NodeSelector: map[string]string{corev1.LabelHostname: pinnedTo}}}
+	}
+	wl.Status.Admission = &kueue.Admission{PodSetAssignments: []kueue.PodSetAssignment{{Name: "main", Count: ptr.To[int32](1)}}}
+	return wl
+}
+
+// BenchmarkDecide places a half-card slice after the Workloads in flight, each pinned to a node of its own:
+// on a flavor with room (the Workload fits on the first node after those in flight), and on a full one (no node
+// takes it, so every node is tried and the reason written).
+func BenchmarkDecide(b *testing.B) {
+	for _, size := range []struct{ nodes, inflight int }{{500, 100}, {5000, 500}} {
+		for _, full := range []bool{false, true} {
+			nodes, objects := benchFlavor(size.nodes, full)
+			var inflight []*kueue.Workload
+			for i := range size.inflight {
+				inflight = append(inflight, benchWorkload(fmt.Sprintf("inflight-%d", i), benchNodeName(i)))
+			}
+			wl := benchWorkload("judged", "")
+			templates, pods := acceleratedTemplates(wl, false), workloadPods(wl)
+			b.Run(fmt.Sprintf("nodes=%d/inflight=%d/full=%t", size.nodes, size.inflight, full), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					_, err := decide(nodes, objects, inflight, templates, pods)
+					if (err != nil) != full {
+						b.Fatalf("decide(...): %v, want an error only on the full flavor", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkNodeCards reads the cards of every node of a flavor whose nodes did not change since the verdict
+// before, each with four bound Pods of a half-card slice.
+func BenchmarkNodeCards(b *testing.B) {
+	for _, n := range []int{500, 5000} {
+		devices := make([]*workerv1.Devices, n)
+		pods := make([][]corev1.Pod, n)
+		for i := range n {
+			name := benchNodeName(i)
+			devices[i] = builders.MakeDevices(name).Cards("nvidia", "NVIDIA A10G", 24576, benchCards).Obj()
+			devices[i].UID, devices[i].ResourceVersion = types.UID(name), "1"
+			for j := range 4 {
+				pods[i] = append(pods[i], corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-%d", name, j),
+					UID: types.UID(fmt.Sprintf("%s-%d", name, j)), ResourceVersion: "1"},
+					Spec:   corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: halfCardLimits}}}},
+					Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+			}
+		}
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			var m ledgerMemo
+			for i := range n {
+				m.cardsOf(devices[i], pods[i])
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range n {
+					m.cardsOf(devices[i], pods[i])
+				}
+			}
+		})
+	}
+}
