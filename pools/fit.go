@@ -54,63 +54,122 @@ func (d Demand) String() string {
 // placement, or, when the demand does not fit, a reason naming what was asked and the largest free piece.
 // The cards passed in are not changed.
 func Fit(cards []Card, d Demand) ([]int, []Card, error) {
-	after := append([]Card(nil), cards...)
+	if d.Family == FamilySliced && (d.Units <= 0 || d.Units > M) {
+		return nil, nil, errors.Errorf("a slice must be more than nothing and at most one card, got %d credits", d.Units)
+	}
+	chosen, after, ok := fit(cards, d)
+	if ok {
+		return chosen, after, nil
+	}
+	return nil, nil, refusal(cards, d)
+}
+
+// fit is Fit without the reason: it allocates nothing when the demand does not fit, so a placement can try
+// thousands of nodes and explain only the few it reports.
+func fit(cards []Card, d Demand) ([]int, []Card, bool) {
 	switch d.Family {
 	case FamilyExclusive:
-		var free []int
+		want := int(max(d.Cards, 1))
+		if countCards(cards, wholeCardFree) < want {
+			return nil, nil, false
+		}
+		after := append([]Card(nil), cards...)
+		chosen := make([]int, 0, want)
 		for i, c := range cards {
-			if !c.Unhealthy && !c.Partitioned() && c.Mode == workerv1.AllocationNone && c.Remaining == M {
-				free = append(free, i)
+			if len(chosen) < want && wholeCardFree(c) {
+				chosen = append(chosen, i)
+				after[i].Mode, after[i].Remaining = workerv1.AllocationExclusive, 0
 			}
 		}
-		if int64(len(free)) < max(d.Cards, 1) {
-			return nil, nil, errors.Errorf("not enough free cards for %s: %d free", d, len(free))
-		}
-		chosen := free[:max(d.Cards, 1)]
-		for _, i := range chosen {
-			after[i].Mode, after[i].Remaining = workerv1.AllocationExclusive, 0
-		}
-		return chosen, after, nil
+		return chosen, after, true
 	case FamilyShared:
-		candidates := fullestFirst(cards, func(c Card) bool {
-			return (c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationShared) && c.Remaining >= share
-		})
-		if int64(len(candidates)) < max(d.Cards, 1) {
-			return nil, nil, errors.Errorf("not enough cards with a free share for %s: %d have one", d, len(candidates))
+		want := int(max(d.Cards, 1))
+		if countCards(cards, shareFree) < want {
+			return nil, nil, false
 		}
-		chosen := candidates[:max(d.Cards, 1)]
+		after := append([]Card(nil), cards...)
+		chosen := fullestFirst(cards, shareFree)[:want]
 		for _, i := range chosen {
 			after[i].Mode, after[i].Remaining = workerv1.AllocationShared, after[i].Remaining-share
 		}
 		sort.Ints(chosen)
-		return chosen, after, nil
+		return chosen, after, true
 	case FamilySliced:
-		if d.Units <= 0 || d.Units > M {
-			return nil, nil, errors.Errorf("a slice must be more than nothing and at most one card, got %d credits", d.Units)
+		// The fullest card that still has room, the first of equals.
+		best := -1
+		for i, c := range cards {
+			if sliceable(c) && c.Remaining >= d.Units && (best < 0 || c.Remaining < cards[best].Remaining) {
+				best = i
+			}
 		}
-		candidates := fullestFirst(cards, func(c Card) bool {
-			return c.Slots > 0 && c.AllocatedSlices < c.Slots &&
-				(c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationSliced) && c.Remaining >= d.Units
-		})
-		if len(candidates) == 0 {
-			return nil, nil, errors.Errorf("no card has room for %s: the largest free piece is %s", d, percent(largestSlice(cards)))
+		if best < 0 || d.Units <= 0 || d.Units > M {
+			return nil, nil, false
 		}
-		i := candidates[0]
-		after[i].Mode, after[i].Remaining = workerv1.AllocationSliced, after[i].Remaining-d.Units
-		after[i].AllocatedSlices++
-		return []int{i}, after, nil
+		after := append([]Card(nil), cards...)
+		after[best].Mode, after[best].Remaining = workerv1.AllocationSliced, after[best].Remaining-d.Units
+		after[best].AllocatedSlices++
+		return []int{best}, after, true
 	case FamilyPartitioned:
-		return fitPartitions(cards, d)
+		chosen, after, err := fitPartitions(cards, d)
+		return chosen, after, err == nil
 	}
-	return nil, nil, errors.Errorf("cannot place a %q request: it is not a family of whole cards, shares, slices or partitions", d.Family)
+	return nil, nil, false
 }
 
-// fullestFirst returns the indexes of the healthy, unpartitioned cards that pass ok, the fullest (least
-// remaining) first and by index among equals.
+// refusal says why a demand does not fit the cards: what was asked and the largest free piece.
+func refusal(cards []Card, d Demand) error {
+	switch d.Family {
+	case FamilyExclusive:
+		return errors.Errorf("not enough free cards for %s: %d free", d, countCards(cards, wholeCardFree))
+	case FamilyShared:
+		return errors.Errorf("not enough cards with a free share for %s: %d have one", d, countCards(cards, shareFree))
+	case FamilySliced:
+		if d.Units <= 0 || d.Units > M {
+			return errors.Errorf("a slice must be more than nothing and at most one card, got %d credits", d.Units)
+		}
+		return errors.Errorf("no card has room for %s: the largest free piece is %s", d, percent(largestSlice(cards)))
+	case FamilyPartitioned:
+		_, _, err := fitPartitions(cards, d)
+		return err
+	}
+	return errors.Errorf("cannot place a %q request: it is not a family of whole cards, shares, slices or partitions", d.Family)
+}
+
+// wholeCardFree reports whether a card can be taken whole: healthy, unpartitioned, unused.
+func wholeCardFree(c Card) bool {
+	return !c.Unhealthy && !c.Partitioned() && c.Mode == workerv1.AllocationNone && c.Remaining == M
+}
+
+// shareFree reports whether a card can take one more share.
+func shareFree(c Card) bool {
+	return !c.Unhealthy && !c.Partitioned() && (c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationShared) &&
+		c.Remaining >= share
+}
+
+// sliceable reports whether a card can take one more slice of some size: healthy, unpartitioned, with a free
+// slot, unused or sliced.
+func sliceable(c Card) bool {
+	return !c.Unhealthy && !c.Partitioned() && c.Slots > 0 && c.AllocatedSlices < c.Slots &&
+		(c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationSliced)
+}
+
+// countCards counts the cards that pass ok.
+func countCards(cards []Card, ok func(Card) bool) int {
+	n := 0
+	for _, c := range cards {
+		if ok(c) {
+			n++
+		}
+	}
+	return n
+}
+
+// fullestFirst returns the indexes of the cards that pass ok, the fullest (least remaining) first and by
+// index among equals.
 func fullestFirst(cards []Card, ok func(Card) bool) []int {
 	var out []int
 	for i, c := range cards {
-		if !c.Unhealthy && !c.Partitioned() && ok(c) {
+		if ok(c) {
 			out = append(out, i)
 		}
 	}
@@ -122,8 +181,7 @@ func fullestFirst(cards []Card, ok func(Card) bool) []int {
 func largestSlice(cards []Card) int64 {
 	var best int64
 	for _, c := range cards {
-		if !c.Unhealthy && !c.Partitioned() && c.Slots > 0 && c.AllocatedSlices < c.Slots &&
-			(c.Mode == workerv1.AllocationNone || c.Mode == workerv1.AllocationSliced) {
+		if sliceable(c) {
 			best = max(best, c.Remaining)
 		}
 	}

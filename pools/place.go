@@ -2,7 +2,7 @@ package pools
 
 import (
 	"fmt"
-	"sort"
+	"maps"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -32,33 +32,72 @@ func NodeCardsOf(d *workerv1.Devices, bound []Claim) NodeCards {
 }
 
 // Place puts all of one workload's claims on the first node that takes them, and returns that node's name
-// and the nodes as they are after it. When no node takes them it returns the reason the closest node gave.
-// The nodes passed in are not changed.
+// and the nodes as they are after it. When no node takes them it returns the reasons of the first nodes, in
+// their order (maxReasons of them, then how many more refused). The nodes passed in are not changed.
 func Place(nodes []NodeCards, claims []Claim) (string, []NodeCards, error) {
+	i, trial, err := placeFirst(nodes, claims)
+	if err != nil {
+		return "", nil, err
+	}
+	out := append([]NodeCards(nil), nodes...)
+	out[i] = trial
+	return trial.Name, out, nil
+}
+
+// maxReasons is how many nodes' reasons a refusal names: a flavor of thousands of full nodes would otherwise
+// write a Workload's status message of megabytes.
+const maxReasons = 5
+
+// placeFirst returns the index of the first node that takes the claims and that node after them.
+func placeFirst(nodes []NodeCards, claims []Claim) (int, NodeCards, error) {
 	if len(nodes) == 0 {
-		return "", nil, errors.New("no node serves the assigned flavor")
+		return -1, NodeCards{}, errors.New("no node serves the assigned flavor")
+	}
+	for i, n := range nodes {
+		if trial, ok := placeOnNode(n, claims); ok {
+			return i, trial, nil
+		}
 	}
 	var reasons []string
-	for i, n := range nodes {
-		trial := copyCards(n)
-		ok := true
-		for _, c := range claims {
-			_, after, err := Fit(trial.Cards[c.Manufacturer], c.Demand)
-			if err != nil {
-				reasons = append(reasons, fmt.Sprintf("%s: %v", n.Name, err))
-				ok = false
-				break
-			}
-			trial.Cards[c.Manufacturer] = after
-		}
-		if ok {
-			out := append([]NodeCards(nil), nodes...)
-			out[i] = trial
-			return n.Name, out, nil
-		}
+	for _, n := range nodes[:min(len(nodes), maxReasons)] {
+		reasons = append(reasons, fmt.Sprintf("%s: %v", n.Name, whyNot(n, claims)))
 	}
-	sort.Strings(reasons)
-	return "", nil, errors.Errorf("%s", strings.Join(reasons, "; "))
+	if more := len(nodes) - len(reasons); more > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d more node(s) have no room either", more))
+	}
+	return -1, NodeCards{}, errors.Errorf("%s", strings.Join(reasons, "; "))
+}
+
+// placeOnNode puts all the claims on one node and returns the node after them, ok false when one does not
+// fit. Only the manufacturers' cards it changes are copied.
+func placeOnNode(n NodeCards, claims []Claim) (NodeCards, bool) {
+	trial := n
+	copied := false
+	for _, c := range claims {
+		_, after, ok := fit(trial.Cards[c.Manufacturer], c.Demand)
+		if !ok {
+			return NodeCards{}, false
+		}
+		if !copied {
+			trial = NodeCards{Name: n.Name, Cards: maps.Clone(n.Cards)}
+			copied = true
+		}
+		trial.Cards[c.Manufacturer] = after
+	}
+	return trial, true
+}
+
+// whyNot returns the reason the first claim that does not fit the node gives, after the claims before it.
+func whyNot(n NodeCards, claims []Claim) error {
+	cards := maps.Clone(n.Cards)
+	for _, c := range claims {
+		_, after, err := Fit(cards[c.Manufacturer], c.Demand)
+		if err != nil {
+			return err
+		}
+		cards[c.Manufacturer] = after
+	}
+	return errors.New("it fits")
 }
 
 // PlacePods places a workload's Pods in turn, each Pod's claims on one node (its containers share a node) and
@@ -67,23 +106,19 @@ func Place(nodes []NodeCards, claims []Claim) (string, []NodeCards, error) {
 // fits nowhere, the reason names which Pod. The nodes passed in are not changed.
 func PlacePods(nodes []NodeCards, pods [][]Claim) ([]string, []NodeCards, error) {
 	names := make([]string, 0, len(pods))
+	out := nodes
 	for i, claims := range pods {
-		name, after, err := Place(nodes, claims)
+		j, trial, err := placeFirst(out, claims)
 		if err != nil {
 			if len(pods) > 1 {
 				return nil, nil, errors.Wrapf(err, "Pod %d of %d", i+1, len(pods))
 			}
 			return nil, nil, err
 		}
-		names, nodes = append(names, name), after
+		if i == 0 {
+			out = append([]NodeCards(nil), nodes...)
+		}
+		names, out[j] = append(names, trial.Name), trial
 	}
-	return names, nodes, nil
-}
-
-func copyCards(n NodeCards) NodeCards {
-	out := NodeCards{Name: n.Name, Cards: make(map[string][]Card, len(n.Cards))}
-	for k, v := range n.Cards {
-		out.Cards[k] = append([]Card(nil), v...)
-	}
-	return out
+	return names, out, nil
 }

@@ -149,3 +149,66 @@ func TestPlacePods(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaceRefusal checks the reasons of a refusal: each node's, in the nodes' order, and on a flavor of many
+// full nodes only the first few and how many more, so a Workload's message stays short at any size.
+func TestPlaceRefusal(t *testing.T) {
+	whole := []Claim{{Key: "p", Manufacturer: "nvidia", Demand: Demand{Family: FamilyExclusive, Cards: 2}}}
+	cases := map[string]struct {
+		reason string
+		nodes  int
+		want   string
+	}{
+		"TwoNodes": {
+			reason: "two one-card nodes: both reasons, in order",
+			nodes:  2,
+			want:   "a: not enough free cards for 2 whole card(s): 1 free; b: not enough free cards for 2 whole card(s): 1 free",
+		},
+		"ManyNodes": {
+			reason: "twelve one-card nodes: the first five reasons and a count of the rest",
+			nodes:  12,
+			want: "a: not enough free cards for 2 whole card(s): 1 free; b: not enough free cards for 2 whole card(s): 1 free; " +
+				"c: not enough free cards for 2 whole card(s): 1 free; d: not enough free cards for 2 whole card(s): 1 free; " +
+				"e: not enough free cards for 2 whole card(s): 1 free; 7 more node(s) have no room either",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			per := make([]int, tc.nodes)
+			for i := range per {
+				per[i] = 1
+			}
+			_, _, err := Place(t4Nodes(per...), whole)
+			if err == nil {
+				t.Fatalf("%s\nPlace(...): no error, want %q", tc.reason, tc.want)
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("%s\nPlace(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestPlaceLeavesItsInput checks that placing returns new cards and never changes the nodes it was given: the
+// per-card check shares them between verdicts.
+func TestPlaceLeavesItsInput(t *testing.T) {
+	nodes := t4Nodes(2, 2)
+	before := t4Nodes(2, 2)
+	claims := []Claim{
+		{Key: "p", Manufacturer: "nvidia", Demand: Demand{Family: FamilyExclusive, Cards: 1}},
+		{Key: "p", Manufacturer: "nvidia", Demand: Demand{Family: FamilySliced, Units: M / 2}},
+	}
+	name, after, err := Place(nodes, claims)
+	if err != nil || name != "a" {
+		t.Fatalf("Place(...) = %q, %v; want node a", name, err)
+	}
+	if diff := cmp.Diff(before, nodes); diff != "" {
+		t.Errorf("Place(...) changed its input: -before, +after:\n%s", diff)
+	}
+	if diff := cmp.Diff(before[1], after[1]); diff != "" {
+		t.Errorf("Place(...) changed a node it did not place on: -before, +after:\n%s", diff)
+	}
+	if after[0].Cards["nvidia"][0].Mode != workerv1.AllocationExclusive || after[0].Cards["nvidia"][1].Remaining != M/2 {
+		t.Errorf("Place(...) = %+v, want the first card taken whole and half of the second", after[0].Cards["nvidia"])
+	}
+}

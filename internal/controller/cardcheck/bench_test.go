@@ -2,6 +2,7 @@ package cardcheck
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,7 @@ var halfCardLimits = corev1.ResourceList{"nvidia.com/gpu.sliced": resource.MustP
 	"nvidia.com/gpu.sliced.units": *resource.NewQuantity(pools.M/2, resource.DecimalSI)}
 
 // benchFlavor returns n nodes' cards (every card free, or every card taken) and their Node objects.
-func benchFlavor(n int, full bool) ([]pools.NodeCards, map[string]*corev1.Node) {
+func benchFlavor(n int, full bool) *flavorNodes {
 	nodes := make([]pools.NodeCards, 0, n)
 	objects := make(map[string]*corev1.Node, n)
 	for i := range n {
@@ -46,13 +47,13 @@ func benchFlavor(n int, full bool) ([]pools.NodeCards, map[string]*corev1.Node) 
 		nodes = append(nodes, pools.NodeCards{Name: name, Cards: map[string][]pools.Card{"nvidia": cards}})
 		objects[name] = builders.MakeNode(name).Label(corev1.LabelHostname, name).Obj()
 	}
-	return nodes, objects
+	return &flavorNodes{cards: nodes, objects: objects}
 }
 
 // benchWorkload is a Workload of one Pod asking a half-card slice; pinnedTo, when set, is the node an earlier
 // verdict pinned it to.
 func benchWorkload(name, pinnedTo string) *kueue.Workload {
-	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)},
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name), ResourceVersion: "1"},
 		Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: halfCardLimits}}}}}}}}}
 	wl.Status.AdmissionChecks = []kueue.AdmissionCheckState{{Name: Name, State: kueue.CheckStateReady}}
@@ -69,7 +70,7 @@ func benchWorkload(name, pinnedTo string) *kueue.Workload {
 func BenchmarkDecide(b *testing.B) {
 	for _, size := range []struct{ nodes, inflight int }{{500, 100}, {5000, 500}} {
 		for _, full := range []bool{false, true} {
-			nodes, objects := benchFlavor(size.nodes, full)
+			nodes := benchFlavor(size.nodes, full)
 			var inflight []*kueue.Workload
 			for i := range size.inflight {
 				inflight = append(inflight, benchWorkload(fmt.Sprintf("inflight-%d", i), benchNodeName(i)))
@@ -77,9 +78,11 @@ func BenchmarkDecide(b *testing.B) {
 			wl := benchWorkload("judged", "")
 			templates, pods := acceleratedTemplates(wl, false), workloadPods(wl)
 			b.Run(fmt.Sprintf("nodes=%d/inflight=%d/full=%t", size.nodes, size.inflight, full), func(b *testing.B) {
+				var memo inflightMemo
 				b.ReportAllocs()
 				for b.Loop() {
-					_, err := decide(nodes, objects, inflight, templates, pods)
+					f := &flavorNodes{cards: slices.Clone(nodes.cards), objects: nodes.objects}
+					_, err := decide(f, inflight, &memo, templates, pods)
 					if (err != nil) != full {
 						b.Fatalf("decide(...): %v, want an error only on the full flavor", err)
 					}
@@ -90,31 +93,35 @@ func BenchmarkDecide(b *testing.B) {
 }
 
 // BenchmarkNodeCards reads the cards of every node of a flavor whose nodes did not change since the verdict
-// before, each with four bound Pods of a half-card slice.
+// before, each with four bound Pods of a half-card slice, two of which the verdict knows bound there.
 func BenchmarkNodeCards(b *testing.B) {
 	for _, n := range []int{500, 5000} {
-		devices := make([]*workerv1.Devices, n)
-		pods := make([][]corev1.Pod, n)
+		x := &ledgerIndex{}
+		x.handler()
+		mustCharge := map[string][]types.UID{}
 		for i := range n {
 			name := benchNodeName(i)
-			devices[i] = builders.MakeDevices(name).Cards("nvidia", "NVIDIA A10G", 24576, benchCards).Obj()
-			devices[i].UID, devices[i].ResourceVersion = types.UID(name), "1"
+			d := builders.MakeDevices(name).Cards("nvidia", "NVIDIA A10G", 24576, benchCards).Obj()
+			var pods []corev1.Pod
 			for j := range 4 {
-				pods[i] = append(pods[i], corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-%d", name, j),
-					UID: types.UID(fmt.Sprintf("%s-%d", name, j)), ResourceVersion: "1"},
+				uid := types.UID(fmt.Sprintf("%s-%d", name, j))
+				pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uid), UID: uid},
 					Spec:   corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: halfCardLimits}}}},
 					Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+				if j < 2 {
+					mustCharge[name] = append(mustCharge[name], uid)
+				}
 			}
+			x.store(name, rebuild(d, pods, 0))
 		}
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			var m ledgerMemo
-			for i := range n {
-				m.cardsOf(devices[i], pods[i])
-			}
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range n {
-					m.cardsOf(devices[i], pods[i])
+					name := benchNodeName(i)
+					if _, _, hit := x.lookup(name, mustCharge[name]); !hit {
+						b.Fatalf("node %s: a miss, want a hit", name)
+					}
 				}
 			}
 		})

@@ -7,7 +7,9 @@ package cardcheck
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -18,6 +20,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -34,7 +37,6 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/internal/settings"
-	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // Name is the AdmissionCheck's name; ControllerName is the controller Kueue hands its Workloads to.
@@ -61,9 +63,10 @@ type Reconciler struct {
 	// Recorder gets an event on the Workload for each verdict, saying why it waits or where it fits.
 	Recorder record.EventRecorder
 
-	passed  passedMemo
-	ledgers ledgerMemo
-	locks   manufacturerLocks
+	passed   passedMemo
+	ledgers  ledgerIndex
+	inflight inflightMemo
+	locks    manufacturerLocks
 }
 
 // concurrentVerdicts is how many Workloads the check judges at once; those that claim the same manufacturer's
@@ -178,21 +181,26 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 		return verdict{}, err
 	}
 	var inflight []*kueue.Workload
+	mustCharge := map[string][]types.UID{}
 	for _, other := range passed {
-		unbound, err := r.podsUnbound(ctx, other)
+		unbound, bound, err := r.podsUnbound(ctx, other)
 		if err != nil {
 			return verdict{}, err
 		}
 		if unbound {
 			inflight = append(inflight, other)
+			continue
+		}
+		for _, p := range bound {
+			mustCharge[p.node] = append(mustCharge[p.node], p.uid)
 		}
 	}
-	nodes, objects, err := r.nodesOf(ctx, flavor)
+	nodes, err := r.nodesOf(ctx, flavor, mustCharge)
 	if err != nil {
 		return verdict{}, err
 	}
 	templates := acceleratedTemplates(wl, false)
-	placed, err := decide(nodes, objects, inflight, templates, pods)
+	placed, err := decide(nodes, inflight, &r.inflight, templates, pods)
 	if err != nil {
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoCardWithRoom,
 			message: fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(pods), err)}, nil
@@ -203,7 +211,7 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 			message: "fits on " + onNodes(placed) + " (not pinned there: workload-fit-affinity is false)"}, nil
 	}
 	return verdict{state: kueue.CheckStateReady, reason: ReasonFits, message: "fits on " + onNodes(placed),
-		pin: pinOf(templates, placed, objects)}, nil
+		pin: pinOf(templates, placed, nodes.objects)}, nil
 }
 
 // refusal says why this cluster's settings refuse a Workload a manager cluster dispatched here (MultiKueue's
@@ -226,39 +234,58 @@ func refusal(wl *kueue.Workload, values settings.Values) string {
 	return RefusedPrefix + errs.ToAggregate().Error()
 }
 
-// nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods,
-// and the Node objects by name.
-func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference) ([]pools.NodeCards, map[string]*corev1.Node, error) {
+// nodesOf returns the cards of the managed nodes a flavor selects, each ledger rebuilt from its bound Pods
+// where the index does not hold it current with the Pods of mustCharge (by node), and the Node objects by name.
+func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorReference, mustCharge map[string][]types.UID) (*flavorNodes, error) {
 	rf := &kueue.ResourceFlavor{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: string(flavor)}, rf); err != nil {
-		return nil, nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", flavor)
+		return nil, errors.Wrapf(err, "cannot get ResourceFlavor %s", flavor)
 	}
 	// Read from the cache without copies, and never changed: a verdict reads every node of the flavor.
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(rf.Spec.NodeLabels)},
 		client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, errors.Wrap(err, "cannot list the flavor's nodes")
+		return nil, errors.Wrap(err, "cannot list the flavor's nodes")
 	}
-	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
-	var out []pools.NodeCards
-	objects := map[string]*corev1.Node{}
+	sorted := make([]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		d := &workerv1.Devices{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: n.Name}, d, client.UnsafeDisableDeepCopy); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, nil, errors.Wrapf(err, "cannot get the Devices of node %s", n.Name)
-		}
-		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.MatchingFields{cachepolicy.PodNodeName: n.Name}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, nil, errors.Wrapf(err, "cannot list the Pods of node %s", n.Name)
-		}
-		out = append(out, r.ledgers.cardsOf(d, pods.Items))
-		objects[n.Name] = n
+		sorted[i] = &nodes.Items[i]
 	}
-	return out, objects, nil
+	slices.SortFunc(sorted, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	out := &flavorNodes{objects: make(map[string]*corev1.Node, len(sorted))}
+	for _, n := range sorted {
+		e, gen, ok := r.ledgers.lookup(n.Name, mustCharge[n.Name])
+		if !ok {
+			var err error
+			if e, err = r.readLedger(ctx, n.Name, gen); err != nil {
+				return nil, err
+			}
+			r.ledgers.store(n.Name, e)
+		}
+		if !e.devices {
+			continue
+		}
+		out.cards = append(out.cards, e.cards)
+		out.objects[n.Name] = n
+	}
+	return out, nil
+}
+
+// readLedger rebuilds a node's cards from its Devices object and bound Pods in the cache, recording the
+// generation the index had for the node before they were read.
+func (r *Reconciler) readLedger(ctx context.Context, node string, gen uint64) (ledgerEntry, error) {
+	d := &workerv1.Devices{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: node}, d, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ledgerEntry{gen: gen}, nil
+		}
+		return ledgerEntry{}, errors.Wrapf(err, "cannot get the Devices of node %s", node)
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{cachepolicy.PodNodeName: node}, client.UnsafeDisableDeepCopy); err != nil {
+		return ledgerEntry{}, errors.Wrapf(err, "cannot list the Pods of node %s", node)
+	}
+	return rebuild(d, pods.Items, gen), nil
 }
 
 // passedOn returns the other Workloads on the flavor that passed the check and still hold their quota, oldest
@@ -301,8 +328,9 @@ func (r *Reconciler) passedOn(ctx context.Context, self *kueue.Workload, flavor 
 //   - nothing (MultiKueue's copy of a manager's Workload in a member, whose Pod it creates once the copy
 //     holds quota): the Pods labelled with the Workload's name as their prebuilt Workload, likewise.
 //
-// A Workload of another kind is taken as bound, as before: its Pods are found only on the nodes.
-func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool, error) {
+// A Workload of another kind is taken as bound, as before: its Pods are found only on the nodes. bound are the
+// Workload's Pods found bound and running, which their nodes' cards must count when none is unbound.
+func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (unbound bool, bound []boundPod, err error) {
 	if len(wl.OwnerReferences) == 0 {
 		return r.anyUnbound(ctx, wl, client.MatchingLabels{kueueconstants.PrebuiltWorkloadLabel: wl.Name})
 	}
@@ -314,43 +342,60 @@ func (r *Reconciler) podsUnbound(ctx context.Context, wl *kueue.Workload) (bool,
 			continue
 		}
 		pod := &corev1.Pod{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}, pod); err != nil {
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: o.Name}, pod, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
-				return true, nil
+				return true, nil, nil
 			}
-			return false, errors.Wrap(err, "cannot get a Workload's Pod")
+			return false, nil, errors.Wrap(err, "cannot get a Workload's Pod")
 		}
 		if pod.UID != o.UID {
-			return false, nil
+			return false, nil, nil
 		}
-		return pod.Spec.NodeName == "", nil
+		if pod.Spec.NodeName == "" {
+			return true, nil, nil
+		}
+		return false, boundOf(nil, pod), nil
 	}
-	return false, nil
+	return false, nil, nil
+}
+
+// boundPod is a Pod bound to a node, which the node's cards count.
+type boundPod struct {
+	node string
+	uid  types.UID
+}
+
+// boundOf adds the bound Pod to out unless it has finished (its cards are free again).
+func boundOf(out []boundPod, p *corev1.Pod) []boundPod {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return out
+	}
+	return append(out, boundPod{node: p.Spec.NodeName, uid: p.UID})
 }
 
 // anyUnbound reports whether fewer of the Workload's Pods (those selected, in its namespace, not finished)
-// exist than its pod sets count, or one of them is not bound.
-func (r *Reconciler) anyUnbound(ctx context.Context, wl *kueue.Workload, selector client.MatchingLabels) (bool, error) {
+// exist than its pod sets count, or one of them is not bound; and the bound ones.
+func (r *Reconciler) anyUnbound(ctx context.Context, wl *kueue.Workload, selector client.MatchingLabels) (bool, []boundPod, error) {
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(wl.Namespace), selector); err != nil {
-		return false, errors.Wrap(err, "cannot list a Workload's Pods")
+	if err := r.Client.List(ctx, &pods, client.InNamespace(wl.Namespace), selector, client.UnsafeDisableDeepCopy); err != nil {
+		return false, nil, errors.Wrap(err, "cannot list a Workload's Pods")
 	}
 	var want int32
 	for _, ps := range wl.Spec.PodSets {
 		want += ps.Count
 	}
-	var bound int32
+	var bound []boundPod
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		if p.Spec.NodeName == "" {
-			return true, nil
+			return true, nil, nil
 		}
-		bound++
+		bound = boundOf(bound, p)
 	}
-	return bound < want, nil
+	return int32(len(bound)) < want, bound, nil
 }
 
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=instances,verbs=get;list;watch
@@ -387,6 +432,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("cardcheck-activation").For(&kueue.AdmissionCheck{}).
 		Complete(reconcile.Func(r.keepActive)); err != nil {
 		return err
+	}
+	// The nodes' cards are kept between verdicts and rebuilt on the events of their Pods and inventories.
+	for _, obj := range []client.Object{&corev1.Pod{}, &workerv1.Devices{}, &corev1.Node{}} {
+		informer, err := mgr.GetCache().GetInformer(context.Background(), obj)
+		if err != nil {
+			return errors.Wrapf(err, "cannot watch %T for the nodes' cards", obj)
+		}
+		if _, err := informer.AddEventHandler(r.ledgers.handler()); err != nil {
+			return errors.Wrapf(err, "cannot watch %T for the nodes' cards", obj)
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("cardcheck").For(&kueue.Workload{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentVerdicts}).Complete(r)

@@ -2,94 +2,101 @@ package cardcheck
 
 import (
 	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
-// ledgerMemo keeps each node's cards as a verdict last rebuilt them from its Devices inventory and bound Pods,
-// keyed by the versions of those: a verdict rebuilds only the nodes whose inventory or Pods changed since, not
-// every node of the flavor. The cards it returns are shared; placing never changes the cards it is given.
-type ledgerMemo struct {
+// ledgerIndex keeps each node's cards as a verdict last rebuilt them from its Devices inventory and bound Pods,
+// until an event of the worker's cache says one of those changed: a verdict rebuilds only the nodes that
+// changed since, and reads nothing of the others. Without events (watched false: a Reconciler called without
+// a manager) every read rebuilds. The cards it returns are shared; placing never changes the cards it is given.
+//
+// An event reaches the index a moment after the cache holds the change, so a verdict may see a Pod bound in
+// the cache while the index still has its node without it. Each entry records the Pods it charged; a verdict
+// that counts a Workload as no longer in flight because its Pod is bound asks for that Pod (charged), and an
+// entry without it is rebuilt: the Pod is counted on its node or in flight, never neither.
+type ledgerIndex struct {
 	mu      sync.Mutex
+	watched bool
+	// gens counts each node's events; an entry is current while its gen is the node's.
+	gens    map[string]uint64
 	entries map[string]ledgerEntry
-	// reads counts the reads of this round; a node not read for a whole round (gone from the cluster, or of a
-	// flavor no Workload asked for since) is forgotten when the next begins. roundSize is a round's reads,
-	// ledgerRound when 0.
-	reads, round, roundSize int
 }
 
 type ledgerEntry struct {
-	inputs string
-	cards  pools.NodeCards
-	round  int
+	gen   uint64
+	cards pools.NodeCards
+	// devices is false for a node without a Devices object; charged holds the UIDs of the Pods counted.
+	devices bool
+	charged map[types.UID]bool
 }
 
-// ledgerRound is how many reads a round of the memo lasts.
-const ledgerRound = 1 << 16
-
-// cardsOf returns the node's cards with its ledger rebuilt from the claims of pods (those bound to it), from the
-// memo when neither d nor the Pods changed since they were last rebuilt.
-func (m *ledgerMemo) cardsOf(d *workerv1.Devices, pods []corev1.Pod) pools.NodeCards {
-	inputs := ledgerInputs(d, pods)
-	m.mu.Lock()
-	e, ok := m.entries[d.Name]
-	if ok && e.inputs == inputs {
-		e.round = m.round
-		m.entries[d.Name] = e
-		m.read()
-		m.mu.Unlock()
-		return e.cards
+// lookup returns the node's cards when they are current and charge every Pod of mustCharge, and the node's
+// generation a rebuild records otherwise.
+func (x *ledgerIndex) lookup(node string, mustCharge []types.UID) (ledgerEntry, uint64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	gen := x.gens[node]
+	e, ok := x.entries[node]
+	if !x.watched || !ok || e.gen != gen {
+		return ledgerEntry{}, gen, false
 	}
-	m.mu.Unlock()
+	for _, uid := range mustCharge {
+		if !e.charged[uid] {
+			return ledgerEntry{}, gen, false
+		}
+	}
+	return e, gen, true
+}
+
+// store keeps a node's rebuilt cards, read from the cache after gen was looked up: an event since makes them
+// stale.
+func (x *ledgerIndex) store(node string, e ledgerEntry) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.watched {
+		return
+	}
+	if x.entries == nil {
+		x.entries = map[string]ledgerEntry{}
+	}
+	x.entries[node] = e
+}
+
+// changed records an event of the node's inventory or bound Pods; gone, that the node or its inventory was
+// deleted, and forgets it.
+func (x *ledgerIndex) changed(node string, gone bool) {
+	if node == "" {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.gens == nil {
+		x.gens = map[string]uint64{}
+	}
+	x.gens[node]++
+	if gone {
+		delete(x.entries, node)
+	}
+}
+
+// rebuild returns a node's cards with its ledger rebuilt from the claims of pods (those bound to it).
+func rebuild(d *workerv1.Devices, pods []corev1.Pod, gen uint64) ledgerEntry {
 	var bound []pools.Claim
+	charged := make(map[types.UID]bool, len(pods))
 	for i := range pods {
 		if p := &pods[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			bound = append(bound, pools.PodClaims(p)...)
+			charged[p.UID] = true
 		}
 	}
-	cards := pools.NodeCardsOf(d, bound)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.entries == nil {
-		m.entries = map[string]ledgerEntry{}
-	}
-	m.entries[d.Name] = ledgerEntry{inputs: inputs, cards: cards, round: m.round}
-	m.read()
-	return cards
-}
-
-// read counts one read, and begins a new round after ledgerRound of them, forgetting the nodes the last
-// round did not read. The caller holds mu.
-func (m *ledgerMemo) read() {
-	size := m.roundSize
-	if size == 0 {
-		size = ledgerRound
-	}
-	if m.reads++; m.reads < size {
-		return
-	}
-	for name, e := range m.entries {
-		if e.round < m.round {
-			delete(m.entries, name)
-		}
-	}
-	m.reads, m.round = 0, m.round+1
-}
-
-// ledgerInputs names the versions a node's cards are rebuilt from: its Devices object's and each Pod's (the
-// phase and the resources a Pod claims change only with its resourceVersion), in an order of their own.
-func ledgerInputs(d *workerv1.Devices, pods []corev1.Pod) string {
-	keys := make([]string, 0, len(pods)+1)
-	for i := range pods {
-		keys = append(keys, string(pods[i].UID)+"@"+pods[i].ResourceVersion)
-	}
-	slices.Sort(keys)
-	return string(d.UID) + "@" + d.ResourceVersion + ";" + strings.Join(keys, ",")
+	return ledgerEntry{gen: gen, cards: pools.NodeCardsOf(d, bound), devices: true, charged: charged}
 }
 
 // manufacturerLocks serialises the verdicts of Workloads that could compete for the same cards: those that
@@ -129,6 +136,43 @@ func (l *manufacturerLocks) lock(pods podClaims) (unlock func()) {
 	return func() {
 		for i := len(held) - 1; i >= 0; i-- {
 			held[i].Unlock()
+		}
+	}
+}
+
+// handler returns the cache event handler that feeds the index: a Pod's events change the node it is bound
+// to (before and after), a Devices object's its node, and a deleted Node or Devices object is forgotten. Once
+// it is registered the index answers from its entries (watched).
+func (x *ledgerIndex) handler() toolscache.ResourceEventHandler {
+	x.mu.Lock()
+	x.watched = true
+	x.mu.Unlock()
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { x.onEvent(obj, false) },
+		UpdateFunc: func(old, obj any) {
+			x.onEvent(old, false)
+			x.onEvent(obj, false)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			x.onEvent(obj, true)
+		},
+	}
+}
+
+func (x *ledgerIndex) onEvent(obj any, deleted bool) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		x.changed(o.Spec.NodeName, false)
+	case *workerv1.Devices:
+		x.changed(o.Name, deleted)
+	case *corev1.Node:
+		// A Node's own changes (heartbeats, labels) leave its cards as they are; the flavor's nodes are listed
+		// by label at each verdict.
+		if deleted {
+			x.changed(o.Name, true)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -38,64 +40,97 @@ func freeCards(n pools.NodeCards) int {
 	return free
 }
 
-// TestLedgerMemo reads one node's cards in turn, as verdicts do while its Pods come and go, and checks each read
-// against the ledger rebuilt from scratch: the memo answers only what nothing changed since.
-func TestLedgerMemo(t *testing.T) {
-	type read struct {
-		reason  string
-		devices *workerv1.Devices
-		pods    []corev1.Pod
-		// free is the whole free cards the read must show; memo whether it must come from the memo.
-		free int
-		memo bool
+// TestLedgerIndex feeds one node's events to the index as the worker's cache would, between reads of its
+// cards, and checks each read: the index answers only while no event touched the node since its cards were
+// rebuilt, and while they charge every Pod the verdict knows bound there.
+func TestLedgerIndex(t *testing.T) {
+	pod := wholeCardPod("5", corev1.PodRunning)
+	unbound := wholeCardPod("4", corev1.PodPending)
+	unbound.Spec.NodeName = ""
+	otherNode := wholeCardPod("5", corev1.PodRunning)
+	otherNode.Spec.NodeName, otherNode.UID = "node-b", "q"
+	type step struct {
+		reason string
+		// event is fed before the read; rebuildWith, when set, rebuilds the node's cards with these Pods after a
+		// miss (storeLate: after one more event, as a verdict that read the cache just before it).
+		event      func(x *ledgerIndex, h toolscache.ResourceEventHandler)
+		mustCharge []types.UID
+		wantHit    bool
+		// wantFree is the whole free cards a hit shows.
+		wantFree    int
+		rebuildWith []corev1.Pod
+		storeLate   bool
 	}
-	reads := []read{
-		{reason: "A node without Pods: both cards free, rebuilt.", devices: twoCards("1"), free: 2},
-		{reason: "Nothing changed: the memo's cards.", devices: twoCards("1"), free: 2, memo: true},
-		{reason: "A Pod bound: one card taken, rebuilt.", devices: twoCards("1"), pods: []corev1.Pod{wholeCardPod("5", corev1.PodRunning)}, free: 1},
-		{reason: "The same Pod at the same version: the memo's.", devices: twoCards("1"), pods: []corev1.Pod{wholeCardPod("5", corev1.PodRunning)}, free: 1, memo: true},
-		{reason: "The Pod finished (a new version): its card is free again.", devices: twoCards("1"), pods: []corev1.Pod{wholeCardPod("6", corev1.PodSucceeded)}, free: 2},
-		{reason: "The inventory changed: rebuilt.", devices: twoCards("2"), pods: []corev1.Pod{wholeCardPod("6", corev1.PodSucceeded)}, free: 2},
+	steps := []step{
+		{reason: "Nothing read yet: a miss, rebuilt without Pods.", rebuildWith: []corev1.Pod{}},
+		{reason: "Nothing changed: a hit, both cards free.", wantHit: true, wantFree: 2},
+		{reason: "A Pod is bound to the node: a miss, rebuilt with it.",
+			event:       func(_ *ledgerIndex, h toolscache.ResourceEventHandler) { h.OnUpdate(&unbound, &pod) },
+			rebuildWith: []corev1.Pod{pod}},
+		{reason: "A hit with one card taken.", wantHit: true, wantFree: 1},
+		{reason: "A verdict that knows the Pod bound there: still a hit, it is charged.", mustCharge: []types.UID{"p"}, wantHit: true, wantFree: 1},
+		{reason: "A verdict that knows another Pod bound there, which the cards do not charge: a miss.", mustCharge: []types.UID{"r"},
+			rebuildWith: []corev1.Pod{pod}},
+		{reason: "A Pod of another node changes: still a hit.",
+			event: func(_ *ledgerIndex, h toolscache.ResourceEventHandler) { h.OnAdd(&otherNode, false) }, wantHit: true, wantFree: 1},
+		{reason: "The Node's heartbeat: still a hit.",
+			event: func(_ *ledgerIndex, h toolscache.ResourceEventHandler) {
+				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+				h.OnUpdate(n, n)
+			}, wantHit: true, wantFree: 1},
+		{reason: "The Pod finished; the verdict read the cache just before the event and rebuilt after it: its cards are stale, a miss.",
+			event:       func(_ *ledgerIndex, h toolscache.ResourceEventHandler) { h.OnUpdate(&pod, &pod) },
+			rebuildWith: []corev1.Pod{pod}, storeLate: true},
+		{reason: "So the next read misses too, and rebuilds from what the cache holds now.", rebuildWith: []corev1.Pod{}},
+		{reason: "Then hits, both cards free.", wantHit: true, wantFree: 2},
+		{reason: "The inventory is deleted: forgotten, a miss.",
+			event: func(_ *ledgerIndex, h toolscache.ResourceEventHandler) {
+				h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "node-a", Obj: twoCards("1")})
+			}},
 	}
-	m := &ledgerMemo{}
-	var last pools.NodeCards
-	for i, r := range reads {
-		got := m.cardsOf(r.devices, r.pods)
-		var bound []pools.Claim
-		for _, p := range r.pods {
-			if p.Status.Phase == corev1.PodRunning {
-				bound = append(bound, pools.PodClaims(&p)...)
+	x := &ledgerIndex{}
+	h := x.handler()
+	for i, s := range steps {
+		if s.event != nil {
+			s.event(x, h)
+		}
+		e, gen, hit := x.lookup("node-a", s.mustCharge)
+		if hit != s.wantHit {
+			t.Fatalf("%s\nstep %d: lookup(...) hit %t, want %t", s.reason, i, hit, s.wantHit)
+		}
+		if hit && freeCards(e.cards) != s.wantFree {
+			t.Errorf("%s\nstep %d: %d whole free cards, want %d", s.reason, i, freeCards(e.cards), s.wantFree)
+		}
+		if !hit && s.rebuildWith != nil {
+			e := rebuild(twoCards("1"), s.rebuildWith, gen)
+			if s.storeLate {
+				x.changed("node-a", false)
 			}
+			x.store("node-a", e)
 		}
-		if diff := cmp.Diff(pools.NodeCardsOf(r.devices, bound), got); diff != "" {
-			t.Errorf("%s\nread %d: cardsOf(...): -rebuilt, +memo:\n%s", r.reason, i, diff)
-		}
-		if freeCards(got) != r.free {
-			t.Errorf("%s\nread %d: %d whole free cards, want %d", r.reason, i, freeCards(got), r.free)
-		}
-		shared := i > 0 && &got.Cards["nvidia"][0] == &last.Cards["nvidia"][0]
-		if shared != r.memo {
-			t.Errorf("%s\nread %d: from the memo %t, want %t", r.reason, i, shared, r.memo)
-		}
-		last = got
 	}
 }
 
-// TestLedgerMemoForgets checks that a node no read asked for through a whole round is forgotten, and one read
-// in every round is kept.
-func TestLedgerMemoForgets(t *testing.T) {
-	m := &ledgerMemo{roundSize: 4}
-	other := twoCards("1")
-	other.Name = "node-b"
-	m.cardsOf(other, nil)
-	for range 8 {
-		m.cardsOf(twoCards("1"), nil)
+// TestLedgerIndexUnwatched checks that an index no events feed never answers: a Reconciler called without a
+// manager rebuilds every node at every verdict.
+func TestLedgerIndexUnwatched(t *testing.T) {
+	x := &ledgerIndex{}
+	x.store("node-a", rebuild(twoCards("1"), nil, 0))
+	if _, _, hit := x.lookup("node-a", nil); hit {
+		t.Errorf("lookup(...) answered from an index without events")
 	}
-	if _, ok := m.entries["node-b"]; ok {
-		t.Errorf("node-b, not read for two rounds, is still remembered")
-	}
-	if _, ok := m.entries["node-a"]; !ok {
-		t.Errorf("node-a, read in every round, was forgotten")
+}
+
+// TestRebuild checks a rebuilt node against the ledger of its running Pods: a finished Pod's card is free and
+// it is not charged.
+func TestRebuild(t *testing.T) {
+	running, done := wholeCardPod("1", corev1.PodRunning), wholeCardPod("1", corev1.PodSucceeded)
+	done.UID = "done"
+	e := rebuild(twoCards("1"), []corev1.Pod{running, done}, 7)
+	want := ledgerEntry{gen: 7, cards: pools.NodeCardsOf(twoCards("1"), pools.PodClaims(&running)), devices: true,
+		charged: map[types.UID]bool{"p": true}}
+	if diff := cmp.Diff(want, e, cmp.AllowUnexported(ledgerEntry{})); diff != "" {
+		t.Errorf("rebuild(...): -want, +got:\n%s", diff)
 	}
 }
 
