@@ -331,6 +331,7 @@ test-packages: $(TEST_TOOLS) $(CHART_DEPS) build package ## The Helm chart's upg
 .PHONY: bench
 bench: ## Run the benchmarks (numbers in docs/performance.md).
 	go test -run '^$$' -bench . -benchtime 20x ./internal/embedded/
+	go test -run '^$$' -bench . -benchtime 100x ./internal/controller/cardcheck/
 
 # The scale harness's size, and how long it counts writes on a quiet cluster.
 NODES ?= 5000
