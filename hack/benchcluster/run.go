@@ -145,8 +145,18 @@ func run(ctx context.Context, o options) (*result, error) {
 	}
 
 	say("running %d Instances and %d bare Kueue Pods in pool %s", o.workloads, o.workloads, pool)
+	// Where the worker's time goes while the workloads start (the per-card check's verdicts among it), for
+	// `go tool pprof -top`.
+	cpuProfile := make(chan error, 1)
+	go func() {
+		cpuProfile <- saveProfile(ctx, worker.url(strconv.Itoa(pprofPort), "/debug/pprof/profile?seconds=30"),
+			filepath.Join(o.dir, "worker-cpu.pprof"), "CPU")
+	}()
 	rn, err := startWorkloads(ctx, k, pool, bare, o.workloads)
 	if err != nil {
+		return nil, err
+	}
+	if err := <-cpuProfile; err != nil {
 		return nil, err
 	}
 	inst, pods := ms(percentile(rn.instances, 50)), ms(percentile(rn.pods, 50))
@@ -192,29 +202,29 @@ func run(ctx context.Context, o options) (*result, error) {
 	r.add("worker-rss-peak", float64(last.hwmK)/1024, "MiB", "< 200")
 	r.add("worker-cpu", meanCores(first, last), "cores", "")
 	// What the worker's memory holds, for `go tool pprof -top`: the run directory outlives the run.
-	if err := saveHeapProfile(ctx, worker.url(strconv.Itoa(pprofPort), "/debug/pprof/heap?gc=1"), filepath.Join(o.dir, "worker-heap.pprof")); err != nil {
+	if err := saveProfile(ctx, worker.url(strconv.Itoa(pprofPort), "/debug/pprof/heap?gc=1"), filepath.Join(o.dir, "worker-heap.pprof"), "heap"); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// saveHeapProfile writes the worker's heap profile to a file.
-func saveHeapProfile(ctx context.Context, url, path string) error {
+// saveProfile writes one of the worker's profiles (what names it in messages) to a file.
+func saveProfile(ctx context.Context, url, path, what string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return errors.Wrap(err, "cannot build the profile request")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return errors.Wrap(err, "cannot read the worker's heap profile")
+		return errors.Wrapf(err, "cannot read the worker's %s profile", what)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return errors.Wrap(err, "cannot read the worker's heap profile")
+		return errors.Wrapf(err, "cannot read the worker's %s profile", what)
 	}
-	fmt.Fprintf(os.Stderr, ">> the worker's heap profile is in %s (go tool pprof -top %s)\n", path, path)
-	return errors.Wrap(os.WriteFile(path, data, 0o644), "cannot write the heap profile")
+	fmt.Fprintf(os.Stderr, ">> the worker's %s profile is in %s (go tool pprof -top %s)\n", what, path, path)
+	return errors.Wrapf(os.WriteFile(path, data, 0o644), "cannot write the %s profile", what)
 }
 
 // settled waits until every node has its Devices and the InstanceTypes' statuses stop changing.

@@ -17,6 +17,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -61,6 +62,17 @@ type Reconciler struct {
 	// node was last profiled from: a recompute profiles and composes again only what changed.
 	chain    *embedded.Chain
 	profiled map[string]nodeInputs
+	// podCPU is each bound Pod's CPU request as the last recompute summed it: a Pod's requests are worked out
+	// again only when its resourceVersion moves, not for every Pod at every recompute.
+	podCPU map[types.UID]podCPU
+	// verified are the composed objects found as desired, kept between recomputes (applier.verified).
+	verified map[string]verifiedAt
+}
+
+// podCPU is a Pod's CPU request in millicores, at a resourceVersion of the Pod.
+type podCPU struct {
+	version string
+	milli   int64
 }
 
 // now reads the reconciler's clock.
@@ -93,7 +105,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 // recompute composes the whole chain once.
 func (r *Reconciler) recompute(ctx context.Context) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	a := &applier{client: r.Client}
+	if r.verified == nil {
+		r.verified = map[string]verifiedAt{}
+	}
+	a := &applier{client: r.Client, verified: r.verified}
 
 	values, problems, err := settings.Load(ctx, r.Client)
 	if err != nil {
@@ -512,14 +527,21 @@ func (r *Reconciler) cpuRequested(ctx context.Context) (map[string]int64, error)
 	}
 	out := map[string]int64{}
 	reuse := corev1.ResourceList{}
+	seen := make(map[types.UID]podCPU, len(r.podCPU))
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		reuse = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{Reuse: reuse})
-		out[p.Spec.NodeName] += reuse.Cpu().MilliValue()
+		c, ok := r.podCPU[p.UID]
+		if !ok || c.version != p.ResourceVersion || p.ResourceVersion == "" {
+			reuse = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{Reuse: reuse})
+			c = podCPU{version: p.ResourceVersion, milli: reuse.Cpu().MilliValue()}
+		}
+		seen[p.UID] = c
+		out[p.Spec.NodeName] += c.milli
 	}
+	r.podCPU = seen
 	return out, nil
 }
 

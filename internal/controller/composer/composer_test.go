@@ -178,6 +178,34 @@ var _ = It("composes the walkthrough's Steps 1 and 2, and writes nothing once co
 	Expect(writes.List()).To(BeEmpty(), "Step 2: a converged Reconcile(...) wrote")
 })
 
+// The composer remembers each object it found as desired, by the object's resourceVersion, so a converged
+// recompute does not compare every object field by field again; an object edited since has another version,
+// and is compared and put back.
+var _ = It("puts back a composed object edited by hand after it was found as desired", func(ctx context.Context) {
+	suite.Create(profiledNodes("walkthrough.yaml")...)
+	c, writes := testenv.CountWrites(suite.Client)
+	r := &composer.Reconciler{Client: c, Recorder: record.NewFakeRecorder(100)}
+	for range 3 {
+		recomputeWith(r)
+	}
+	const name = "gpustack--nvidia-tesla-t4-linux-amd64"
+	cq := &kueue.ClusterQueue{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+	want := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota.DeepCopy()
+	cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("999")
+	Expect(suite.Client.Update(ctx, cq)).To(Succeed(), "cannot edit the ClusterQueue by hand")
+
+	writes.Reset()
+	recomputeWith(r)
+	Expect(writes.List()).NotTo(BeEmpty(), "the recompute after the edit wrote nothing")
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+	Expect(cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota.Cmp(want)).To(BeZero(),
+		"the edited quota is put back: %s, want %s", cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota.String(), want.String())
+	writes.Reset()
+	recomputeWith(r)
+	Expect(writes.List()).To(BeEmpty(), "a converged recompute after the repair wrote")
+})
+
 // recomputeWith runs one recompute of the chain and returns its result, failing the spec on an error.
 func recomputeWith(r *composer.Reconciler) reconcile.Result {
 	GinkgoHelper()
