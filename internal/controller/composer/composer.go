@@ -17,9 +17,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -62,17 +60,10 @@ type Reconciler struct {
 	// node was last profiled from: a recompute profiles and composes again only what changed.
 	chain    *embedded.Chain
 	profiled map[string]nodeInputs
-	// podCPU is each bound Pod's CPU request as the last recompute summed it: a Pod's requests are worked out
-	// again only when its resourceVersion moves, not for every Pod at every recompute.
-	podCPU map[types.UID]podCPU
+	// cpu sums each node's Pods' CPU requests from their events, once SetupWithManager registered it.
+	cpu cpuIndex
 	// verified are the composed objects found as desired, kept between recomputes (applier.verified).
 	verified map[string]verifiedAt
-}
-
-// podCPU is a Pod's CPU request in millicores, at a resourceVersion of the Pod.
-type podCPU struct {
-	version string
-	milli   int64
 }
 
 // now reads the reconciler's clock.
@@ -517,31 +508,22 @@ func (r *Reconciler) profile(node *corev1.Node, devices *workerv1.Devices, cpuRe
 	return n, nil
 }
 
-// cpuRequested sums the CPU requests of the Pods bound to each node that have not finished, each Pod's as the
-// scheduler counts it: its containers and native sidecars, or its init containers' peak when that is more, and
-// its overhead (a pod-level request where the Pod sets one).
+// cpuRequested sums the CPU requests of the Pods bound to each node that have not finished (cpuOf), from the
+// index the Pods' events keep, or, before it can answer, from every Pod in the cache.
 func (r *Reconciler) cpuRequested(ctx context.Context) (map[string]int64, error) {
+	if sums, ok := r.cpu.sums(); ok {
+		return sums, nil
+	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, errors.Wrap(err, "cannot list Pods")
 	}
 	out := map[string]int64{}
-	reuse := corev1.ResourceList{}
-	seen := make(map[types.UID]podCPU, len(r.podCPU))
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+		if c, ok := cpuOf(&pods.Items[i]); ok {
+			out[c.node] += c.milli
 		}
-		c, ok := r.podCPU[p.UID]
-		if !ok || c.version != p.ResourceVersion || p.ResourceVersion == "" {
-			reuse = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{Reuse: reuse})
-			c = podCPU{version: p.ResourceVersion, milli: reuse.Cpu().MilliValue()}
-		}
-		seen[p.UID] = c
-		out[p.Spec.NodeName] += c.milli
 	}
-	r.podCPU = seen
 	return out, nil
 }
 
@@ -588,8 +570,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{chainKey}
 	})
 	b := ctrl.NewControllerManagedBy(mgr).Named("composer")
+	// A Pod matters to the chain only through its node's CPU sum: the index's handler brings the composer back
+	// after a sum changed, and not for the Pods' other events.
+	pods, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})
+	if err != nil {
+		return errors.Wrap(err, "cannot watch Pods")
+	}
+	cpuChanged := make(chan event.GenericEvent, 1)
+	registration, err := pods.AddEventHandler(r.cpu.handler(func() {
+		// One pending event is enough: the recompute it brings reads the sums as they are then.
+		select {
+		case cpuChanged <- event.GenericEvent{Object: &corev1.Pod{}}:
+		default:
+		}
+	}))
+	if err != nil {
+		return errors.Wrap(err, "cannot watch Pods")
+	}
+	r.cpu.watch(registration.HasSynced)
+	b = b.WatchesRawSource(source.Channel(cpuChanged, toChain))
 	for _, o := range []client.Object{
-		&corev1.Node{}, &corev1.Namespace{}, &corev1.Pod{}, &workerv1.Devices{}, &workerv1.InstanceType{},
+		&corev1.Node{}, &corev1.Namespace{}, &workerv1.Devices{}, &workerv1.InstanceType{},
 		&workerv1.InstanceTypeFlavor{}, &workerv1.Setting{}, &kueuev1beta2.ResourceFlavor{},
 		&kueuev1beta2.ClusterQueue{}, &kueuev1beta2.LocalQueue{}, &kueuev1beta2.AdmissionCheck{},
 	} {
