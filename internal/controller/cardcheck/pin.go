@@ -2,13 +2,8 @@ package cardcheck
 
 import (
 	"slices"
-	"strings"
-	"sync"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpustack/gpustack-operator/pools"
@@ -50,118 +45,6 @@ func acceleratedTemplates(wl *kueue.Workload, pinned bool) map[kueue.PodSetRefer
 	return out
 }
 
-// nodeFilter says which nodes a Workload's Pods may go to: those every Pod's nodeSelector and required node
-// affinity allow. hostname is the node they are pinned to by kubernetes.io/hostname, "" when they are not (or
-// not all to one), so a Workload in flight is found on its node without trying every node of the flavor.
-type nodeFilter struct {
-	affinities []nodeaffinity.RequiredNodeAffinity
-	hostname   string
-}
-
-// filterOf returns the filter of the Pods, each Pod's affinity parsed once.
-func filterOf(pods map[kueue.PodSetReference]*corev1.Pod) nodeFilter {
-	var f nodeFilter
-	first := true
-	for _, pod := range pods {
-		f.affinities = append(f.affinities, nodeaffinity.GetRequiredNodeAffinity(pod))
-		h := pod.Spec.NodeSelector[corev1.LabelHostname]
-		if first {
-			f.hostname, first = h, false
-		} else if h != f.hostname {
-			f.hostname = ""
-		}
-	}
-	return f
-}
-
-// allows reports whether every Pod may be scheduled on the node.
-func (f nodeFilter) allows(n *corev1.Node) bool {
-	for _, a := range f.affinities {
-		if match, err := a.Match(n); err != nil || !match {
-			return false
-		}
-	}
-	return true
-}
-
-// flavorNodes are the managed nodes of one flavor as one verdict counts them: each node's cards in name order,
-// replaced (never changed: the cards are shared between verdicts) as the Workloads in flight and the judged one
-// are placed, and the Node objects by name.
-type flavorNodes struct {
-	cards   []pools.NodeCards
-	objects map[string]*corev1.Node
-	// byHostname indexes the nodes by their kubernetes.io/hostname label, made the first time a node's name is
-	// not its hostname.
-	byHostname map[string][]int
-}
-
-// withHostname returns the indexes of the nodes labelled with the hostname: the node of that name, found by
-// its place in name order, when its label says so (the usual case), else those the index holds.
-func (f *flavorNodes) withHostname(h string) []int {
-	i, found := slices.BinarySearchFunc(f.cards, h, func(n pools.NodeCards, name string) int { return strings.Compare(n.Name, name) })
-	if found && f.objects[h].Labels[corev1.LabelHostname] == h {
-		return []int{i}
-	}
-	if f.byHostname == nil {
-		f.byHostname = map[string][]int{}
-		for j, n := range f.cards {
-			if v := f.objects[n.Name].Labels[corev1.LabelHostname]; v != "" {
-				f.byHostname[v] = append(f.byHostname[v], j)
-			}
-		}
-	}
-	return f.byHostname[h]
-}
-
-// place places the Pods on the nodes the filter allows, first fit in name order, and keeps the nodes as they
-// are after them; where they do not fit, the nodes stay as they were. It returns the node of each Pod.
-func (f *flavorNodes) place(filter nodeFilter, pods podClaims) ([]string, error) {
-	var candidates []int
-	if filter.hostname != "" {
-		candidates = f.withHostname(filter.hostname)
-	}
-	size := len(f.cards)
-	if filter.hostname != "" {
-		size = len(candidates)
-	}
-	subset, index := make([]pools.NodeCards, 0, size), make([]int, 0, size)
-	try := func(i int) {
-		if filter.allows(f.objects[f.cards[i].Name]) {
-			subset, index = append(subset, f.cards[i]), append(index, i)
-		}
-	}
-	if filter.hostname != "" {
-		for _, i := range candidates {
-			try(i)
-		}
-	} else {
-		for i := range f.cards {
-			try(i)
-		}
-	}
-	if len(subset) == 0 && len(f.cards) > 0 {
-		return nil, errors.New("no node of the flavor matches the Pods' node selector and affinity")
-	}
-	placed, after, err := pools.PlacePods(subset, pods)
-	if err != nil {
-		return nil, err
-	}
-	for j, i := range index {
-		f.cards[i] = after[j]
-	}
-	return placed, nil
-}
-
-// decide places the Pods on the flavor's nodes after the Workloads in flight, each where it was pinned or
-// wherever it fits first (one that fits nowhere is not counted), and returns the node of each Pod.
-func decide(f *flavorNodes, inflight []*kueue.Workload, memo *inflightMemo, templates map[kueue.PodSetReference]*corev1.Pod, pods podClaims) ([]string, error) {
-	for _, other := range inflight {
-		claims, filter := memo.of(other)
-		_, _ = f.place(filter, claims)
-	}
-	return f.place(filterOf(templates), pods)
-}
-
 // pinOf returns the podSetUpdates that pin the Workload's accelerated PodSets to the one node its Pods were
 // placed on; none when they spread over several nodes or the node has no hostname label.
 func pinOf(pods map[kueue.PodSetReference]*corev1.Pod, placed []string, nodes map[string]*corev1.Node) []kueue.PodSetUpdate {
@@ -182,52 +65,4 @@ func pinOf(pods map[kueue.PodSetReference]*corev1.Pod, placed []string, nodes ma
 		out = append(out, kueue.PodSetUpdate{Name: name, NodeSelector: map[string]string{corev1.LabelHostname: node.Labels[corev1.LabelHostname]}})
 	}
 	return out
-}
-
-// inflightMemo keeps each Workload in flight's claims and node filter as they were parsed from its Pod sets and
-// pin, by its resourceVersion: a verdict counts every Workload in flight on its flavor, and parsing hundreds of
-// them again would cost each verdict more than placing them. A Workload not asked for during sweepEvery reads
-// is forgotten.
-type inflightMemo struct {
-	mu      sync.Mutex
-	entries map[types.UID]inflightEntry
-	reads   int
-}
-
-type inflightEntry struct {
-	version string
-	pods    podClaims
-	filter  nodeFilter
-	used    bool
-}
-
-// sweepEvery is how many reads pass between forgetting the Workloads not read since the sweep before.
-const sweepEvery = 1 << 14
-
-// of returns the Workload's claims and filter, from the memo while its version is the one they were parsed
-// from.
-func (m *inflightMemo) of(wl *kueue.Workload) (podClaims, nodeFilter) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.entries == nil {
-		m.entries = map[types.UID]inflightEntry{}
-	}
-	if m.reads++; m.reads >= sweepEvery {
-		for uid, e := range m.entries {
-			if !e.used {
-				delete(m.entries, uid)
-				continue
-			}
-			e.used = false
-			m.entries[uid] = e
-		}
-		m.reads = 0
-	}
-	e, ok := m.entries[wl.UID]
-	if !ok || e.version != wl.ResourceVersion || wl.ResourceVersion == "" {
-		e = inflightEntry{version: wl.ResourceVersion, pods: workloadPods(wl), filter: filterOf(acceleratedTemplates(wl, true))}
-	}
-	e.used = true
-	m.entries[wl.UID] = e
-	return e.pods, e.filter
 }
