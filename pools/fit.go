@@ -54,9 +54,6 @@ func (d Demand) String() string {
 // placement, or, when the demand does not fit, a reason naming what was asked and the largest free piece.
 // The cards passed in are not changed.
 func Fit(cards []Card, d Demand) ([]int, []Card, error) {
-	if d.Family == FamilySliced && (d.Units <= 0 || d.Units > M) {
-		return nil, nil, errors.Errorf("a slice must be more than nothing and at most one card, got %d credits", d.Units)
-	}
 	chosen, after, ok := fit(cards, d)
 	if ok {
 		return chosen, after, nil
@@ -95,6 +92,9 @@ func fit(cards []Card, d Demand) ([]int, []Card, bool) {
 		sort.Ints(chosen)
 		return chosen, after, true
 	case FamilySliced:
+		if d.Units <= 0 || d.Units > M {
+			return nil, nil, false
+		}
 		// The fullest card that still has room, the first of equals.
 		best := -1
 		for i, c := range cards {
@@ -102,7 +102,7 @@ func fit(cards []Card, d Demand) ([]int, []Card, bool) {
 				best = i
 			}
 		}
-		if best < 0 || d.Units <= 0 || d.Units > M {
+		if best < 0 {
 			return nil, nil, false
 		}
 		after := append([]Card(nil), cards...)

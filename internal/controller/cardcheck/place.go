@@ -83,25 +83,19 @@ func (f *flavorNodes) withHostname(h string) []int {
 // place places the Pods on the nodes the filter allows, first fit in name order, and keeps the nodes as they
 // are after them; where they do not fit, the nodes stay as they were. It returns the node of each Pod.
 func (f *flavorNodes) place(filter nodeFilter, pods podClaims) ([]string, error) {
-	var candidates []int
-	if filter.hostname != "" {
-		candidates = f.withHostname(filter.hostname)
-	}
-	size := len(f.cards)
-	if filter.hostname != "" {
-		size = len(candidates)
-	}
-	subset, index := make([]pools.NodeCards, 0, size), make([]int, 0, size)
+	var subset []pools.NodeCards
+	var index []int
 	try := func(i int) {
 		if filter.allows(f.objects[f.cards[i].Name]) {
 			subset, index = append(subset, f.cards[i]), append(index, i)
 		}
 	}
 	if filter.hostname != "" {
-		for _, i := range candidates {
+		for _, i := range f.withHostname(filter.hostname) {
 			try(i)
 		}
 	} else {
+		subset, index = make([]pools.NodeCards, 0, len(f.cards)), make([]int, 0, len(f.cards))
 		for i := range f.cards {
 			try(i)
 		}

@@ -24,9 +24,8 @@ type applier struct {
 	client client.Client
 	// verified is, per object, the hash of what was desired and the resourceVersion of the object found to hold
 	// it: while neither moves, the object is as desired without comparing it field by field again (which took a
-	// sixth of the worker's time while hundreds of Instances started). Nil compares every time. A deleted
-	// object's entry stays: made again, it has another resourceVersion; the entries are as many as the objects
-	// ever composed.
+	// sixth of the worker's time while hundreds of Instances started). A deleted object's entry stays: made
+	// again, it has another resourceVersion; the entries are as many as the objects ever composed.
 	verified map[string]verifiedAt
 }
 
@@ -73,13 +72,11 @@ func (a *applier) apply(ctx context.Context, desired *unstructured.Unstructured)
 		}
 		sum := sha256.Sum256(whole)
 		key, at := verifiedKey(desired), verifiedAt{hash: hex.EncodeToString(sum[:]), version: observed.GetResourceVersion()}
-		if a.verified != nil && a.verified[key] == at && at.version != "" {
+		if a.verified[key] == at && at.version != "" {
 			return false, nil
 		}
 		if contains(observed.Object, desired.Object) {
-			if a.verified != nil {
-				a.verified[key] = at
-			}
+			a.verified[key] = at
 			return false, nil
 		}
 	}

@@ -96,31 +96,27 @@ func (x *cpuIndex) sums() (map[string]int64, bool) {
 
 // handler returns the Pod event handler that feeds the index and calls changed after a node's sum changed.
 func (x *cpuIndex) handler(changed func()) toolscache.ResourceEventHandler {
-	on := func(obj any) {
-		deleted := false
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj, deleted = t.Obj, true
-		}
+	on := func(obj any, deleted bool) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
 			return
 		}
-		pod := p
+		now := p
 		if deleted {
-			pod = nil
+			now = nil
 		}
-		if x.set(p.UID, pod) {
+		if x.set(p.UID, now) {
 			changed()
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { on(obj) },
-		UpdateFunc: func(_, obj any) { on(obj) },
+		AddFunc:    func(obj any) { on(obj, false) },
+		UpdateFunc: func(_, obj any) { on(obj, false) },
 		DeleteFunc: func(obj any) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				obj = toolscache.DeletedFinalStateUnknown{Obj: p}
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
 			}
-			on(obj)
+			on(obj, true)
 		},
 	}
 }
