@@ -70,24 +70,33 @@ func benchWorkload(name, pinnedTo string) *kueue.Workload {
 func BenchmarkDecide(b *testing.B) {
 	for _, size := range []struct{ nodes, inflight int }{{500, 100}, {5000, 500}} {
 		for _, full := range []bool{false, true} {
-			nodes := benchFlavor(size.nodes, full)
-			var inflight []*kueue.Workload
-			for i := range size.inflight {
-				inflight = append(inflight, benchWorkload(fmt.Sprintf("inflight-%d", i), benchNodeName(i)))
-			}
-			wl := benchWorkload("judged", "")
-			templates, pods := acceleratedTemplates(wl, false), workloadPods(wl)
 			b.Run(fmt.Sprintf("nodes=%d/inflight=%d/full=%t", size.nodes, size.inflight, full), func(b *testing.B) {
-				var memo inflightMemo
+				verdict := decideVerdict(b, size.nodes, size.inflight, full)
 				b.ReportAllocs()
 				for b.Loop() {
-					f := &flavorNodes{cards: slices.Clone(nodes.cards), objects: nodes.objects}
-					_, err := decide(f, inflight, &memo, templates, pods)
-					if (err != nil) != full {
-						b.Fatalf("decide(...): %v, want an error only on the full flavor", err)
-					}
+					verdict()
 				}
 			})
+		}
+	}
+}
+
+// decideVerdict returns one verdict's placement of a half-card slice on a flavor of n nodes (every card free, or
+// every card taken) after inflight Workloads, each pinned to a node of its own; it fails tb when the verdict is
+// not the one the flavor calls for (a place with room, a refusal when full).
+func decideVerdict(tb testing.TB, n, inflightCount int, full bool) func() {
+	nodes := benchFlavor(n, full)
+	var inflight []*kueue.Workload
+	for i := range inflightCount {
+		inflight = append(inflight, benchWorkload(fmt.Sprintf("inflight-%d", i), benchNodeName(i)))
+	}
+	wl := benchWorkload("judged", "")
+	templates, pods := acceleratedTemplates(wl, false), workloadPods(wl)
+	var memo inflightMemo
+	return func() {
+		f := &flavorNodes{cards: slices.Clone(nodes.cards), objects: nodes.objects}
+		if _, err := decide(f, inflight, &memo, templates, pods); (err != nil) != full {
+			tb.Fatalf("decide(...): %v, want an error only on the full flavor", err)
 		}
 	}
 }
@@ -96,34 +105,47 @@ func BenchmarkDecide(b *testing.B) {
 // before, each with four bound Pods of a half-card slice, two of which the verdict knows bound there.
 func BenchmarkNodeCards(b *testing.B) {
 	for _, n := range []int{500, 5000} {
-		x := &ledgerIndex{}
-		x.handler()
-		mustCharge := map[string][]types.UID{}
-		for i := range n {
-			name := benchNodeName(i)
-			d := builders.MakeDevices(name).Cards("nvidia", "NVIDIA A10G", 24576, benchCards).Obj()
-			var pods []corev1.Pod
-			for j := range 4 {
-				uid := types.UID(fmt.Sprintf("%s-%d", name, j))
-				pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uid), UID: uid},
-					Spec:   corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: halfCardLimits}}}},
-					Status: corev1.PodStatus{Phase: corev1.PodRunning}})
-				if j < 2 {
-					mustCharge[name] = append(mustCharge[name], uid)
-				}
-			}
-			x.store(name, rebuild(d, pods, 0))
-		}
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			read := unchangedNodesRead(b, n)
 			b.ReportAllocs()
 			for b.Loop() {
-				for i := range n {
-					name := benchNodeName(i)
-					if _, _, hit := x.lookup(name, mustCharge[name]); !hit {
-						b.Fatalf("node %s: a miss, want a hit", name)
-					}
-				}
+				read()
 			}
 		})
+	}
+}
+
+// unchangedNodesRead returns a read of every node's cards from an index that holds them all, none changed since,
+// each node with four bound Pods of a half-card slice, two of which the reader knows bound there; it fails tb
+// when a node misses the index.
+func unchangedNodesRead(tb testing.TB, n int) func() {
+	x := &ledgerIndex{}
+	x.handler()
+	mustCharge := map[string][]types.UID{}
+	for i := range n {
+		name := benchNodeName(i)
+		d := builders.MakeDevices(name).Cards("nvidia", "NVIDIA A10G", 24576, benchCards).Obj()
+		var pods []corev1.Pod
+		for j := range 4 {
+			uid := types.UID(fmt.Sprintf("%s-%d", name, j))
+			pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uid), UID: uid},
+				Spec:   corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: halfCardLimits}}}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+			if j < 2 {
+				mustCharge[name] = append(mustCharge[name], uid)
+			}
+		}
+		x.store(name, rebuild(d, pods, 0))
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = benchNodeName(i)
+	}
+	return func() {
+		for _, name := range names {
+			if _, _, hit := x.lookup(name, mustCharge[name]); !hit {
+				tb.Fatalf("node %s: a miss, want a hit", name)
+			}
+		}
 	}
 }
