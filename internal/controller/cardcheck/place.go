@@ -91,7 +91,9 @@ func (f *flavorNodes) place(filter nodeFilter, pods podClaims) ([]string, error)
 		}
 	}
 	if filter.hostname != "" {
-		for _, i := range f.withHostname(filter.hostname) {
+		candidates := f.withHostname(filter.hostname)
+		subset, index = make([]pools.NodeCards, 0, len(candidates)), make([]int, 0, len(candidates))
+		for _, i := range candidates {
 			try(i)
 		}
 	} else {
