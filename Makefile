@@ -333,18 +333,22 @@ bench: ## Run the benchmarks (numbers in docs/performance.md).
 	go test -run '^$$' -bench . -benchtime 20x ./internal/embedded/
 	go test -run '^$$' -bench . -benchtime 100x ./internal/controller/cardcheck/
 
-# The scale harness's size, and how long it counts writes on a quiet cluster.
-NODES ?= 5000
-WORKLOADS ?= 500
-QUIET ?= 5m
+# The scale harness's named configuration (test/performance/configs: small, medium, large), and, to run another
+# size without its thresholds, the size and how long it counts writes on a quiet cluster.
+CONFIG ?= large
+NODES ?=
+WORKLOADS ?=
+QUIET ?=
 BENCH_DIR ?= $(ROOT)/.bench-cluster
 
 .PHONY: bench-cluster
-bench-cluster: $(DEMO_TOOLS) $(STAMP)/kwok-$(KWOK_VERSION) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) operator-image ## Measure the operator, installed by the chart, on a local cluster of one real node and NODES KWOK nodes (8 cards each) with WORKLOADS workloads; redraws docs/bench/cluster.png.
-	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/benchcluster ./hack/localcluster
-	$(BIN)/benchcluster --bin $(BIN) --dir $(BENCH_DIR) --nodes $(NODES) --workloads $(WORKLOADS) --quiet $(QUIET) \
-		--chart $(CHART) --image $(OUTPUT)/package/images/gpustack-operator.tar --results docs/bench/cluster-results.json
-	cd hack/tools/benchplot && go run . --in $(ROOT)/docs/bench/cluster-results.json --out $(ROOT)/docs/bench/cluster.png
+bench-cluster: $(DEMO_TOOLS) $(STAMP)/kwok-$(KWOK_VERSION) $(STAMP)/helm-$(HELM_VERSION) $(CHART_DEPS) operator-image ## Measure the operator, installed by the chart, on a local cluster of one real node and KWOK nodes (8 cards each) at the size of CONFIG (or NODES, WORKLOADS, QUIET); fails when a threshold of CONFIG is crossed; redraws docs/bench/cluster.png.
+	go build -o $(BIN)/ ./cmd/gpustack-operator ./hack/localcluster
+	go build -o $(BIN)/benchcluster ./test/performance/cluster
+	$(BIN)/benchcluster --config test/performance/configs/$(CONFIG).yaml $(if $(NODES),--nodes $(NODES)) \
+		$(if $(WORKLOADS),--workloads $(WORKLOADS)) $(if $(QUIET),--quiet $(QUIET)) --bin $(BIN) --dir $(BENCH_DIR) \
+		--chart $(CHART) --image $(OUTPUT)/package/images/gpustack-operator.tar --results docs/bench/cluster-results.json; \
+		status=$$?; cd hack/tools/benchplot && go run . --in $(ROOT)/docs/bench/cluster-results.json --out $(ROOT)/docs/bench/cluster.png && exit $$status
 
 ##@ Demo
 
