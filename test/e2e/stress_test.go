@@ -53,19 +53,16 @@ var _ = It("fires 200 slice and whole-card Instances at the T4 pool at once", fu
 	}
 
 	// Watch until the pool is full: every Instance's Pod runs, or waits for admission asking for more than any
-	// card (whole cards: any node) has left. Which Instances make it depends on the order Kueue takes them in, so
-	// how many run is not fixed: three whole-card pairs and singles can fill the five cards as well as twenty slices.
-	// Throughout, no card is overfilled.
+	// card (whole cards: any node) has left. How many run then depends on the order Kueue takes the Instances in:
+	// two whole-card pairs and a single card fill the five cards with three Pods, small slices with dozens.
+	var running int
 	var waiting []string
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		checkCards(ctx, nodes)
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
+		running = checkCards(ctx, nodes)
 		if waiting = stressWaiting(ctx, nodes); len(waiting) == 0 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(time.Second)
 	}
-	running := checkCards(ctx, nodes)
 	if len(waiting) > 0 {
 		Fail(fmt.Sprintf("after 5 minutes the T4 pool is not full (%d Pods run):\n%s", running, strings.Join(waiting, "\n")))
 	}
@@ -73,7 +70,8 @@ var _ = It("fires 200 slice and whole-card Instances at the T4 pool at once", fu
 })
 
 // stressWaiting returns what keeps the T4 pool from being full: a stress Instance without its Pod, a Pod admitted
-// and not running yet, or one waiting for admission whose demand fits a card's (or, for whole cards, a node's) room as the ledger states it.
+// and not running yet, or one waiting for admission whose demand fits a card's (for whole cards, a node's) room
+// as the ledger states it.
 func stressWaiting(ctx context.Context, nodes []simulated.Node) []string {
 	GinkgoHelper()
 	var pods corev1.PodList
