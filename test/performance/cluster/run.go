@@ -227,9 +227,12 @@ func saveProfile(ctx context.Context, url, path, what string) error {
 	return errors.Wrapf(os.WriteFile(path, data, 0o644), "cannot write the %s profile", what)
 }
 
-// settled waits until every node has its Devices and the InstanceTypes' statuses stop changing.
+// settled waits until every node has its Devices and the InstanceTypes' statuses stop changing. The stand-in
+// agent publishes its thousands of nodes one after another (about four a second on a 2-core machine at 5,000
+// nodes), so it waits as long as their number grows, and gives up when it has not grown for stallAfter.
 func settled(ctx context.Context, k client.WithWatch, nodes int) error {
-	deadline := time.Now().Add(5*time.Minute + time.Duration(nodes)*100*time.Millisecond)
+	const stallAfter = 3 * time.Minute
+	have, grew, said := 0, time.Now(), time.Now()
 	for {
 		list := &workerv1.DevicesList{}
 		if err := k.List(ctx, list); err != nil {
@@ -238,11 +241,19 @@ func settled(ctx context.Context, k client.WithWatch, nodes int) error {
 		if len(list.Items) >= nodes {
 			break
 		}
-		if time.Now().After(deadline) {
-			return errors.Errorf("only %d of %d nodes have Devices", len(list.Items), nodes)
+		if len(list.Items) > have {
+			have, grew = len(list.Items), time.Now()
+		}
+		if time.Since(grew) > stallAfter {
+			return errors.Errorf("only %d of %d nodes have Devices, none more in %s", have, nodes, stallAfter)
+		}
+		if time.Since(said) > time.Minute {
+			fmt.Fprintf(os.Stderr, ">>   %d of %d nodes have Devices\n", have, nodes)
+			said = time.Now()
 		}
 		time.Sleep(2 * time.Second)
 	}
+	deadline := time.Now().Add(5*time.Minute + time.Duration(nodes)*100*time.Millisecond)
 	for {
 		last, rv, err := statuses(ctx, k)
 		if err != nil {
