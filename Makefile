@@ -347,8 +347,8 @@ bench-cluster: $(DEMO_TOOLS) $(STAMP)/kwok-$(KWOK_VERSION) $(STAMP)/helm-$(HELM_
 	go build -o $(BIN)/benchcluster ./test/performance/cluster
 	$(BIN)/benchcluster --config test/performance/configs/$(CONFIG).yaml $(if $(NODES),--nodes $(NODES)) \
 		$(if $(WORKLOADS),--workloads $(WORKLOADS)) $(if $(QUIET),--quiet $(QUIET)) --bin $(BIN) --dir $(BENCH_DIR) \
-		--chart $(CHART) --image $(OUTPUT)/package/images/gpustack-operator.tar --results docs/bench/cluster-results.json; \
-		status=$$?; cd hack/tools/benchplot && go run . --in $(ROOT)/docs/bench/cluster-results.json --out $(ROOT)/docs/bench/cluster.png && exit $$status
+		--chart $(CHART) --image $(OUTPUT)/package/images/gpustack-operator.tar --results docs/bench/cluster-results.json \
+		|| status=$$?; cd hack/tools/benchplot && go run . --in $(ROOT)/docs/bench/cluster-results.json --out $(ROOT)/docs/bench/cluster.png && exit $${status:-0}
 
 ##@ Demo
 

@@ -121,8 +121,12 @@ func crossings(r *result, thresholds []threshold) []string {
 		limit := t.limit()
 		if (t.Bound == "max" && m.Value > limit) || (t.Bound == "min" && m.Value < limit) {
 			side := map[string]string{"max": "above", "min": "below"}[t.Bound]
-			out = append(out, fmt.Sprintf("%s: %s %s, %s its threshold %s (the mean of %d runs, %s, with a margin of %s%%)",
-				t.Measure, format(m.Value), m.Unit, side, format(limit), len(t.Values), format(t.mean()), format(t.Margin*100)))
+			runs := fmt.Sprintf("%d runs", len(t.Values))
+			if len(t.Values) == 1 {
+				runs = "1 run"
+			}
+			out = append(out, fmt.Sprintf("%s: %s %s, %s its threshold %s (the mean of %s, %s, with a margin of %s%%)",
+				t.Measure, format(m.Value), m.Unit, side, format(limit), runs, format(t.mean()), format(t.Margin*100)))
 		}
 	}
 	return out
