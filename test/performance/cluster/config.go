@@ -125,8 +125,9 @@ func crossings(r *result, thresholds []threshold) []string {
 			if len(t.Values) == 1 {
 				runs = "1 run"
 			}
-			out = append(out, fmt.Sprintf("%s: %s %s, %s its threshold %s (the mean of %s, %s, with a margin of %s%%)",
-				t.Measure, format(m.Value), m.Unit, side, format(limit), runs, format(t.mean()), format(t.Margin*100)))
+			value := strings.TrimSpace(format(m.Value) + " " + m.Unit)
+			out = append(out, fmt.Sprintf("%s: %s, %s its threshold %s (the mean of %s, %s, with a margin of %s%%)",
+				t.Measure, value, side, format(limit), runs, format(t.mean()), format(t.Margin*100)))
 		}
 	}
 	return out

@@ -88,6 +88,7 @@ func TestCrossings(t *testing.T) {
 		{Name: "check-p99", Value: 120, Unit: "ms"},
 		{Name: "per-second", Value: 40, Unit: "/s"},
 		{Name: "quiet-writes", Value: 1, Unit: "count"},
+		{Name: "ratio", Value: 1.8},
 	}}
 	cases := map[string]struct {
 		reason     string
@@ -110,6 +111,9 @@ func TestCrossings(t *testing.T) {
 		"ZeroWrites": {reason: "one write in a quiet cluster crosses a threshold of none",
 			thresholds: []threshold{{Measure: "quiet-writes", Bound: "max", Values: []float64{0}}},
 			want:       []string{"quiet-writes: 1 count, above its threshold 0 (the mean of 1 run, 0, with a margin of 0%)"}},
+		"NoUnit": {reason: "a measure without a unit (a ratio) is written without one",
+			thresholds: []threshold{{Measure: "ratio", Bound: "max", Values: []float64{1.2}, Margin: 0.3}},
+			want:       []string{"ratio: 1.8, above its threshold 1.56 (the mean of 1 run, 1.2, with a margin of 30%)"}},
 		"NotMeasured": {reason: "a measure the run did not take is reported, not passed",
 			thresholds: []threshold{{Measure: "worker-rss", Bound: "max", Values: []float64{100}}},
 			want:       []string{"worker-rss: not measured"}},
