@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"net"
 	"net/http"
@@ -12,15 +11,16 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"golang.org/x/sync/errgroup"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
+	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
 
 // runWorkerGateway reads the member clusters named by the kubeconfig Secrets of the members' namespace and
@@ -34,14 +34,17 @@ func runWorkerGateway(args []string) error {
 	socket := fs.String("socket", "/var/lib/gpustack/gpustack-operator-worker-gateway.sock", "the unix socket the API is served on")
 	interval := fs.Duration("interval", 5*time.Second, "how often the member Secrets are looked at and each member is read")
 	timeout := fs.Duration("read-timeout", 5*time.Second, "how long one read of a member may take before it counts as unreachable")
-	securePort := fs.Int("secure-port", 0, "serve the API over TLS on this port for kube-apiserver's aggregation layer, and register its APIService; 0 serves only the socket")
+	securePort := fs.Int("secure-port", 0, "serve the API over TLS on this port for kube-apiserver's aggregation layer, and keep the caBundle of the APIService "+gatewayv1.APIServiceName+" (which the chart makes); 0 serves only the socket")
 	bindAddress := fs.String("bind-address", "0.0.0.0", "the address of the secure port")
-	serviceName := fs.String("service-name", "gpustack-operator-worker-gateway", "the Service in --namespace the APIService sends kube-apiserver to")
-	servicePort := fs.Int("service-port", 443, "the Service's port")
+	serviceName := fs.String("service-name", "gpustack-operator-worker-gateway", "the Service in --namespace the APIService sends kube-apiserver to: the serving certificate names it")
 	dispatch := fs.Bool("dispatch", true, "keep, in this cluster, what Kueue's MultiKueue needs to run Instances created here on the members")
 	retention := fs.Duration("retention", 24*time.Hour, "how long what no member offers any more (a member removed for good, a type it deleted) is kept, Inactive, before it is removed from this cluster; a member's outage, Hold or re-registration never removes the types the manager's Instances run on")
 	grace := fs.Duration("first-answer-grace", gateway.DefaultFirstAnswerGrace, "how long after start the dispatcher waits for every member's first answer before it writes: a member not read yet would look as if it offered nothing")
 	kueueNamespace := fs.String("kueue-namespace", workerv1.KueueNamespace, "the namespace of this cluster's Kueue, where MultiKueue reads the members' kubeconfigs")
+	leaderElect := fs.Bool("leader-elect", true, "dispatch from one replica at a time, the holder of the Lease "+gatewayLease+" in --namespace; every replica serves the API")
+	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "how long a stopping replica goes on serving the aggregation layer, while kube-apiserver stops sending it requests")
+	certManager := fs.Bool("cert-manager", false, "cert-manager issues the serving certificate into --certificate-secret; otherwise the first replica self-signs it there")
+	certSecret := fs.String("certificate-secret", gatewayv1.ServingSecretName, "the Secret in --namespace holding the serving certificate every replica serves, whose CA the APIService carries")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 	logger := ctrl.Log.WithName("worker-gateway")
@@ -54,6 +57,13 @@ func runWorkerGateway(args []string) error {
 	if err := waitForAPIServer(ctx, cfg, apiServerPoll, logger); err != nil {
 		return err
 	}
+	// The manager elects the dispatcher's replica; the rest runs on every replica.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"},
+		LeaderElection: *leaderElect && *dispatch, LeaderElectionID: gatewayLease, LeaderElectionNamespace: *namespace,
+		LeaderElectionReleaseOnCancel: true})
+	if err != nil {
+		return errors.Wrap(err, "cannot create the manager")
+	}
 	gw := &gateway.Gateway{Client: c, Namespace: *members, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger}
 	lis, err := listenUnix(*socket)
 	if err != nil {
@@ -61,57 +71,72 @@ func runWorkerGateway(args []string) error {
 	}
 	api := &gateway.Server{Source: gw, WatchInterval: time.Second}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	g, ctx := errgroup.WithContext(ctx)
+	runnables := []manager.Runnable{everyReplica(gw.Run), everyReplica(func(ctx context.Context) error {
+		logger.Info("serving", "socket", *socket)
+		return serveUntil(ctx, srv, func() error { return srv.Serve(lis) }, 0)
+	})}
 	if *securePort != 0 {
-		secure, err := aggregated(ctx, c, api, *namespace, *serviceName, *bindAddress, *securePort, *servicePort)
-		if err != nil {
+		serving := &gateway.Serving{Client: c, Every: time.Minute, Log: logger, Certificate: webhooks.Serving{Namespace: *namespace,
+			Service: *serviceName, Secret: *certSecret, CertManager: *certManager, APIServices: []string{gatewayv1.APIServiceName}}}
+		// helm makes the APIService after the Deployment: it is waited for.
+		if err := serving.Refresh(ctx, 5*time.Minute); err != nil {
 			return err
 		}
-		g.Go(func() error {
-			<-ctx.Done()
-			return secure.Close()
-		})
-		g.Go(func() error {
+		secure := &http.Server{Addr: net.JoinHostPort(*bindAddress, strconv.Itoa(*securePort)), ReadHeaderTimeout: 10 * time.Second,
+			Handler: gateway.Delegated(api, serving.RequestHeader, c), TLSConfig: serving.TLSConfig()}
+		runnables = append(runnables, serving, everyReplica(func(ctx context.Context) error {
 			logger.Info("serving for the aggregation layer", "address", secure.Addr, "apiservice", gatewayv1.APIServiceName)
-			if err := secure.ListenAndServeTLS("", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return errors.Wrap(err, "cannot serve the API over TLS")
-			}
-			return nil
-		})
+			return serveUntil(ctx, secure, func() error { return secure.ListenAndServeTLS("", "") }, *shutdownDelay)
+		}))
 	}
-	g.Go(func() error { return gw.Run(ctx) })
 	if *dispatch {
 		d := &gateway.Dispatcher{Client: c, Gateway: gw, Namespace: *members, KueueNamespace: *kueueNamespace, Interval: *interval,
 			Retention: *retention, FirstAnswerGrace: *grace, Log: ctrl.Log.WithName("dispatch")}
-		g.Go(func() error { return d.Run(ctx) })
+		// Two dispatchers would apply and prune the same objects: only the Lease's holder runs it.
+		runnables = append(runnables, manager.RunnableFunc(d.Run))
 	}
-	g.Go(func() error {
-		<-ctx.Done()
-		return srv.Close()
-	})
-	g.Go(func() error {
-		logger.Info("serving", "socket", *socket)
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return errors.Wrap(err, "cannot serve the API")
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
+			return errors.Wrap(err, "cannot add to the manager")
 		}
-		return nil
-	})
-	return g.Wait()
+	}
+	return mgr.Start(ctx)
 }
 
-// aggregated makes the TLS server kube-apiserver's aggregation layer passes the API's requests to, checked with
-// the cluster's request-header settings and authorizer, and registers the APIService that sends them there.
-func aggregated(ctx context.Context, c client.Client, api http.Handler, namespace, service, bind string, port, servicePort int) (*http.Server, error) {
-	rh, err := gateway.ReadRequestHeader(ctx, c)
-	if err != nil {
-		return nil, err
+// gatewayLease is the Lease the gateway's replicas elect their dispatcher with.
+const gatewayLease = "gpustack-operator-worker-gateway"
+
+// everyReplica is a runnable that runs on every replica, not only on the Lease's holder.
+type everyReplica func(ctx context.Context) error
+
+// Start runs it.
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection is false: every replica runs it.
+func (f everyReplica) NeedLeaderElection() bool { return false }
+
+// serveUntil serves with serve until ctx ends; then it goes on answering for delay, while kube-apiserver
+// learns that the replica stops and sends its requests to another, and stops, letting the requests in flight
+// end for up to 10 seconds.
+func serveUntil(ctx context.Context, srv *http.Server, serve func() error, delay time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- serve() }()
+	select {
+	case err := <-done:
+		return errors.Wrap(err, "cannot serve the API")
+	case <-ctx.Done():
 	}
-	cert, err := gateway.Register(ctx, c, namespace, service, int32(servicePort))
-	if err != nil {
-		return nil, err
+	time.Sleep(delay)
+	stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(stop); err != nil {
+		// Watches outlast the grace: closing ends them, and their clients watch again elsewhere.
+		_ = srv.Close()
 	}
-	return &http.Server{Addr: net.JoinHostPort(bind, strconv.Itoa(port)), Handler: gateway.Delegated(api, rh, c), ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}}, nil
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return errors.Wrap(err, "cannot serve the API")
+	}
+	return nil
 }
 
 // listenUnix listens on a unix socket, replacing one a previous run left; only its owner and group may use it.

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -24,6 +25,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -31,6 +33,7 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
+	"github.com/gpustack/gpustack-operator/internal/webhooks"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
@@ -63,12 +66,15 @@ func frontProxy(dir string) (ca, cert, key string) {
 	return write("front-proxy-ca.crt", "CERTIFICATE", caDER), write("front-proxy.crt", "CERTIFICATE", der), write("front-proxy.key", "EC PRIVATE KEY", keyDER)
 }
 
-// Behind a real kube-apiserver's aggregation layer: the gateway registers its APIService, and kubectl get on
-// the manager cluster reads the members' aggregate through it, with the gateway's columns. The gateway answers
+// Behind a real kube-apiserver's aggregation layer: the gateway writes its serving certificate's CA into the
+// APIService, and kubectl get on the manager cluster reads the members' aggregate through it, with the
+// gateway's columns. The gateway answers
 // only the front proxy: a request straight to it is refused.
 var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 	var kubeconfig, direct string
 	var proxyCert tls.Certificate
+	var mgr client.Client
+	var serving *gateway.Serving
 
 	BeforeAll(func() {
 		bin, _, err := testenv.BinDir("etcd", "kube-apiserver")
@@ -87,7 +93,7 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		cfg, err := env.Start()
 		DeferCleanup(func() { _ = env.Stop() })
 		Expect(err).NotTo(HaveOccurred())
-		mgr, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+		mgr, err = client.New(cfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		ctx := context.Background()
 		Expect(mgr.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}})).To(Succeed())
@@ -100,22 +106,22 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		m.instanceType("gpu", true, 2, 3, 4, workerv1.InstanceTypeActive)
 
 		// The gateway as worker-gateway --secure-port runs it. A Service of type ExternalName sends kube-apiserver
-		// to it on loopback, where a cluster's Service would send it to the gateway's Pods.
+		// to it on loopback, where a cluster's Service would send it to the gateway's Pods; the APIService is the
+		// chart's, without a caBundle: the gateway writes it.
 		gw := &gateway.Gateway{Client: mgr, Namespace: workerv1.SystemNamespace, Scheme: scheme.New(),
 			Interval: 200 * time.Millisecond, Timeout: time.Second, Log: logr.Discard()}
-		var rh gateway.RequestHeader
-		Eventually(func() error { rh, err = gateway.ReadRequestHeader(ctx, mgr); return err }).WithTimeout(30 * time.Second).Should(Succeed())
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		Expect(err).NotTo(HaveOccurred())
 		port := lis.Addr().(*net.TCPAddr).Port
 		direct = "https://" + lis.Addr().String()
-		const service = "gpustack-operator-worker-gateway"
 		Expect(mgr.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: service},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost", Ports: []corev1.ServicePort{{Port: int32(port)}}}})).To(Succeed())
-		servingCert, err := gateway.Register(ctx, mgr, workerv1.SystemNamespace, service, int32(port))
-		Expect(err).NotTo(HaveOccurred())
-		srv := &http.Server{Handler: gateway.Delegated(&gateway.Server{Source: gw, WatchInterval: 100 * time.Millisecond}, rh, mgr),
-			ReadHeaderTimeout: time.Second, TLSConfig: &tls.Config{Certificates: []tls.Certificate{servingCert}, ClientAuth: tls.RequestClientCert}}
+		Expect(mgr.Create(ctx, chartAPIService(port))).To(Succeed())
+		serving = replica(mgr)
+		// kube-apiserver publishes the request-header settings a moment after it starts.
+		Eventually(func() error { return serving.Refresh(ctx, 30*time.Second) }).WithTimeout(30 * time.Second).Should(Succeed())
+		srv := &http.Server{Handler: gateway.Delegated(&gateway.Server{Source: gw, WatchInterval: 100 * time.Millisecond}, serving.RequestHeader, mgr),
+			ReadHeaderTimeout: time.Second, TLSConfig: serving.TLSConfig()}
 		runCtx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -182,4 +188,65 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		defer resp.Body.Close()
 		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "status %s", strconv.Itoa(resp.StatusCode))
 	})
+
+	// Every replica serves the Secret's pair, whose CA the APIService carries; a renewed pair is served, and its
+	// CA written, at the next refresh, without a restart.
+	It("serves one certificate on every replica, and a renewed one without a restart", func() {
+		ctx := context.Background()
+		other := replica(mgr)
+		Expect(other.Refresh(ctx, 30*time.Second)).To(Succeed())
+		Expect(served(other)).To(Equal(served(serving)), "a second replica serves the first's certificate")
+		Expect(servedDirect(direct)).To(Equal(served(serving)))
+
+		hosts, err := other.Certificate.Hosts()
+		Expect(err).NotTo(HaveOccurred())
+		renewed, err := webhooks.SelfSigned(hosts, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		secret := &corev1.Secret{}
+		Expect(mgr.Get(ctx, client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: gatewayv1.ServingSecretName}, secret)).To(Succeed())
+		secret.Data = map[string][]byte{"ca.crt": renewed.CA, "tls.crt": renewed.Cert, "tls.key": renewed.Key}
+		Expect(mgr.Update(ctx, secret)).To(Succeed())
+		Expect(serving.Refresh(ctx, 30*time.Second)).To(Succeed())
+		block, _ := pem.Decode(renewed.Cert)
+		Expect(servedDirect(direct)).To(Equal(block.Bytes), "the renewed certificate is served")
+		Eventually(func() (string, error) {
+			return testenv.Kubectl(kubeconfig, "get", "aggregatedinstancetypes", "-o", "name")
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(ContainSubstring("gpu"),
+			"kube-apiserver trusts the renewed certificate through the APIService's new caBundle")
+	})
 })
+
+// service is the gateway's Service, which its serving certificate names.
+const service = "gpustack-operator-worker-gateway"
+
+// replica is a replica's Serving, as worker-gateway --secure-port makes it, self-signing into the Secret.
+func replica(c client.Client) *gateway.Serving {
+	return &gateway.Serving{Client: c, Every: time.Hour, Log: logr.Discard(), Certificate: webhooks.Serving{
+		Namespace: workerv1.SystemNamespace, Service: service, Secret: gatewayv1.ServingSecretName, APIServices: []string{gatewayv1.APIServiceName}}}
+}
+
+// chartAPIService is the APIService the chart makes, to the Service on port.
+func chartAPIService(port int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": gatewayv1.APIServiceName},
+		"spec": map[string]any{"group": gatewayv1.GroupVersion.Group, "version": gatewayv1.GroupVersion.Version,
+			"service":              map[string]any{"namespace": workerv1.SystemNamespace, "name": service, "port": int64(port)},
+			"groupPriorityMinimum": int64(1000), "versionPriority": int64(15)}}}
+}
+
+// served is the DER of the certificate a replica serves.
+func served(s *gateway.Serving) []byte {
+	GinkgoHelper()
+	cert, err := s.TLSConfig().GetCertificate(nil)
+	Expect(err).NotTo(HaveOccurred())
+	return cert.Certificate[0]
+}
+
+// servedDirect is the DER of the certificate the gateway's port presents.
+func servedDirect(url string) []byte {
+	GinkgoHelper()
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(url, "https://"), &tls.Config{InsecureSkipVerify: true}) // read, not trusted
+	Expect(err).NotTo(HaveOccurred())
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].Raw
+}

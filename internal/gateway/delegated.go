@@ -58,12 +58,13 @@ func ReadRequestHeader(ctx context.Context, c client.Reader) (RequestHeader, err
 	return rh, nil
 }
 
-// Delegated wraps the API for the aggregation layer: a request must come from the front proxy (401 otherwise),
-// and the user it names must be allowed the verb on what it asks by the cluster's own authorizer, asked with a
-// SubjectAccessReview (403 otherwise), so the gateway's API obeys the cluster's RBAC as a built-in one does.
-func Delegated(next http.Handler, rh RequestHeader, reviews client.Client) http.Handler {
+// Delegated wraps the API for the aggregation layer: a request must come from the front proxy, as the
+// request-header settings header returns at the time say (401 otherwise), and the user it names must be
+// allowed the verb on what it asks by the cluster's own authorizer, asked with a SubjectAccessReview (403
+// otherwise), so the gateway's API obeys the cluster's RBAC as a built-in one does.
+func Delegated(next http.Handler, header func() RequestHeader, reviews client.Client) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, groups, err := rh.authenticate(r)
+		user, groups, err := header().authenticate(r)
 		if err != nil {
 			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, err.Error())
 			return
@@ -96,6 +97,10 @@ func Delegated(next http.Handler, rh RequestHeader, reviews client.Client) http.
 
 // authenticate checks the front proxy's client certificate and returns the user and groups it names.
 func (rh RequestHeader) authenticate(r *http.Request) (string, []string, error) {
+	if rh.CA == nil {
+		// Verify would fall back to the system's roots.
+		return "", nil, errors.New("the front proxy's CA is not read yet")
+	}
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return "", nil, errors.New("no client certificate: the gateway's API is reached through kube-apiserver")
 	}

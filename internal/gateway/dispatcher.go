@@ -38,6 +38,11 @@ const resync = 5 * time.Minute
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=kueue-system,resources=secrets,verbs=create;patch;delete
 
+// The gateway's replicas elect the one that dispatches with a Lease in their namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=gpustack-system,resources=leases,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=gpustack-system,resources=leases,verbs=get;update,resourceNames=gpustack-operator-worker-gateway
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=events,verbs=create;patch
+
 // Dispatcher keeps, on the manager cluster, what MultiKueue needs to send Instances to the members the
 // Gateway reads (Dispatch): the members' kubeconfigs in Kueue's namespace, a MultiKueueCluster per member,
 // and per type its InstanceType, queue, MultiKueue check and config, and entrance LocalQueues.

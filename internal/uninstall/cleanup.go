@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -61,9 +60,8 @@ type Options struct {
 
 // What the chart ships (the agents' namespace, account and roles) helm removes itself; the cleanup deletes
 // only what the worker made, by name where it has one.
-// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=delete,resourceNames=gpustack-worker-webhook-tls
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=delete,resourceNames=gpustack-worker-webhook-tls;gpustack-operator-worker-gateway-tls
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=delete,resourceNames=gpustack-worker-mutation;gpustack-worker-validation
-// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=delete,resourceNames=v1.gateway.gpustack.ai
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
@@ -91,12 +89,8 @@ func Cleanup(ctx context.Context, c client.Client, o Options) error {
 	r.delete(ctx, &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.MutatingName}})
 	r.delete(ctx, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.ValidatingName}})
 	r.delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.WebhookSecret}})
-	// The worker-gateway's APIService: the gateway applies it, so helm does not know it, and left behind it would
-	// keep kube-apiserver's discovery of gateway.gpustack.ai failing.
-	apiService := &unstructured.Unstructured{}
-	apiService.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"})
-	apiService.SetName(gatewayv1.APIServiceName)
-	r.delete(ctx, apiService)
+	// The worker-gateway's serving certificate, which its first replica signed (its APIService is the chart's).
+	r.delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: gatewayv1.ServingSecretName}})
 	r.kueueChain(ctx)
 	r.kueueGone(ctx)
 	r.nodeFeatures(ctx)

@@ -24,8 +24,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/internal/gateway"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
@@ -62,10 +62,8 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 	it.Finalizers = []string{"gpustack.ai/controlled"}
 	// The InstanceType goes in before the webhook configurations, whose server this test does not run.
 	create(it)
-	// The worker-gateway's APIService, as the gateway applies it (no gateway answers here).
-	apiService := gateway.APIService(workerv1.SystemNamespace, "gpustack-operator-worker-gateway", 443, []byte("ca"))
-	create(apiService)
-	create(mutating, validating,
+	gatewaySecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: gatewayv1.ServingSecretName}}
+	create(mutating, validating, gatewaySecret,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-settings"}},
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed", Annotations: composed}},
@@ -119,7 +117,7 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 		// envtest runs no namespace controller: a namespace being deleted counts as gone.
 		return apierrors.IsNotFound(err) || err == nil && o.GetDeletionTimestamp() != nil
 	}
-	ours := []client.Object{mutating, validating, apiService,
+	ours := []client.Object{mutating, validating, gatewaySecret,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed"}},
 		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "gpustack-node-devices"}},

@@ -24,8 +24,8 @@ func apiService(name string) *unstructured.Unstructured {
 	return u
 }
 
-// provisionAPIServices writes ca into the caBundle of each named APIService, which the chart makes to send an
-// aggregated API to the webhooks' Service: the pair covers that Service's names. helm creates APIServices after
+// provisionAPIServices writes ca into the caBundle of each named APIService that does not carry it, which the
+// chart makes to send an aggregated API to the Service whose names the pair covers. helm creates APIServices after
 // Deployments, so one not there yet is waited for up to timeout.
 func provisionAPIServices(ctx context.Context, c client.Client, names []string, ca []byte, timeout time.Duration) error {
 	for _, name := range names {
@@ -36,6 +36,9 @@ func provisionAPIServices(ctx context.Context, c client.Client, names []string, 
 		})
 		if err != nil {
 			return errors.Wrapf(err, "APIService %s is not there after %s: the chart installs it (helm upgrade brings it back)", name, timeout)
+		}
+		if carries(live, ca) {
+			continue
 		}
 		u := apiService(name)
 		u.Object["spec"] = map[string]any{"caBundle": base64.StdEncoding.EncodeToString(ca)}
@@ -59,10 +62,16 @@ func staleAPIService(ctx context.Context, c client.Client, names []string, ca []
 		if err != nil {
 			return "", errors.Wrapf(err, "cannot get APIService %s", name)
 		}
-		encoded, _, _ := unstructured.NestedString(live.Object, "spec", "caBundle")
-		if got, err := base64.StdEncoding.DecodeString(encoded); err != nil || !bytes.Equal(got, ca) {
+		if !carries(live, ca) {
 			return "APIService " + name, nil
 		}
 	}
 	return "", nil
+}
+
+// carries reports whether an APIService's caBundle is ca.
+func carries(apiService *unstructured.Unstructured, ca []byte) bool {
+	encoded, _, _ := unstructured.NestedString(apiService.Object, "spec", "caBundle")
+	got, err := base64.StdEncoding.DecodeString(encoded)
+	return err == nil && bytes.Equal(got, ca)
 }

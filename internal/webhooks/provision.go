@@ -120,6 +120,21 @@ func Provision(ctx context.Context, c client.Client, s Serving, now time.Time, t
 	return provisionAPIServices(ctx, c, s.APIServices, pair.CA, timeout)
 }
 
+// ProvisionAPIServer is Provision for a server of aggregated APIs alone, with no webhooks (the worker-gateway):
+// it returns the key pair to serve, taken as Provision takes it (so that restarts and replicas share it), and
+// writes its CA into each of s.APIServices that does not carry it yet. CertDir is not used.
+func ProvisionAPIServer(ctx context.Context, c client.Client, s Serving, now time.Time, timeout time.Duration) (KeyPair, error) {
+	hosts, err := s.Hosts()
+	if err != nil {
+		return KeyPair{}, err
+	}
+	pair, err := keyPair(ctx, c, s, hosts, now, timeout)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	return pair, provisionAPIServices(ctx, c, s.APIServices, pair.CA, timeout)
+}
+
 // chartMade reports whether the chart made the configuration. One that is not there is applied whole where
 // the worker's role allows it (a chart before v0.2.0); where it does not (this chart's role), the chart has not
 // made it yet (helm creates webhook configurations after Deployments), and it is waited for up to timeout.

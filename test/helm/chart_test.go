@@ -402,8 +402,9 @@ func TestTemplateOptions(t *testing.T) {
 	if !contains(convert[appsv1.Deployment](t, noDispatch["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec.Containers[0].Args, "--dispatch=false") {
 		t.Error("with dispatch off, the gateway still dispatches")
 	}
-	if noDispatch["Role/gpustack-system/gpustack-operator-worker-gateway"] != nil {
-		t.Error("with dispatch off, the gateway may still write Kueue's Secrets")
+	if diff := cmp.Diff(generatedRules(t, "worker-gateway", "Role", "gpustack-system"),
+		convert[rbacv1.ClusterRole](t, noDispatch["Role/gpustack-system/gpustack-operator-worker-gateway"]).Rules); diff != "" {
+		t.Errorf("with dispatch off, the gateway's Role in the release's namespace (its certificate and Lease alone, not Kueue's Secrets): -want, +got:\n%s", diff)
 	}
 	// The member Secrets have a namespace of their own, which an uninstall keeps; the gateway reads Secrets
 	// there and nowhere else.
@@ -418,7 +419,8 @@ func TestTemplateOptions(t *testing.T) {
 	if inRelease["Namespace/"+namespace] != nil {
 		t.Errorf("with the member Secrets in the release's namespace, the chart renders that namespace")
 	}
-	if diff := cmp.Diff(append(generatedRules(t, "worker-gateway", "Role", members), generatedRules(t, "worker-gateway", "Role", "kueue-system")...),
+	if diff := cmp.Diff(slices.Concat(generatedRules(t, "worker-gateway", "Role", members), generatedRules(t, "worker-gateway", "Role", "gpustack-system"),
+		generatedRules(t, "worker-gateway", "Role", "kueue-system")),
 		convert[rbacv1.ClusterRole](t, inRelease["Role/gpustack-system/gpustack-operator-worker-gateway"]).Rules); diff != "" {
 		t.Errorf("with the member Secrets in the release's namespace, the gateway's Role there: -want, +got:\n%s", diff)
 	}
@@ -433,7 +435,8 @@ func TestTemplateOptions(t *testing.T) {
 	}
 	for key, want := range map[string][]rbacv1.PolicyRule{
 		"ClusterRole/gpustack-operator-worker-gateway":           generatedRules(t, "worker-gateway", "ClusterRole", ""),
-		"Role/gpustack-system/gpustack-operator-worker-gateway":  generatedRules(t, "worker-gateway", "Role", "kueue-system"),
+		"Role/gpustack-system/gpustack-operator-worker-gateway": slices.Concat(generatedRules(t, "worker-gateway", "Role", "gpustack-system"),
+			generatedRules(t, "worker-gateway", "Role", "kueue-system")),
 		"Role/gpustack-members/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "Role", "gpustack-members"),
 		"Role/kube-system/gpustack-operator-worker-gateway":      generatedRules(t, "worker-gateway", "Role", "kube-system"),
 		"ClusterRole/gpustack-operator-worker-gateway-member":    memberRole.Rules,
@@ -451,6 +454,11 @@ func TestTemplateOptions(t *testing.T) {
 		convert[rbacv1.ClusterRole](t, existing["Role/kueue-system/gpustack-operator-worker-gateway"]).Rules); diff != "" {
 		t.Errorf("with an existing Kueue, the gateway's Role in kueueNamespace: -want, +got:\n%s", diff)
 	}
+	if diff := cmp.Diff(generatedRules(t, "worker-gateway", "Role", "gpustack-system"),
+		convert[rbacv1.ClusterRole](t, existing["Role/gpustack-system/gpustack-operator-worker-gateway"]).Rules); diff != "" {
+		t.Errorf("with an existing Kueue, the gateway's Role in the release's namespace: -want, +got:\n%s", diff)
+	}
+	checkGatewayHA(t, objs, render(t, "workerGateway.enabled=true", "worker.certmanager.enabled=true"))
 
 	out, err := helm(t, nil, "template", release, chart, "--namespace", "elsewhere", "--kube-version", "1.35.4")
 	if err == nil || !strings.Contains(out, "install gpustack-operator into the namespace gpustack-system") {
@@ -569,5 +577,35 @@ func TestArgoCDApplication(t *testing.T) {
 		"--kube-version", "1.35.4", "--values", file)
 	if err != nil || !strings.Contains(out, "name: gpustack-operator-worker") {
 		t.Errorf("the chart does not render with the Application's values: %v\n%s", err, out)
+	}
+}
+
+// checkGatewayHA checks that the gateway runs two replicas on separate nodes where it can, kept through a drain,
+// behind the chart's APIService (which helm uninstall removes), and shares a certificate cert-manager issues
+// where it issues the webhooks'.
+func checkGatewayHA(t *testing.T, objs, certManager map[string]*unstructured.Unstructured) {
+	t.Helper()
+	d := convert[appsv1.Deployment](t, objs["Deployment/gpustack-operator-worker-gateway"])
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 || d.Spec.Template.Spec.Affinity == nil || d.Spec.Template.Spec.Affinity.PodAntiAffinity == nil {
+		t.Errorf("the gateway does not run two replicas that prefer separate nodes: replicas %v, affinity %+v", d.Spec.Replicas, d.Spec.Template.Spec.Affinity)
+	}
+	pdb := convert[policyv1.PodDisruptionBudget](t, objs["PodDisruptionBudget/gpustack-operator-worker-gateway"])
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 ||
+		!cmp.Equal(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+		t.Errorf("the gateway's PodDisruptionBudget does not keep one of its replicas: %+v", pdb.Spec)
+	}
+	api, cert := objs["APIService/"+gatewayv1.APIServiceName], certManager["Certificate/gpustack-operator-worker-gateway"]
+	if api == nil || cert == nil {
+		t.Fatalf("the gateway's APIService (%v) or, with cert-manager, its Certificate (%v) is not rendered", api != nil, cert != nil)
+	}
+	if svc, _, _ := unstructured.NestedString(api.Object, "spec", "service", "name"); svc != "gpustack-operator-worker-gateway" {
+		t.Errorf("the chart's APIService %s does not send kube-apiserver to the gateway's Service: %v", gatewayv1.APIServiceName, api.Object["spec"])
+	}
+	if objs["Certificate/gpustack-operator-worker-gateway"] != nil || contains(d.Spec.Template.Spec.Containers[0].Args, "--cert-manager") {
+		t.Error("without cert-manager the chart renders the gateway a Certificate")
+	}
+	args := convert[appsv1.Deployment](t, certManager["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec.Containers[0].Args
+	if secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName"); secret != gatewayv1.ServingSecretName || !contains(args, "--cert-manager") {
+		t.Errorf("with cert-manager, the gateway's certificate is not issued into %s and read from there: %v, %v", gatewayv1.ServingSecretName, cert.Object["spec"], args)
 	}
 }

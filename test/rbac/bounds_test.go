@@ -179,6 +179,12 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 				},
 				want: "may not create Secret kueue-system/gpustack-settings: the worker-gateway writes only its copies of the member kubeconfigs",
 			},
+			"the gateway stores its serving certificate's Secret in Kueue's namespace": {
+				write: func() error {
+					return gateway.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: gatewayv1.ServingSecretName}}, client.DryRunAll)
+				},
+				want: "may not create Secret kueue-system/gpustack-operator-worker-gateway-tls: the worker-gateway writes only its copies",
+			},
 			"the worker moves a Node's address": {
 				write: func() error {
 					return patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) { st.Addresses[0].Address = "203.0.113.7" })
@@ -255,6 +261,8 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 		Expect(worker.Patch(ctx, q, client.MergeFrom(systemPod), client.DryRunAll)).To(Succeed(), "the worker annotates a Pod in kube-system")
 		member := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: "gpustack-member-member-a"}}
 		Expect(gateway.Create(ctx, member, client.DryRunAll)).To(Succeed(), "the gateway copies a member's kubeconfig")
+		serving := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: gatewayv1.ServingSecretName}}
+		Expect(gateway.Create(ctx, serving, client.DryRunAll)).To(Succeed(), "the gateway's first replica stores its serving certificate")
 		Expect(patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) {
 			st.Capacity["nvidia.com/gpu.sliced.units"] = resource.MustParse("40")
 			st.Allocatable["nvidia.com/gpu.sliced.units"] = resource.MustParse("40")

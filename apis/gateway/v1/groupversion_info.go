@@ -28,6 +28,10 @@ var (
 // APIServiceName is the APIService that puts this group version behind kube-apiserver.
 const APIServiceName = "v1.gateway.gpustack.ai"
 
+// ServingSecretName is the Secret, in the gateway's namespace, of the serving certificate every replica of the
+// gateway serves the aggregation layer with.
+const ServingSecretName = "gpustack-operator-worker-gateway-tls"
+
 // LabelMember marks a Secret in the members' namespace as a member cluster: the Secret's name is the
 // member's name and its data key KubeconfigKey holds a kubeconfig to read it with.
 const LabelMember = "gateway.gpustack.ai/member"
