@@ -76,7 +76,7 @@ func runWorkerGateway(args []string) error {
 		return serveUntil(ctx, srv, func() error { return srv.Serve(lis) }, 0)
 	})}
 	if *securePort != 0 {
-		serving := &gateway.Serving{Client: c, Every: time.Minute, Log: logger, Certificate: webhooks.Serving{Namespace: *namespace,
+		serving := &gateway.Serving{Client: c, Every: 30 * time.Second, Log: logger, Certificate: webhooks.Serving{Namespace: *namespace,
 			Service: *serviceName, Secret: *certSecret, CertManager: *certManager, APIServices: []string{gatewayv1.APIServiceName}}}
 		// helm makes the APIService after the Deployment: it is waited for.
 		if err := serving.Refresh(ctx, 5*time.Minute); err != nil {

@@ -434,7 +434,7 @@ func TestTemplateOptions(t *testing.T) {
 		t.Errorf("with an existing Kueue the gateway copies the kubeconfigs into kueueNamespace: %v", args)
 	}
 	for key, want := range map[string][]rbacv1.PolicyRule{
-		"ClusterRole/gpustack-operator-worker-gateway":           generatedRules(t, "worker-gateway", "ClusterRole", ""),
+		"ClusterRole/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "ClusterRole", ""),
 		"Role/gpustack-system/gpustack-operator-worker-gateway": slices.Concat(generatedRules(t, "worker-gateway", "Role", "gpustack-system"),
 			generatedRules(t, "worker-gateway", "Role", "kueue-system")),
 		"Role/gpustack-members/gpustack-operator-worker-gateway": generatedRules(t, "worker-gateway", "Role", "gpustack-members"),

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
@@ -120,3 +121,69 @@ var _ = It("answers through the deletion of each of its replicas in turn, and st
 	})
 	notStopped("the gateway's replicas deleted in turn", client.ObjectKeyFromObject(inst))
 })
+
+// answersRepeatedly waits until kubectl get aggregatedinstancetypes on the manager answers ten times in a row
+// (so through each replica, which the aggregation layer picks at random), within timeout.
+func answersRepeatedly(after string, timeout time.Duration) {
+	GinkgoHelper()
+	inRow := 0
+	e2esuite.WaitFor(timeout, func() (bool, string) {
+		out, err := testenv.Kubectl(manager.Kubeconfig, "get", "aggregatedinstancetypes", "-o", "name")
+		if err != nil || !strings.Contains(out, cpuType) {
+			inRow = 0
+			return false, fmt.Sprintf("%s: kubectl get aggregatedinstancetypes: %v %s", after, err, out)
+		}
+		inRow++
+		return inRow == 10, fmt.Sprintf("%s: %d answers in a row", after, inRow)
+	})
+}
+
+// What the gateway serves the aggregation layer with is read again while it runs: its serving certificate made
+// again (its Secret deleted: a replica signs a new one, and writes its CA into the APIService) and the front
+// proxy's CA rotated in kube-apiserver are each answered again within a minute, with no replica restarted.
+var _ = It("serves on through its serving certificate and the front proxy's CA rotated, without a restart", func() {
+	waitAggregated(bothAnswer)
+	answersRepeatedly("before the rotations", time.Minute)
+	replicas, restarts := gatewayPods(), gatewayRestarts()
+	caBundle := func() string {
+		out, err := testenv.Kubectl(manager.Kubeconfig, "get", "apiservice", gatewayv1.APIServiceName, "-o", "jsonpath={.spec.caBundle}")
+		Expect(err).NotTo(HaveOccurred(), out)
+		return out
+	}
+	before := caBundle()
+
+	By("the serving certificate's Secret deleted")
+	out, err := testenv.Kubectl(manager.Kubeconfig, "-n", localcluster.ChartNamespace, "delete", "secret", gatewayv1.ServingSecretName)
+	Expect(err).NotTo(HaveOccurred(), out)
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		now := caBundle()
+		return now != "" && now != before, "the APIService's caBundle is the old certificate's"
+	})
+	answersRepeatedly("the serving certificate made again", time.Minute)
+
+	By("the front proxy's CA rotated")
+	authentication := func() string {
+		out, err := testenv.Kubectl(manager.Kubeconfig, "-n", "kube-system", "get", "configmap", "extension-apiserver-authentication",
+			"-o", `jsonpath={.data.requestheader-client-ca-file}`)
+		Expect(err).NotTo(HaveOccurred(), out)
+		return out
+	}
+	published := authentication()
+	Expect(manager.RotateFrontProxyCA()).To(Succeed())
+	// kube-apiserver looks at the files again within a minute.
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		return authentication() != published, "kube-apiserver has not published the new front-proxy CA yet"
+	})
+	answersRepeatedly("the front proxy's CA rotated", time.Minute)
+	Expect(gatewayPods()).To(ConsistOf(replicas), "the gateway's replicas: none replaced")
+	Expect(gatewayRestarts()).To(Equal(restarts), "the gateway's containers' restarts")
+})
+
+// gatewayRestarts is the restart count of each of the manager's worker-gateway containers.
+func gatewayRestarts() string {
+	GinkgoHelper()
+	out, err := testenv.Kubectl(manager.Kubeconfig, "-n", localcluster.ChartNamespace, "get", "pods", "-l", "app.kubernetes.io/component=worker-gateway",
+		"-o", "jsonpath={range .items[*]}{.metadata.name}={.status.containerStatuses[*].restartCount} {end}")
+	Expect(err).NotTo(HaveOccurred(), out)
+	return out
+}

@@ -26,8 +26,8 @@ type pki struct {
 	caKey  *rsa.PrivateKey
 }
 
-// newPKI creates a fresh CA in dir.
-func newPKI(dir string) (*pki, error) {
+// newPKI creates a fresh CA in dir, as name.crt and name.key, with the common name cn.
+func newPKI(dir, name, cn string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, errors.Wrap(err, "cannot create pki directory")
 	}
@@ -37,7 +37,7 @@ func newPKI(dir string) (*pki, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "gpustack-local-ca"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().AddDate(10, 0, 0),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -53,10 +53,10 @@ func newPKI(dir string) (*pki, error) {
 		return nil, errors.Wrap(err, "cannot parse CA certificate")
 	}
 	p := &pki{dir: dir, caCert: cert, caKey: key}
-	if err := writePEM(p.path("ca.crt"), "CERTIFICATE", der); err != nil {
+	if err := writePEM(p.path(name+".crt"), "CERTIFICATE", der); err != nil {
 		return nil, err
 	}
-	return p, writePEM(p.path("ca.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
+	return p, writePEM(p.path(name+".key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
 }
 
 func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
@@ -142,7 +142,12 @@ func (p *pki) kubeconfig(path, name, server string) error {
 	return errors.Wrap(clientcmd.WriteToFile(*cfg, path), "cannot write kubeconfig")
 }
 
+// writePEM writes a file whole or not at all (a file written beside it, then renamed): kube-apiserver reloads
+// the front proxy's files while it runs (RotateFrontProxyCA).
 func writePEM(path, kind string, der []byte) error {
 	data := pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
-	return errors.Wrapf(os.WriteFile(path, data, 0o600), "cannot write %s", filepath.Base(path))
+	if err := os.WriteFile(path+".new", data, 0o600); err != nil {
+		return errors.Wrapf(err, "cannot write %s", filepath.Base(path))
+	}
+	return errors.Wrapf(os.Rename(path+".new", path), "cannot write %s", filepath.Base(path))
 }

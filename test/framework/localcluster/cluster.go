@@ -252,8 +252,11 @@ func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duratio
 }
 
 func (c *Cluster) writePKI(context.Context) error {
-	p, err := newPKI(c.path("pki"))
+	p, err := newPKI(c.path("pki"), "ca", "gpustack-local-ca")
 	if err != nil {
+		return err
+	}
+	if err := c.writeFrontProxy(); err != nil {
 		return err
 	}
 	if err := p.serving("kube-apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
@@ -265,8 +268,6 @@ func (c *Cluster) writePKI(context.Context) error {
 		"kube-controller-manager":       {"system:kube-controller-manager"},
 		"kube-scheduler":                {"system:kube-scheduler"},
 		"kube-apiserver-kubelet-client": {"kube-apiserver-kubelet-client", "system:masters"},
-		// The aggregation layer's front proxy: it passes requests on to aggregated APIs (the worker-gateway's).
-		"front-proxy-client": {"front-proxy-client"},
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(c.ports.apiServer)
 	for name, subject := range clients {
@@ -293,6 +294,24 @@ func (c *Cluster) writePKI(context.Context) error {
 	cfg.QPS, cfg.Burst = 100, 200
 	c.RESTConfig = cfg
 	return nil
+}
+
+// writeFrontProxy writes a CA of the aggregation layer's front proxy, its own as kubeadm makes it, and the
+// front proxy's client certificate signed by it: kube-apiserver presents that certificate when it passes a
+// request on to an aggregated API (the worker-gateway's), which trusts the CA.
+func (c *Cluster) writeFrontProxy() error {
+	p, err := newPKI(c.path("pki"), "front-proxy-ca", "gpustack-local-front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	return p.client("front-proxy-client", "front-proxy-client")
+}
+
+// RotateFrontProxyCA replaces the front proxy's CA and client certificate, as an administrator rotates them:
+// kube-apiserver reloads both files while it runs and publishes the new CA in
+// kube-system/extension-apiserver-authentication, and aggregated API servers must trust it from then on.
+func (c *Cluster) RotateFrontProxyCA() error {
+	return c.writeFrontProxy()
 }
 
 // checkBinaries fails early, with the command that builds them, when binaries are missing.

@@ -57,7 +57,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--kubelet-client-key=" + pki("kube-apiserver-kubelet-client.key"),
 		// The aggregation layer, for the worker-gateway's API: the front proxy's certificate and the headers
 		// that name the user to the aggregated API server.
-		"--requestheader-client-ca-file=" + pki("ca.crt"), "--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-client-ca-file=" + pki("front-proxy-ca.crt"), "--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + pki("front-proxy-client.crt"), "--proxy-client-key-file=" + pki("front-proxy-client.key"),
