@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
@@ -56,18 +60,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	if sel := q.Get("fieldSelector"); strings.HasPrefix(sel, "metadata.name=") {
-		name = strings.TrimPrefix(sel, "metadata.name=")
+	sel, err := selectorOf(q, namespace, name)
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
+		return
 	}
 	table := wantsTable(r.Header.Get("Accept"))
 	if watch := q.Get("watch"); watch == "true" || watch == "1" {
-		s.watch(w, r, res, namespace, name, table)
+		s.watch(w, r, res, sel, table)
 		return
 	}
 	states, generation := s.Source.States()
-	items := pick(res.objects(states), namespace, name)
+	items := sel.pick(res.objects(states))
 	rv := strconv.FormatInt(generation, 10)
-	if name != "" && q.Get("fieldSelector") == "" {
+	if name != "" {
 		if len(items) == 0 {
 			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
 				fmt.Sprintf("%s.%s %q not found", res.name, gatewayv1.GroupVersion.Group, name))
@@ -118,11 +124,44 @@ func route(path string) (apiResource, string, string, bool) {
 	return apiResource{}, "", "", false
 }
 
-// pick keeps the objects in the namespace (all when empty) with the name (all when empty).
-func pick(items []served, namespace, name string) []served {
+// selector is what a request selects: a namespace and a name (all when empty), and its label and field
+// selectors.
+type selector struct {
+	namespace, name string
+	labels          labels.Selector
+	fields          fields.Selector
+}
+
+// selectorOf reads a request's selectors, as a Kubernetes API server does: any label selector, and field
+// selectors on metadata.name and metadata.namespace.
+func selectorOf(q url.Values, namespace, name string) (selector, error) {
+	sel := selector{namespace: namespace, name: name, labels: labels.Everything(), fields: fields.Everything()}
+	var err error
+	if v := q.Get("labelSelector"); v != "" {
+		if sel.labels, err = labels.Parse(v); err != nil {
+			return selector{}, errors.Wrapf(err, "labelSelector %q", v)
+		}
+	}
+	if v := q.Get("fieldSelector"); v != "" {
+		if sel.fields, err = fields.ParseSelector(v); err != nil {
+			return selector{}, errors.Wrapf(err, "fieldSelector %q", v)
+		}
+		for _, req := range sel.fields.Requirements() {
+			if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
+				return selector{}, errors.Errorf("fieldSelector %q: field label not supported: %s (metadata.name and metadata.namespace are)", v, req.Field)
+			}
+		}
+	}
+	return sel, nil
+}
+
+// pick keeps the objects the selector selects.
+func (sel selector) pick(items []served) []served {
 	var out []served
 	for _, it := range items {
-		if (namespace == "" || it.meta.Namespace == namespace) && (name == "" || it.meta.Name == name) {
+		if (sel.namespace == "" || it.meta.Namespace == sel.namespace) && (sel.name == "" || it.meta.Name == sel.name) &&
+			sel.labels.Matches(labels.Set(it.meta.Labels)) &&
+			sel.fields.Matches(fields.Set{"metadata.name": it.meta.Name, "metadata.namespace": it.meta.Namespace}) {
 			out = append(out, it)
 		}
 	}
@@ -131,7 +170,7 @@ func pick(items []served, namespace, name string) []served {
 
 // watch streams the objects' changes as watch events until the client goes or timeoutSeconds pass: with no
 // resourceVersion (or "0") every object is sent first as ADDED, as the API server does.
-func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, namespace, name string, table bool) {
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, sel selector, table bool) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "this connection cannot stream")
@@ -153,7 +192,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, 
 	for {
 		states, generation := s.Source.States()
 		current := map[string]served{}
-		for _, it := range pick(res.objects(states), namespace, name) {
+		for _, it := range sel.pick(res.objects(states)) {
 			current[it.meta.Namespace+"/"+it.meta.Name] = it
 		}
 		send := func(kind string, it served) bool {

@@ -93,3 +93,74 @@ func TestServer(t *testing.T) {
 		})
 	}
 }
+
+func TestServerSelectors(t *testing.T) {
+	instance := func(namespace, name, app string) workerv1.Instance {
+		return workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": app}}}
+	}
+	s := &Server{Source: fixed{
+		{Name: "a", Reachable: true, Instances: []workerv1.Instance{instance("team", "notebook", "jupyter"), instance("team", "trainer", "torch")}},
+		{Name: "b", Reachable: true, Instances: []workerv1.Instance{instance("lab", "notebook", "jupyter")}},
+	}}
+	type want struct {
+		code  int
+		names []string
+	}
+	cases := map[string]struct {
+		reason string
+		query  string
+		want   want
+	}{
+		"Everything": {
+			reason: "No selector lists every member's Instances, by namespace and name as an API server does.",
+			want:   want{code: 200, names: []string{"b.notebook", "a.notebook", "a.trainer"}},
+		},
+		"Label": {
+			reason: "A label selector keeps the Instances whose labels match, on every member.",
+			query:  "labelSelector=app%3Djupyter",
+			want:   want{code: 200, names: []string{"b.notebook", "a.notebook"}},
+		},
+		"LabelSet": {
+			reason: "Set-based selectors work as the API server's do.",
+			query:  "labelSelector=app+notin+%28jupyter%29",
+			want:   want{code: 200, names: []string{"a.trainer"}},
+		},
+		"NameAndNamespace": {
+			reason: "Field selectors on metadata.name and metadata.namespace.",
+			query:  "fieldSelector=metadata.namespace%3Dteam%2Cmetadata.name%21%3Da.trainer",
+			want:   want{code: 200, names: []string{"a.notebook"}},
+		},
+		"BadLabel": {
+			reason: "A selector that does not parse is a bad request, not everything.",
+			query:  "labelSelector=app%3D%3D%3Djupyter",
+			want:   want{code: 400},
+		},
+		"UnsupportedField": {
+			reason: "A field the API does not index is refused, as the API server refuses it, not ignored.",
+			query:  "fieldSelector=spec.type%3Dgpu",
+			want:   want{code: 400},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := "/apis/gateway.gpustack.ai/v1/clusterinstances?" + tc.query
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			got := want{code: rec.Code}
+			if rec.Code == http.StatusOK {
+				var list struct {
+					Items []struct{ Metadata metav1.ObjectMeta } `json:"items"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+					t.Fatal(err)
+				}
+				for _, it := range list.Items {
+					got.names = append(got.names, it.Metadata.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nServeHTTP(%s): -want, +got:\n%s\n%s", tc.reason, path, diff, rec.Body.String())
+			}
+		})
+	}
+}
