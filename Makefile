@@ -88,6 +88,13 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate everyt
 		--output-model-name-file zz_generated.model_name.go \
 		--report-filename /dev/null k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
 		k8s.io/apimachinery/pkg/version github.com/gpustack/gpustack-operator/apis/settings/v1
+	# The worker-gateway's, for kubectl explain of gateway.gpustack.ai/v1 (its kinds hold worker.gpustack.ai/v1's types).
+	go run k8s.io/kube-openapi/cmd/openapi-gen --go-header-file hack/boilerplate.go.txt --output-dir apis/gateway/openapi \
+		--output-pkg github.com/gpustack/gpustack-operator/apis/gateway/openapi --output-file zz_generated.openapi.go \
+		--output-model-name-file zz_generated.model_name.go \
+		--report-filename /dev/null k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
+		k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource \
+		github.com/gpustack/gpustack-operator/apis/worker/v1 github.com/gpustack/gpustack-operator/apis/gateway/v1
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./internal/settingsapi/... paths=./cmd/gpustack-operator/... \
 		output:rbac:artifacts:config=package/rbac/worker
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./devicemanager/... \

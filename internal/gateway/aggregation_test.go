@@ -189,6 +189,18 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "status %s", strconv.Itoa(resp.StatusCode))
 	})
 
+	// kube-apiserver aggregates the gateway's OpenAPI v3 document, so kubectl explain knows its kinds.
+	It("explains the served kinds with kubectl explain", func() {
+		Eventually(func() (string, error) {
+			return testenv.Kubectl(kubeconfig, "explain", "aggregatedinstancetypes.status")
+		}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(And(
+			ContainSubstring("KIND:       AggregatedInstanceType"), ContainSubstring("GROUP:      gateway.gpustack.ai"),
+			ContainSubstring("tiers"), ContainSubstring("group the active members by the deciding view")))
+		out, err := testenv.Kubectl(kubeconfig, "explain", "clusterinstancetypes.spec")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("FIELD: spec <InstanceTypeSpec>"))
+	})
+
 	// Every replica serves the Secret's pair, whose CA the APIService carries; a renewed pair is served, and its
 	// CA written, at the next refresh, without a restart.
 	It("serves one certificate on every replica, and a renewed one without a restart", func() {

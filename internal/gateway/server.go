@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -31,6 +32,10 @@ type Server struct {
 	Source StateSource
 	// WatchInterval is how often a watch looks for changes.
 	WatchInterval time.Duration
+
+	openAPI     sync.Once
+	openAPIDocs http.Handler
+	openAPIErr  error
 }
 
 var groupPath = "/apis/" + gatewayv1.GroupVersion.Group
@@ -39,6 +44,10 @@ var groupPath = "/apis/" + gatewayv1.GroupVersion.Group
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, fmt.Sprintf("the gateway's API is read-only: %s is not allowed", r.Method))
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/openapi/v3") {
+		s.serveOpenAPI(w, r)
 		return
 	}
 	switch strings.TrimSuffix(r.URL.Path, "/") {
@@ -96,6 +105,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, map[string]any{"apiVersion": gatewayv1.GroupVersion.String(), "kind": res.kind + "List",
 		"metadata": metav1.ListMeta{ResourceVersion: rv}, "items": objects})
+}
+
+// serveOpenAPI serves the OpenAPI v3 document, built at its first request (it never changes).
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	s.openAPI.Do(func() { s.openAPIDocs, s.openAPIErr = openAPIHandler() })
+	if s.openAPIErr != nil {
+		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, s.openAPIErr.Error())
+		return
+	}
+	s.openAPIDocs.ServeHTTP(w, r)
 }
 
 // route splits /apis/<group>/<version>/[namespaces/<ns>/]<resource>[/<name>].

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
@@ -162,5 +164,45 @@ func TestServerSelectors(t *testing.T) {
 				t.Errorf("%s\nServeHTTP(%s): -want, +got:\n%s\n%s", tc.reason, path, diff, rec.Body.String())
 			}
 		})
+	}
+}
+
+// The OpenAPI v3 document names every served kind with its group, version and kind, as kubectl explain looks
+// them up, and holds the schemas of what they hold (an InstanceType's spec, from worker.gpustack.ai/v1).
+func TestOpenAPIV3(t *testing.T) {
+	doc, err := OpenAPIV3()
+	if err != nil {
+		t.Fatalf("OpenAPIV3(): %v", err)
+	}
+	var kinds []string
+	for _, s := range doc.Components.Schemas {
+		if gvks, ok := s.Extensions["x-kubernetes-group-version-kind"].([]any); ok {
+			kinds = append(kinds, gvks[0].(map[string]any)["kind"].(string))
+		}
+	}
+	slices.Sort(kinds)
+	want := []string{"AggregatedInstanceType", "AggregatedInstanceTypeList", "ClusterInstance", "ClusterInstanceList",
+		"ClusterInstancePersistentVolume", "ClusterInstancePersistentVolumeList", "ClusterInstanceType", "ClusterInstanceTypeList",
+		"ClusterMember", "ClusterMemberList"}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("OpenAPIV3(): kinds marked with x-kubernetes-group-version-kind: -want, +got:\n%s", diff)
+	}
+	status := doc.Components.Schemas[gatewayv1.AggregatedInstanceTypeStatus{}.OpenAPIModelName()]
+	if status == nil || status.Properties["tiers"].Description == "" {
+		t.Errorf("OpenAPIV3(): AggregatedInstanceTypeStatus has no described tiers: %+v", status)
+	}
+	if doc.Components.Schemas[workerv1.InstanceTypeSpec{}.OpenAPIModelName()] == nil {
+		t.Error("OpenAPIV3(): no schema for the InstanceTypeSpec a ClusterInstanceType holds")
+	}
+
+	rec := httptest.NewRecorder()
+	(&Server{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi/v3", nil))
+	var discovery struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &discovery); err != nil || discovery.Paths["apis/gateway.gpustack.ai/v1"].ServerRelativeURL == "" {
+		t.Errorf("GET /openapi/v3: want the group version's document listed, got %d %s (%v)", rec.Code, rec.Body.String(), err)
 	}
 }

@@ -1,10 +1,3 @@
-// Package v1 holds the worker.gpustack.ai/v1 API: the accelerator pools (InstanceType), their hardware
-// catalog (InstanceTypeFlavor), per-node inventories and ledgers (Devices), the workloads users launch
-// (Instance, InstancePersistentVolume and its types, InstanceSSHPublicKey, InstanceImagePullSecret) and the
-// administrator's settings (Setting).
-//
-// +kubebuilder:object:generate=true
-// +groupName=worker.gpustack.ai
 package v1
 
 import (
