@@ -479,5 +479,5 @@ var _ = It("keeps the ledgers when the device manager is killed and restarted", 
 			accelerated = append(accelerated, n)
 		}
 	}
-	checkCards(ctx, accelerated)
+	checkCards(ctx, readLedgers(ctx, accelerated))
 })

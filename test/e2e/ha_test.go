@@ -91,7 +91,7 @@ var _ = It("hands the lead to the other worker replica when the leader is killed
 		defer GinkgoRecover()
 		defer close(watched)
 		for watchCtx.Err() == nil {
-			_, p := cardProblems(watchCtx, nodes)
+			_, p := cardProblems(watchCtx, readLedgers(watchCtx, nodes))
 			if leaders := leadingPods(append(workerPods(), leader)); len(leaders) > 1 {
 				p = append(p, fmt.Sprintf("%d replicas lead: %v", len(leaders), leaders))
 			}

@@ -58,8 +58,9 @@ var _ = It("fires 200 slice and whole-card Instances at the T4 pool at once", fu
 	var running int
 	var waiting []string
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
-		running = checkCards(ctx, nodes)
-		if waiting = stressWaiting(ctx, nodes); len(waiting) == 0 || time.Now().After(deadline) {
+		ledgers := readLedgers(ctx, nodes)
+		running = checkCards(ctx, ledgers)
+		if waiting = stressWaiting(ctx, ledgers); len(waiting) == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -71,27 +72,11 @@ var _ = It("fires 200 slice and whole-card Instances at the T4 pool at once", fu
 
 // stressWaiting returns what keeps the T4 pool from being full: a stress Instance without its Pod, a Pod admitted
 // and not running yet, or one waiting for admission whose demand fits a card's (for whole cards, a node's) room
-// as the ledger states it.
-func stressWaiting(ctx context.Context, nodes []simulated.Node) []string {
+// as the ledgers state it.
+func stressWaiting(ctx context.Context, ledgers []cardLedger) []string {
 	GinkgoHelper()
 	var pods corev1.PodList
 	Expect(k.List(ctx, &pods, client.InNamespace("default"), client.HasLabels{workerv1.LabelInstance})).To(Succeed())
-	room := map[string][]workerv1.AcceleratorAllocation{}
-	slots := map[string]int32{}
-	for _, n := range nodes {
-		d := &workerv1.Devices{}
-		Expect(k.Get(ctx, client.ObjectKey{Name: n.Name}, d)).To(Succeed())
-		for _, g := range d.Spec.Groups {
-			for _, a := range g.Accelerators {
-				if ls := a.Status.LogicalSliced; ls != nil {
-					slots[a.ID] = ls.Count
-				}
-			}
-		}
-		for _, g := range d.Status.Groups {
-			room[n.Name] = append(room[n.Name], g.Accelerators...)
-		}
-	}
 	var instances workerv1.InstanceList
 	Expect(k.List(ctx, &instances, client.InNamespace("default"), client.MatchingLabels{"e2e": "stress"})).To(Succeed())
 	podOf := map[string]*corev1.Pod{}
@@ -113,7 +98,7 @@ func stressWaiting(ctx context.Context, nodes []simulated.Node) []string {
 			continue
 		}
 		for _, c := range pools.PodClaims(p) {
-			if where := roomFor(c.Demand, room, slots); where != "" {
+			if where := roomFor(c.Demand, ledgers); where != "" {
 				waiting = append(waiting, fmt.Sprintf("Pod %s waits for admission; its %s fits %s", p.Name, c.Demand, where))
 			}
 		}
@@ -122,23 +107,56 @@ func stressWaiting(ctx context.Context, nodes []simulated.Node) []string {
 	return waiting
 }
 
-// roomFor names a place with room for the demand (a whole-card demand's node, a slice's card), or returns "".
-func roomFor(d pools.Demand, room map[string][]workerv1.AcceleratorAllocation, slots map[string]int32) string {
-	for node, cards := range room {
+// roomFor names the first place, by node, with room for the demand (a whole-card demand's node, a slice's card),
+// or returns "".
+func roomFor(d pools.Demand, ledgers []cardLedger) string {
+	for _, l := range ledgers {
 		free := 0
-		for _, a := range cards {
-			if d.Family == pools.FamilySliced && a.Remaining >= d.Units && a.AllocatedSlices < slots[a.ID] {
-				return fmt.Sprintf("card %s of node %s (%d credits left, %d of %d slices)", a.ID, node, a.Remaining, a.AllocatedSlices, slots[a.ID])
+		for _, a := range l.cards {
+			if d.Family == pools.FamilySliced && a.Remaining >= d.Units && a.AllocatedSlices < l.slots[a.ID] {
+				return fmt.Sprintf("card %s of node %s (%d credits left, %d of %d slices)", a.ID, l.node, a.Remaining, a.AllocatedSlices, l.slots[a.ID])
 			}
 			if a.Remaining == pools.M {
 				free++
 			}
 		}
 		if d.Family == pools.FamilyExclusive && int64(free) >= d.Cards {
-			return fmt.Sprintf("node %s (%d free cards)", node, free)
+			return fmt.Sprintf("node %s (%d free cards)", l.node, free)
 		}
 	}
 	return ""
+}
+
+// cardLedger is a node's Devices as read once: its cards' room (status) and each card's slice slots (spec).
+type cardLedger struct {
+	node  string
+	cards []workerv1.AcceleratorAllocation
+	slots map[string]int32
+	// err is why the node's Devices could not be read.
+	err error
+}
+
+// readLedgers reads the nodes' Devices, in the nodes' order.
+func readLedgers(ctx context.Context, nodes []simulated.Node) []cardLedger {
+	out := make([]cardLedger, 0, len(nodes))
+	for _, n := range nodes {
+		l := cardLedger{node: n.Name, slots: map[string]int32{}}
+		d := &workerv1.Devices{}
+		if l.err = k.Get(ctx, client.ObjectKey{Name: n.Name}, d); l.err == nil {
+			for _, g := range d.Spec.Groups {
+				for _, a := range g.Accelerators {
+					if ls := a.Status.LogicalSliced; ls != nil {
+						l.slots[a.ID] = ls.Count
+					}
+				}
+			}
+			for _, g := range d.Status.Groups {
+				l.cards = append(l.cards, g.Accelerators...)
+			}
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // t4Nodes are the walkthrough's nodes with T4 cards.
@@ -155,45 +173,35 @@ func t4Nodes() []simulated.Node {
 	return out
 }
 
-// checkCards checks the invariants on the nodes and returns how many Pods run there.
-func checkCards(ctx context.Context, nodes []simulated.Node) int {
+// checkCards checks the invariants on the ledgers' nodes and returns how many Pods run there.
+func checkCards(ctx context.Context, ledgers []cardLedger) int {
 	GinkgoHelper()
-	running, problems := cardProblems(ctx, nodes)
+	running, problems := cardProblems(ctx, ledgers)
 	if len(problems) > 0 {
 		Fail(strings.Join(problems, "\n"))
 	}
 	return running
 }
 
-// cardProblems returns how many Pods of the default namespace (the Instances') run on the nodes and what breaks the invariants there: a card's ledger
-// below zero or past its slots, or the running Pods recorded on a card holding more than the card has.
-func cardProblems(ctx context.Context, nodes []simulated.Node) (int, []string) {
+// cardProblems returns how many Pods of the default namespace (the Instances') run on the ledgers' nodes and what
+// breaks the invariants there: a node's ledger unread, a card's ledger below zero or past its slots, or the
+// running Pods recorded on a card holding more than the card has.
+func cardProblems(ctx context.Context, ledgers []cardLedger) (int, []string) {
 	running := 0
 	var problems []string
-	for _, n := range nodes {
-		d := &workerv1.Devices{}
-		if err := k.Get(ctx, client.ObjectKey{Name: n.Name}, d); err != nil {
-			problems = append(problems, fmt.Sprintf("node %s: %v", n.Name, err))
+	for _, l := range ledgers {
+		if l.err != nil {
+			problems = append(problems, fmt.Sprintf("node %s: %v", l.node, l.err))
 			continue
 		}
-		slots := map[string]int32{}
-		for _, g := range d.Spec.Groups {
-			for _, a := range g.Accelerators {
-				if ls := a.Status.LogicalSliced; ls != nil {
-					slots[a.ID] = ls.Count
-				}
-			}
-		}
-		for _, g := range d.Status.Groups {
-			for _, a := range g.Accelerators {
-				if a.Remaining < 0 || a.Remaining > pools.M || a.AllocatedSlices > slots[a.ID] {
-					problems = append(problems, fmt.Sprintf("node %s card %s: %d credits left, %d of %d slices", n.Name, a.ID, a.Remaining, a.AllocatedSlices, slots[a.ID]))
-				}
+		for _, a := range l.cards {
+			if a.Remaining < 0 || a.Remaining > pools.M || a.AllocatedSlices > l.slots[a.ID] {
+				problems = append(problems, fmt.Sprintf("node %s card %s: %d credits left, %d of %d slices", l.node, a.ID, a.Remaining, a.AllocatedSlices, l.slots[a.ID]))
 			}
 		}
 		var pods corev1.PodList
-		if err := k.List(ctx, &pods, client.InNamespace("default"), client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
-			problems = append(problems, fmt.Sprintf("node %s: %v", n.Name, err))
+		if err := k.List(ctx, &pods, client.InNamespace("default"), client.MatchingFields{"spec.nodeName": l.node}); err != nil {
+			problems = append(problems, fmt.Sprintf("node %s: %v", l.node, err))
 			continue
 		}
 		used := map[string]int64{}
@@ -218,7 +226,7 @@ func cardProblems(ctx context.Context, nodes []simulated.Node) (int, []string) {
 		}
 		for card, u := range used {
 			if u > pools.M || exclusive[card] > 1 {
-				problems = append(problems, fmt.Sprintf("node %s card %s holds %d credits of running Pods (%d exclusive): a Pod does not fit", n.Name, card, u, exclusive[card]))
+				problems = append(problems, fmt.Sprintf("node %s card %s holds %d credits of running Pods (%d exclusive): a Pod does not fit", l.node, card, u, exclusive[card]))
 			}
 		}
 	}
