@@ -3,9 +3,11 @@ package multicluster
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -46,10 +48,29 @@ var bothAnswer = [][]string{header,
 	{"gpustack--nvidia-tesla-t4-linux-amd64", "1/1", "4/5 4/50 100/500 0/0", "0/0", "1", ""},
 }
 
-var _ = It("reads the members' pools, aggregated, with kubectl on the manager", func() {
+var _ = It("reads the members' pools, aggregated, with kubectl on the manager, selected by label", func() {
 	waitAggregated(bothAnswer)
+	var all []string
 	e2esuite.WaitFor(time.Minute, func() (bool, string) {
 		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancetypes", "-o", "name")
-		return len(walkthrough.ParseTable("NAME\n"+out)) == 7, "kubectl get clusterinstancetypes -o name:\n" + out
+		all = strings.Fields(out)
+		return len(all) == 6, "kubectl get clusterinstancetypes -o name:\n" + out
 	})
+
+	By("a label on member-a's T4 type selecting it alone among the members' types")
+	a, selected := members["member-a"], "clusterinstancetype.gateway.gpustack.ai/member-a."+t4Type
+	a.Kubectl("label", "instancetype", t4Type, "e2e-selected=yes")
+	DeferCleanup(func() { _, _ = testenv.Kubectl(a.Cluster.Kubeconfig, "label", "instancetype", t4Type, "e2e-selected-") })
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		out, err := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancetypes", "-l", "e2e-selected=yes", "-o", "name")
+		served, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancetypes", "member-a."+t4Type, "-o", "jsonpath={.metadata.labels}")
+		member, _ := testenv.Kubectl(a.Cluster.Kubeconfig, "get", "instancetype", t4Type, "-o", "jsonpath={.metadata.labels}")
+		return err == nil && strings.TrimSpace(out) == selected,
+			fmt.Sprintf("kubectl get clusterinstancetypes -l e2e-selected=yes -o name: %v\n%s\nthe served type's labels: %s; member-a's: %s", err, out, served, member)
+	})
+	out, err := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancetypes", "-l", "e2e-selected!=yes", "-o", "name")
+	Expect(err).NotTo(HaveOccurred(), out)
+	Expect(strings.Fields(out)).To(ConsistOf(slices.DeleteFunc(all, func(n string) bool { return n == selected })), "the members' other types")
+	_, err = testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancetypes", "--field-selector", "spec.os=linux")
+	Expect(err).To(MatchError(ContainSubstring("field label not supported: spec.os")))
 })
