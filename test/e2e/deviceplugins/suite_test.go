@@ -8,6 +8,7 @@ package deviceplugins
 
 import (
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
@@ -27,6 +28,8 @@ func TestDevicePlugins(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(logr.Discard())
 	suite = e2esuite.StartOnRealNodes("nine-vendors.yaml")
+	// Twelve nodes discovered and composed on a loaded 2-core machine: minutes, seen past 2 on CI.
+	suite.WaitPools(6 * time.Minute)
 })
 
 var _ = AfterSuite(func() { suite.Stop() })

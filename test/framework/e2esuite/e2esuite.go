@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers/simulated"
 	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
@@ -117,6 +120,42 @@ func stopAndCheck(c *localcluster.Cluster, dir string) error {
 		}
 	}
 	return nil
+}
+
+// WaitPools waits until, for every accelerator product of the inventory, an InstanceType of that product is
+// Active: the product has discovered, profiled and composed every node's cards, which it does after helm
+// install returns. A suite whose specs each expect their pool ready calls it once, with the time a loaded
+// machine takes for that, so that no spec spends its own budget on the cluster's start.
+func (s *Suite) WaitPools(timeout time.Duration) {
+	ginkgo.GinkgoHelper()
+	start := time.Now()
+	var want []string
+	for _, n := range s.Inventory.Nodes {
+		for _, a := range n.Accelerators {
+			want = append(want, pools.ProductLabel(a.Product))
+		}
+	}
+	WaitFor(timeout, func() (bool, string) {
+		var list workerv1.InstanceTypeList
+		if err := s.Client.List(context.Background(), &list); err != nil {
+			return false, err.Error()
+		}
+		var active, seen []string
+		for _, it := range list.Items {
+			seen = append(seen, fmt.Sprintf("%s (%s, %s)", it.Name, it.Spec.Product, it.Status.Phase))
+			if it.Status.Phase == workerv1.InstanceTypeActive {
+				active = append(active, it.Spec.Product)
+			}
+		}
+		var missing []string
+		for _, p := range want {
+			if !slices.Contains(active, p) && !slices.Contains(missing, p) {
+				missing = append(missing, p)
+			}
+		}
+		return len(missing) == 0, fmt.Sprintf("no Active pool of %s; InstanceTypes: %s", strings.Join(missing, ", "), strings.Join(seen, ", "))
+	})
+	fmt.Fprintf(ginkgo.GinkgoWriter, ">> every product's pool Active %s after the install\n", time.Since(start).Round(100*time.Millisecond))
 }
 
 // Kubectl runs kubectl against the cluster and fails the spec when it fails.
