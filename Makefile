@@ -72,6 +72,14 @@ operator-image: ## Build the operator's image alone into _output/package/images 
 	go run ./hack/package --out $(OUTPUT)/package --version $(VERSION) --operator-image-only \
 		--operator-binary $(OUTPUT)/bin/gpustack-operator
 
+# openapi-gen writes apis/$(1)/openapi's OpenAPI definitions of meta/v1, runtime and the packages $(2).
+define openapi-gen
+go run k8s.io/kube-openapi/cmd/openapi-gen --go-header-file hack/boilerplate.go.txt --output-dir apis/$(1)/openapi \
+	--output-pkg github.com/gpustack/gpustack-operator/apis/$(1)/openapi --output-file zz_generated.openapi.go \
+	--output-model-name-file zz_generated.model_name.go --report-filename /dev/null \
+	k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime $(2)
+endef
+
 # The one way to generate. The policies' Gatekeeper files and Argo CD's ConfigMap are golden files their tests
 # write with -update (and check without it); verify-generate fails when any of them drifts.
 .PHONY: generate
@@ -83,18 +91,10 @@ generate: $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) ## Regenerate everyt
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(BIN)/controller-gen crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=package/crds
 	# The settings API's OpenAPI definitions, by the openapi-gen of the kube-openapi the main module serves them with.
-	go run k8s.io/kube-openapi/cmd/openapi-gen --go-header-file hack/boilerplate.go.txt --output-dir apis/settings/openapi \
-		--output-pkg github.com/gpustack/gpustack-operator/apis/settings/openapi --output-file zz_generated.openapi.go \
-		--output-model-name-file zz_generated.model_name.go \
-		--report-filename /dev/null k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
-		k8s.io/apimachinery/pkg/version github.com/gpustack/gpustack-operator/apis/settings/v1
+	$(call openapi-gen,settings,k8s.io/apimachinery/pkg/version github.com/gpustack/gpustack-operator/apis/settings/v1)
 	# The worker-gateway's, for kubectl explain of gateway.gpustack.ai/v1 (its kinds hold worker.gpustack.ai/v1's types).
-	go run k8s.io/kube-openapi/cmd/openapi-gen --go-header-file hack/boilerplate.go.txt --output-dir apis/gateway/openapi \
-		--output-pkg github.com/gpustack/gpustack-operator/apis/gateway/openapi --output-file zz_generated.openapi.go \
-		--output-model-name-file zz_generated.model_name.go \
-		--report-filename /dev/null k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
-		k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource \
-		github.com/gpustack/gpustack-operator/apis/worker/v1 github.com/gpustack/gpustack-operator/apis/gateway/v1
+	$(call openapi-gen,gateway,k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource \
+		github.com/gpustack/gpustack-operator/apis/worker/v1 github.com/gpustack/gpustack-operator/apis/gateway/v1)
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-worker paths=./internal/controller/... paths=./internal/webhooks/... paths=./internal/kueueconfig/... paths=./internal/settingsapi/... paths=./cmd/gpustack-operator/... \
 		output:rbac:artifacts:config=package/rbac/worker
 	$(BIN)/controller-gen rbac:roleName=gpustack-operator-device-manager paths=./devicemanager/... \

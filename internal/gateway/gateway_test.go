@@ -18,7 +18,9 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -30,6 +32,7 @@ import (
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
+	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -115,6 +118,7 @@ func (m *memberCluster) instanceType(name string, accelerated bool, once, remain
 
 var _ = Describe("the worker-gateway", Ordered, func() {
 	var a, b *memberCluster
+	var gw *gateway.Gateway
 	var get func(path, accept string) []byte
 	var socket string
 
@@ -124,7 +128,7 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 		a.instanceType("cpu", false, 16, 40, 64, workerv1.InstanceTypeActive)
 		b.instanceType("gpu", true, 4, 8, 8, workerv1.InstanceTypeActive)
 
-		gw := &gateway.Gateway{Client: suite.Client, Namespace: workerv1.SystemNamespace, Scheme: scheme.New(),
+		gw = &gateway.Gateway{Client: suite.Client, Namespace: workerv1.SystemNamespace, Scheme: scheme.New(),
 			Interval: 200 * time.Millisecond, Timeout: time.Second, Log: logr.Discard()}
 		dir, err := os.MkdirTemp("", "gw")
 		Expect(err).NotTo(HaveOccurred())
@@ -263,6 +267,82 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 		Eventually(events).WithTimeout(30 * time.Second).Should(Receive(Equal("MODIFIED gpu 4/9 0/0 0/0 0/0")))
 	})
 
+	// Section 11's references: a member's volume types in full, its SSH keys and pull secrets by name only. The
+	// gateway drops the keys as it reads them and reads the pull secrets as metadata, so neither the served
+	// objects nor what the gateway holds carry them.
+	It("serves the names of a member's volume types, SSH keys and pull secrets, never their data", func() {
+		ctx := context.Background()
+		const key, password = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice", "hunter2-never-served"
+		Expect(a.client.Create(ctx, &workerv1.InstancePersistentVolumeType{ObjectMeta: metav1.ObjectMeta{Name: "local-path"},
+			Spec: workerv1.InstancePersistentVolumeTypeSpec{Provisioner: "rancher.io/local-path", Default: true, BindingMode: "WaitForFirstConsumer", ReclaimPolicy: "Delete"}})).To(Succeed())
+		Expect(a.client.Create(ctx, &workerv1.InstanceSSHPublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "alice"},
+			Spec: workerv1.InstanceSSHPublicKeySpec{Data: key}})).To(Succeed())
+		Expect(a.client.Create(ctx, &workerv1.InstanceImagePullSecret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "registry"},
+			Spec: workerv1.InstanceImagePullSecretSpec{Registry: "registry.example.com", Username: "alice", Password: password}})).To(Succeed())
+
+		names := func(g Gomega, resource string) []string {
+			body, code := request(socket, "/apis/gateway.gpustack.ai/v1/"+resource, "application/json")
+			g.Expect(code).To(Equal(http.StatusOK), "GET %s: %s", resource, body)
+			g.Expect(string(body)).NotTo(Or(ContainSubstring("AAAAC3NzaC1lZDI1NTE5"), ContainSubstring(password)), "GET %s", resource)
+			var list struct {
+				Items []struct {
+					Metadata metav1.ObjectMeta `json:"metadata"`
+					Cluster  string            `json:"cluster"`
+				} `json:"items"`
+			}
+			g.Expect(json.Unmarshal(body, &list)).To(Succeed())
+			var out []string
+			for _, it := range list.Items {
+				out = append(out, it.Metadata.Namespace+"/"+it.Metadata.Name+"@"+it.Cluster)
+			}
+			return out
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(names(g, "clusterinstancepersistentvolumetypes")).To(Equal([]string{"/member-a.local-path@member-a"}))
+			g.Expect(names(g, "clusterinstancesshpublickeys")).To(Equal([]string{"default/member-a.alice@member-a"}))
+			g.Expect(names(g, "clusterinstanceimagepullsecrets")).To(Equal([]string{"default/member-a.registry@member-a"}))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		var types gatewayv1.ClusterInstancePersistentVolumeTypeList
+		Expect(json.Unmarshal(get("/apis/gateway.gpustack.ai/v1/clusterinstancepersistentvolumetypes", "application/json"), &types)).To(Succeed())
+		Expect(types.Items[0].Spec.Provisioner).To(Equal("rancher.io/local-path"))
+
+		held, _ := gw.States()
+		Expect(fmt.Sprintf("%+v", held)).NotTo(Or(ContainSubstring("AAAAC3NzaC1lZDI1NTE5"), ContainSubstring(password)), "what the gateway holds")
+	})
+
+	// A member whose role predates these reads (it lets the gateway list neither SSH keys nor pull secrets nor
+	// volume types) stays reachable and counted; its ClusterMember says what was not read, until its role
+	// grants them.
+	It("keeps a member whose role does not let it read the references, and says so", func() {
+		ctx := context.Background()
+		role, err := rbac.GatewayMember()
+		Expect(err).NotTo(HaveOccurred())
+		full := role.DeepCopy()
+		role.Rules[0].Resources = []string{"instancetypes", "instances", "instancepersistentvolumes"}
+		Expect(a.client.Create(ctx, role)).To(Succeed())
+		DeferCleanup(func() { _ = a.client.Delete(context.Background(), role) })
+		setMemberSecret(suite.Client, "member-a", a.readerKubeconfig(role.Name))
+		DeferCleanup(func() { setMemberSecret(suite.Client, "member-a", a.kubeconfig) })
+
+		member := func(g Gomega) gatewayv1.ClusterMemberStatus {
+			var m gatewayv1.ClusterMember
+			g.Expect(json.Unmarshal(get("/apis/gateway.gpustack.ai/v1/clustermembers/member-a", "application/json"), &m)).To(Succeed())
+			return m.Status
+		}
+		Eventually(func(g Gomega) {
+			st := member(g)
+			g.Expect(st.Reachable).To(BeTrue())
+			g.Expect(st.Message).To(ContainSubstring("cannot read its instancepersistentvolumetypes, instancesshpublickeys, instanceimagepullsecrets"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(aggregated("gpu").Status.Inactive).To(BeEmpty(), "its types still count")
+
+		role.Rules = full.Rules
+		Expect(a.client.Update(ctx, role)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(member(g).Message).To(BeEmpty())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
 	// Members come and go with their Secrets.
 	It("drops a member whose Secret is deleted", func() {
 		Expect(suite.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "member-b"}})).To(Succeed())
@@ -271,6 +351,38 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 })
+
+// readerKubeconfig is a kubeconfig of a service account of the member bound to the ClusterRole role, as an
+// administrator gives a manager's gateway (docs/multi-cluster.md), reaching it through the proxy.
+func (m *memberCluster) readerKubeconfig(role string) []byte {
+	GinkgoHelper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gateway-reader"}}
+	Expect(m.client.Create(ctx, sa)).To(Succeed())
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gateway-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}}}
+	Expect(m.client.Create(ctx, binding)).To(Succeed())
+	token := &authenticationv1.TokenRequest{}
+	Expect(m.client.SubResource("token").Create(ctx, sa, token)).To(Succeed())
+	kc, err := clientcmd.Load(m.kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	for _, auth := range kc.AuthInfos {
+		*auth = clientcmdapi.AuthInfo{Token: token.Status.Token}
+	}
+	data, err := clientcmd.Write(*kc)
+	Expect(err).NotTo(HaveOccurred())
+	return data
+}
+
+// setMemberSecret replaces the kubeconfig of the member Secret name in the system namespace.
+func setMemberSecret(c client.Client, name string, kubeconfig []byte) {
+	GinkgoHelper()
+	s := &corev1.Secret{}
+	Expect(c.Get(context.Background(), client.ObjectKey{Namespace: workerv1.SystemNamespace, Name: name}, s)).To(Succeed())
+	s.Data[gatewayv1.KubeconfigKey] = kubeconfig
+	Expect(c.Update(context.Background(), s)).To(Succeed())
+}
 
 // request sends one GET over the unix socket.
 func request(socket, path, accept string) ([]byte, int) {

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,7 +12,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -179,8 +183,9 @@ func (g *Gateway) readLoop(ctx context.Context, name string, m *member, reader c
 	}
 }
 
-// read reads a member's InstanceTypes, Instances, InstancePersistentVolumes, ClusterQueues and the Workloads
-// MultiKueue made there; on failure only the reachability and message are new.
+// read reads a member's InstanceTypes, Instances, InstancePersistentVolumes, ClusterQueues, the Workloads
+// MultiKueue made there and the names of what an Instance refers to (volume types, SSH keys, pull secrets); on
+// failure only the reachability and message are new.
 func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) MemberState {
 	readCtx, cancel := context.WithTimeout(ctx, g.Timeout)
 	defer cancel()
@@ -203,11 +208,55 @@ func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) M
 	if err == nil {
 		err = ignoreNoKind(reader.List(readCtx, &dispatched, client.HasLabels{kueue.MultiKueueOriginLabel}))
 	}
+	var refs references
+	var unread []string
+	if err == nil {
+		unread, err = refs.read(readCtx, reader)
+	}
 	if err != nil {
 		return MemberState{Name: name, Message: errors.Wrapf(err, "cannot read member %s", name).Error()}
 	}
-	return MemberState{Name: name, Reachable: true, LastSeen: time.Now(), InstanceTypes: types.Items, Instances: instances.Items,
-		PersistentVolumes: volumes.Items, ClusterQueues: queues.Items, Dispatched: dispatched.Items}
+	state := MemberState{Name: name, Reachable: true, LastSeen: time.Now(), InstanceTypes: types.Items, Instances: instances.Items,
+		PersistentVolumes: volumes.Items, ClusterQueues: queues.Items, Dispatched: dispatched.Items,
+		VolumeTypes: refs.volumeTypes.Items, SSHKeys: refs.sshKeys.Items, PullSecrets: refs.pullSecrets.Items}
+	if len(unread) > 0 {
+		state.Message = fmt.Sprintf("cannot read its %s (not served, or not allowed by a member role older than this gateway: "+
+			"upgrade the member's chart), so they are not served", strings.Join(unread, ", "))
+	}
+	return state
+}
+
+// references are what an Instance names besides its type and volumes: a member's volume types, SSH keys and
+// pull secrets. The keys are dropped as they are read and the pull secrets read as metadata, so the gateway
+// never holds a member's credentials.
+type references struct {
+	volumeTypes workerv1.InstancePersistentVolumeTypeList
+	sshKeys     workerv1.InstanceSSHPublicKeyList
+	pullSecrets metav1.PartialObjectMetadataList
+}
+
+// read lists the references; a kind the member does not serve, or does not let the gateway list (its member
+// role is older than these reads), is left empty and returned by name, and the rest of the member still counts.
+func (r *references) read(ctx context.Context, reader client.Reader) ([]string, error) {
+	r.pullSecrets.SetGroupVersionKind(workerv1.GroupVersion.WithKind("InstanceImagePullSecretList"))
+	var unread []string
+	for _, l := range []struct {
+		resource string
+		list     client.ObjectList
+	}{{"instancepersistentvolumetypes", &r.volumeTypes}, {"instancesshpublickeys", &r.sshKeys}, {"instanceimagepullsecrets", &r.pullSecrets}} {
+		err := reader.List(ctx, l.list)
+		switch {
+		case err == nil:
+		case apimeta.IsNoMatchError(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+			unread = append(unread, l.resource)
+		default:
+			return nil, err
+		}
+	}
+	for i := range r.sshKeys.Items {
+		r.sshKeys.Items[i].Spec = workerv1.InstanceSSHPublicKeySpec{}
+	}
+	return unread, nil
 }
 
 // record keeps a read's outcome; a failed read keeps what the member last answered. The generation moves only
@@ -218,16 +267,23 @@ func (g *Gateway) record(m *member, next MemberState) {
 		if m.state.Reachable {
 			g.Log.Info("member unreachable", "member", next.Name, "error", next.Message)
 		}
-		next.LastSeen, next.InstanceTypes, next.Instances, next.PersistentVolumes, next.ClusterQueues, next.Dispatched = m.state.LastSeen,
-			m.state.InstanceTypes, m.state.Instances, m.state.PersistentVolumes, m.state.ClusterQueues, m.state.Dispatched
+		held := m.state
+		held.Reachable, held.Message = false, next.Message
+		next = held
 	}
 	prev := m.state
 	m.state = next
-	if prev.Reachable != next.Reachable || prev.Message != next.Message ||
-		!apiequality.Semantic.DeepEqual(prev.InstanceTypes, next.InstanceTypes) || !apiequality.Semantic.DeepEqual(prev.Instances, next.Instances) ||
-		!apiequality.Semantic.DeepEqual(prev.PersistentVolumes, next.PersistentVolumes) {
+	if servedChanged(prev, next) {
 		g.generation++
 	}
+}
+
+// servedChanged reports whether what the gateway serves of a member differs between two of its states.
+func servedChanged(prev, next MemberState) bool {
+	eq := apiequality.Semantic.DeepEqual
+	return prev.Reachable != next.Reachable || prev.Message != next.Message || !eq(prev.InstanceTypes, next.InstanceTypes) ||
+		!eq(prev.Instances, next.Instances) || !eq(prev.PersistentVolumes, next.PersistentVolumes) || !eq(prev.VolumeTypes, next.VolumeTypes) ||
+		!eq(prev.SSHKeys, next.SSHKeys) || !eq(prev.PullSecrets, next.PullSecrets)
 }
 
 // ignoreNoKind returns nil for an error saying the kind is not served.

@@ -27,10 +27,15 @@ type MemberState struct {
 	Message string
 	// LastSeen is when it last answered; zero when it never did.
 	LastSeen time.Time
-	// InstanceTypes, Instances and PersistentVolumes are what it held when it last answered.
+	// InstanceTypes, Instances, PersistentVolumes and VolumeTypes are what it held when it last answered.
 	InstanceTypes     []workerv1.InstanceType
 	Instances         []workerv1.Instance
 	PersistentVolumes []workerv1.InstancePersistentVolume
+	VolumeTypes       []workerv1.InstancePersistentVolumeType
+	// SSHKeys are its InstanceSSHPublicKeys without their keys, PullSecrets its InstanceImagePullSecrets'
+	// metadata: the gateway serves their names, never their data.
+	SSHKeys     []workerv1.InstanceSSHPublicKey
+	PullSecrets []metav1.PartialObjectMetadata
 	// ClusterQueues are its Kueue queues, whose quotas the manager's queues sum (Dispatch).
 	ClusterQueues []kueue.ClusterQueue
 	// Dispatched are the Workloads a manager's MultiKueue made in it, whose waits the manager's Instances tell
@@ -87,6 +92,48 @@ func ClusterInstancePersistentVolumes(states []MemberState) []gatewayv1.ClusterI
 		for _, v := range s.PersistentVolumes {
 			out = append(out, gatewayv1.ClusterInstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: s.Name + "." + v.Name,
 				Labels: v.Labels}, Cluster: s.Name, Spec: v.Spec, Status: v.Status})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })
+	return out
+}
+
+// ClusterInstancePersistentVolumeTypes returns every member's InstancePersistentVolumeTypes, named
+// <cluster>.<type>, sorted by name.
+func ClusterInstancePersistentVolumeTypes(states []MemberState) []gatewayv1.ClusterInstancePersistentVolumeType {
+	var out []gatewayv1.ClusterInstancePersistentVolumeType
+	for _, s := range sorted(states) {
+		for _, t := range s.VolumeTypes {
+			out = append(out, gatewayv1.ClusterInstancePersistentVolumeType{ObjectMeta: metav1.ObjectMeta{Name: s.Name + "." + t.Name, Labels: t.Labels},
+				Cluster: s.Name, Spec: t.Spec})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ClusterInstanceSSHPublicKeys returns every member's InstanceSSHPublicKeys, in their namespaces, named
+// <cluster>.<key>, with their status and without their keys, sorted by namespace and name.
+func ClusterInstanceSSHPublicKeys(states []MemberState) []gatewayv1.ClusterInstanceSSHPublicKey {
+	var out []gatewayv1.ClusterInstanceSSHPublicKey
+	for _, s := range sorted(states) {
+		for _, k := range s.SSHKeys {
+			out = append(out, gatewayv1.ClusterInstanceSSHPublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: s.Name + "." + k.Name,
+				Labels: k.Labels}, Cluster: s.Name, Status: k.Status})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })
+	return out
+}
+
+// ClusterInstanceImagePullSecrets returns every member's InstanceImagePullSecrets, in their namespaces, named
+// <cluster>.<secret>, by their names and labels only, sorted by namespace and name.
+func ClusterInstanceImagePullSecrets(states []MemberState) []gatewayv1.ClusterInstanceImagePullSecret {
+	var out []gatewayv1.ClusterInstanceImagePullSecret
+	for _, s := range sorted(states) {
+		for _, p := range s.PullSecrets {
+			out = append(out, gatewayv1.ClusterInstanceImagePullSecret{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: s.Name + "." + p.Name,
+				Labels: p.Labels}, Cluster: s.Name})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })

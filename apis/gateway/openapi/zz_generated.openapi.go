@@ -35,137 +35,143 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		v1.AggregatedInstanceType{}.OpenAPIModelName():                 schema_gpustack_operator_apis_gateway_v1_AggregatedInstanceType(ref),
-		v1.AggregatedInstanceTypeList{}.OpenAPIModelName():             schema_gpustack_operator_apis_gateway_v1_AggregatedInstanceTypeList(ref),
-		v1.AggregatedInstanceTypeStatus{}.OpenAPIModelName():           schema_gpustack_operator_apis_gateway_v1_AggregatedInstanceTypeStatus(ref),
-		v1.AggregatedTier{}.OpenAPIModelName():                         schema_gpustack_operator_apis_gateway_v1_AggregatedTier(ref),
-		v1.ClusterInstance{}.OpenAPIModelName():                        schema_gpustack_operator_apis_gateway_v1_ClusterInstance(ref),
-		v1.ClusterInstanceList{}.OpenAPIModelName():                    schema_gpustack_operator_apis_gateway_v1_ClusterInstanceList(ref),
-		v1.ClusterInstancePersistentVolume{}.OpenAPIModelName():        schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolume(ref),
-		v1.ClusterInstancePersistentVolumeList{}.OpenAPIModelName():    schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolumeList(ref),
-		v1.ClusterInstanceType{}.OpenAPIModelName():                    schema_gpustack_operator_apis_gateway_v1_ClusterInstanceType(ref),
-		v1.ClusterInstanceTypeList{}.OpenAPIModelName():                schema_gpustack_operator_apis_gateway_v1_ClusterInstanceTypeList(ref),
-		v1.ClusterMember{}.OpenAPIModelName():                          schema_gpustack_operator_apis_gateway_v1_ClusterMember(ref),
-		v1.ClusterMemberList{}.OpenAPIModelName():                      schema_gpustack_operator_apis_gateway_v1_ClusterMemberList(ref),
-		v1.ClusterMemberStatus{}.OpenAPIModelName():                    schema_gpustack_operator_apis_gateway_v1_ClusterMemberStatus(ref),
-		v1.TierBundle{}.OpenAPIModelName():                             schema_gpustack_operator_apis_gateway_v1_TierBundle(ref),
-		workerv1.Accelerator{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_Accelerator(ref),
-		workerv1.AcceleratorAllocation{}.OpenAPIModelName():            schema_gpustack_operator_apis_worker_v1_AcceleratorAllocation(ref),
-		workerv1.AcceleratorStatus{}.OpenAPIModelName():                schema_gpustack_operator_apis_worker_v1_AcceleratorStatus(ref),
-		workerv1.AdditionalVolume{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_AdditionalVolume(ref),
-		workerv1.CapacityView{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_CapacityView(ref),
-		workerv1.CredentialStatus{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_CredentialStatus(ref),
-		workerv1.DeviceGroup{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_DeviceGroup(ref),
-		workerv1.Devices{}.OpenAPIModelName():                          schema_gpustack_operator_apis_worker_v1_Devices(ref),
-		workerv1.DevicesList{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_DevicesList(ref),
-		workerv1.DevicesSpec{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_DevicesSpec(ref),
-		workerv1.DevicesStatus{}.OpenAPIModelName():                    schema_gpustack_operator_apis_worker_v1_DevicesStatus(ref),
-		workerv1.EphemeralVolume{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_EphemeralVolume(ref),
-		workerv1.GroupAllocation{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_GroupAllocation(ref),
-		workerv1.HostPathVolume{}.OpenAPIModelName():                   schema_gpustack_operator_apis_worker_v1_HostPathVolume(ref),
-		workerv1.Instance{}.OpenAPIModelName():                         schema_gpustack_operator_apis_worker_v1_Instance(ref),
-		workerv1.InstanceEnvVar{}.OpenAPIModelName():                   schema_gpustack_operator_apis_worker_v1_InstanceEnvVar(ref),
-		workerv1.InstanceImagePullSecret{}.OpenAPIModelName():          schema_gpustack_operator_apis_worker_v1_InstanceImagePullSecret(ref),
-		workerv1.InstanceImagePullSecretList{}.OpenAPIModelName():      schema_gpustack_operator_apis_worker_v1_InstanceImagePullSecretList(ref),
-		workerv1.InstanceImagePullSecretSpec{}.OpenAPIModelName():      schema_gpustack_operator_apis_worker_v1_InstanceImagePullSecretSpec(ref),
-		workerv1.InstanceList{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_InstanceList(ref),
-		workerv1.InstancePersistentVolume{}.OpenAPIModelName():         schema_gpustack_operator_apis_worker_v1_InstancePersistentVolume(ref),
-		workerv1.InstancePersistentVolumeList{}.OpenAPIModelName():     schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeList(ref),
-		workerv1.InstancePersistentVolumeSpec{}.OpenAPIModelName():     schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeSpec(ref),
-		workerv1.InstancePersistentVolumeStatus{}.OpenAPIModelName():   schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeStatus(ref),
-		workerv1.InstancePersistentVolumeType{}.OpenAPIModelName():     schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeType(ref),
-		workerv1.InstancePersistentVolumeTypeList{}.OpenAPIModelName(): schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeTypeList(ref),
-		workerv1.InstancePersistentVolumeTypeSpec{}.OpenAPIModelName(): schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeTypeSpec(ref),
-		workerv1.InstancePort{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_InstancePort(ref),
-		workerv1.InstanceResources{}.OpenAPIModelName():                schema_gpustack_operator_apis_worker_v1_InstanceResources(ref),
-		workerv1.InstanceSSHPublicKey{}.OpenAPIModelName():             schema_gpustack_operator_apis_worker_v1_InstanceSSHPublicKey(ref),
-		workerv1.InstanceSSHPublicKeyList{}.OpenAPIModelName():         schema_gpustack_operator_apis_worker_v1_InstanceSSHPublicKeyList(ref),
-		workerv1.InstanceSSHPublicKeySpec{}.OpenAPIModelName():         schema_gpustack_operator_apis_worker_v1_InstanceSSHPublicKeySpec(ref),
-		workerv1.InstanceSpec{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_InstanceSpec(ref),
-		workerv1.InstanceStatus{}.OpenAPIModelName():                   schema_gpustack_operator_apis_worker_v1_InstanceStatus(ref),
-		workerv1.InstanceStatusPort{}.OpenAPIModelName():               schema_gpustack_operator_apis_worker_v1_InstanceStatusPort(ref),
-		workerv1.InstanceType{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_InstanceType(ref),
-		workerv1.InstanceTypeDescriptors{}.OpenAPIModelName():          schema_gpustack_operator_apis_worker_v1_InstanceTypeDescriptors(ref),
-		workerv1.InstanceTypeFeature{}.OpenAPIModelName():              schema_gpustack_operator_apis_worker_v1_InstanceTypeFeature(ref),
-		workerv1.InstanceTypeFlavor{}.OpenAPIModelName():               schema_gpustack_operator_apis_worker_v1_InstanceTypeFlavor(ref),
-		workerv1.InstanceTypeFlavorList{}.OpenAPIModelName():           schema_gpustack_operator_apis_worker_v1_InstanceTypeFlavorList(ref),
-		workerv1.InstanceTypeFlavorSpec{}.OpenAPIModelName():           schema_gpustack_operator_apis_worker_v1_InstanceTypeFlavorSpec(ref),
-		workerv1.InstanceTypeList{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_InstanceTypeList(ref),
-		workerv1.InstanceTypeSpec{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_InstanceTypeSpec(ref),
-		workerv1.InstanceTypeStatus{}.OpenAPIModelName():               schema_gpustack_operator_apis_worker_v1_InstanceTypeStatus(ref),
-		workerv1.InstanceTypeSummary{}.OpenAPIModelName():              schema_gpustack_operator_apis_worker_v1_InstanceTypeSummary(ref),
-		workerv1.InstanceVolume{}.OpenAPIModelName():                   schema_gpustack_operator_apis_worker_v1_InstanceVolume(ref),
-		workerv1.LogicalSlicedCapability{}.OpenAPIModelName():          schema_gpustack_operator_apis_worker_v1_LogicalSlicedCapability(ref),
-		workerv1.LogicalSlicedFeature{}.OpenAPIModelName():             schema_gpustack_operator_apis_worker_v1_LogicalSlicedFeature(ref),
-		workerv1.NetworkInterface{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_NetworkInterface(ref),
-		workerv1.ObjectReference{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_ObjectReference(ref),
-		workerv1.PartitionProfile{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_PartitionProfile(ref),
-		workerv1.PartitionedView{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_PartitionedView(ref),
-		workerv1.PersistentVolumeReference{}.OpenAPIModelName():        schema_gpustack_operator_apis_worker_v1_PersistentVolumeReference(ref),
-		workerv1.PhysicalSlicedCapability{}.OpenAPIModelName():         schema_gpustack_operator_apis_worker_v1_PhysicalSlicedCapability(ref),
-		workerv1.PhysicalSlicedFeature{}.OpenAPIModelName():            schema_gpustack_operator_apis_worker_v1_PhysicalSlicedFeature(ref),
-		workerv1.ProfileCount{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_ProfileCount(ref),
-		workerv1.Setting{}.OpenAPIModelName():                          schema_gpustack_operator_apis_worker_v1_Setting(ref),
-		workerv1.SettingDefinition{}.OpenAPIModelName():                schema_gpustack_operator_apis_worker_v1_SettingDefinition(ref),
-		workerv1.SettingList{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_SettingList(ref),
-		workerv1.SettingSpec{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_SettingSpec(ref),
-		workerv1.SettingStatus{}.OpenAPIModelName():                    schema_gpustack_operator_apis_worker_v1_SettingStatus(ref),
-		workerv1.UnitResources{}.OpenAPIModelName():                    schema_gpustack_operator_apis_worker_v1_UnitResources(ref),
-		resource.Quantity{}.OpenAPIModelName():                         schema_apimachinery_pkg_api_resource_Quantity(ref),
-		metav1.APIGroup{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_APIGroup(ref),
-		metav1.APIGroupList{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_APIGroupList(ref),
-		metav1.APIResource{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_APIResource(ref),
-		metav1.APIResourceList{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_APIResourceList(ref),
-		metav1.APIVersions{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_APIVersions(ref),
-		metav1.ApplyOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		metav1.Condition{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_Condition(ref),
-		metav1.CreateOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_CreateOptions(ref),
-		metav1.DeleteOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		metav1.Duration{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Duration(ref),
-		metav1.FieldSelectorRequirement{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		metav1.FieldsV1{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_FieldsV1(ref),
-		metav1.GetOptions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_GetOptions(ref),
-		metav1.GroupKind{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_GroupKind(ref),
-		metav1.GroupResource{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_GroupResource(ref),
-		metav1.GroupVersion{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_GroupVersion(ref),
-		metav1.GroupVersionForDiscovery{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		metav1.GroupVersionKind{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		metav1.GroupVersionResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		metav1.InternalEvent{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_InternalEvent(ref),
-		metav1.LabelSelector{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_LabelSelector(ref),
-		metav1.LabelSelectorRequirement{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		metav1.List{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_List(ref),
-		metav1.ListMeta{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_ListMeta(ref),
-		metav1.ListOptions{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_ListOptions(ref),
-		metav1.ManagedFieldsEntry{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		metav1.MicroTime{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_MicroTime(ref),
-		metav1.ObjectMeta{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		metav1.OwnerReference{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_OwnerReference(ref),
-		metav1.PartialObjectMetadata{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		metav1.PartialObjectMetadataList{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		metav1.Patch{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_Patch(ref),
-		metav1.PatchOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_PatchOptions(ref),
-		metav1.Preconditions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_Preconditions(ref),
-		metav1.RootPaths{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_RootPaths(ref),
-		metav1.ServerAddressByClientCIDR{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		metav1.Status{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Status(ref),
-		metav1.StatusCause{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_StatusCause(ref),
-		metav1.StatusDetails{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_StatusDetails(ref),
-		metav1.Table{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_Table(ref),
-		metav1.TableColumnDefinition{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		metav1.TableOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_TableOptions(ref),
-		metav1.TableRow{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_TableRow(ref),
-		metav1.TableRowCondition{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		metav1.Time{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_Time(ref),
-		metav1.Timestamp{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_Timestamp(ref),
-		metav1.TypeMeta{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_TypeMeta(ref),
-		metav1.UpdateOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		metav1.WatchEvent{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():                      schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                          schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                           schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		intstr.IntOrString{}.OpenAPIModelName():                        schema_apimachinery_pkg_util_intstr_IntOrString(ref),
-		version.Info{}.OpenAPIModelName():                              schema_k8sio_apimachinery_pkg_version_Info(ref),
+		v1.AggregatedInstanceType{}.OpenAPIModelName():                  schema_gpustack_operator_apis_gateway_v1_AggregatedInstanceType(ref),
+		v1.AggregatedInstanceTypeList{}.OpenAPIModelName():              schema_gpustack_operator_apis_gateway_v1_AggregatedInstanceTypeList(ref),
+		v1.AggregatedInstanceTypeStatus{}.OpenAPIModelName():            schema_gpustack_operator_apis_gateway_v1_AggregatedInstanceTypeStatus(ref),
+		v1.AggregatedTier{}.OpenAPIModelName():                          schema_gpustack_operator_apis_gateway_v1_AggregatedTier(ref),
+		v1.ClusterInstance{}.OpenAPIModelName():                         schema_gpustack_operator_apis_gateway_v1_ClusterInstance(ref),
+		v1.ClusterInstanceImagePullSecret{}.OpenAPIModelName():          schema_gpustack_operator_apis_gateway_v1_ClusterInstanceImagePullSecret(ref),
+		v1.ClusterInstanceImagePullSecretList{}.OpenAPIModelName():      schema_gpustack_operator_apis_gateway_v1_ClusterInstanceImagePullSecretList(ref),
+		v1.ClusterInstanceList{}.OpenAPIModelName():                     schema_gpustack_operator_apis_gateway_v1_ClusterInstanceList(ref),
+		v1.ClusterInstancePersistentVolume{}.OpenAPIModelName():         schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolume(ref),
+		v1.ClusterInstancePersistentVolumeList{}.OpenAPIModelName():     schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolumeList(ref),
+		v1.ClusterInstancePersistentVolumeType{}.OpenAPIModelName():     schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolumeType(ref),
+		v1.ClusterInstancePersistentVolumeTypeList{}.OpenAPIModelName(): schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolumeTypeList(ref),
+		v1.ClusterInstanceSSHPublicKey{}.OpenAPIModelName():             schema_gpustack_operator_apis_gateway_v1_ClusterInstanceSSHPublicKey(ref),
+		v1.ClusterInstanceSSHPublicKeyList{}.OpenAPIModelName():         schema_gpustack_operator_apis_gateway_v1_ClusterInstanceSSHPublicKeyList(ref),
+		v1.ClusterInstanceType{}.OpenAPIModelName():                     schema_gpustack_operator_apis_gateway_v1_ClusterInstanceType(ref),
+		v1.ClusterInstanceTypeList{}.OpenAPIModelName():                 schema_gpustack_operator_apis_gateway_v1_ClusterInstanceTypeList(ref),
+		v1.ClusterMember{}.OpenAPIModelName():                           schema_gpustack_operator_apis_gateway_v1_ClusterMember(ref),
+		v1.ClusterMemberList{}.OpenAPIModelName():                       schema_gpustack_operator_apis_gateway_v1_ClusterMemberList(ref),
+		v1.ClusterMemberStatus{}.OpenAPIModelName():                     schema_gpustack_operator_apis_gateway_v1_ClusterMemberStatus(ref),
+		v1.TierBundle{}.OpenAPIModelName():                              schema_gpustack_operator_apis_gateway_v1_TierBundle(ref),
+		workerv1.Accelerator{}.OpenAPIModelName():                       schema_gpustack_operator_apis_worker_v1_Accelerator(ref),
+		workerv1.AcceleratorAllocation{}.OpenAPIModelName():             schema_gpustack_operator_apis_worker_v1_AcceleratorAllocation(ref),
+		workerv1.AcceleratorStatus{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_AcceleratorStatus(ref),
+		workerv1.AdditionalVolume{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_AdditionalVolume(ref),
+		workerv1.CapacityView{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_CapacityView(ref),
+		workerv1.CredentialStatus{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_CredentialStatus(ref),
+		workerv1.DeviceGroup{}.OpenAPIModelName():                       schema_gpustack_operator_apis_worker_v1_DeviceGroup(ref),
+		workerv1.Devices{}.OpenAPIModelName():                           schema_gpustack_operator_apis_worker_v1_Devices(ref),
+		workerv1.DevicesList{}.OpenAPIModelName():                       schema_gpustack_operator_apis_worker_v1_DevicesList(ref),
+		workerv1.DevicesSpec{}.OpenAPIModelName():                       schema_gpustack_operator_apis_worker_v1_DevicesSpec(ref),
+		workerv1.DevicesStatus{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_DevicesStatus(ref),
+		workerv1.EphemeralVolume{}.OpenAPIModelName():                   schema_gpustack_operator_apis_worker_v1_EphemeralVolume(ref),
+		workerv1.GroupAllocation{}.OpenAPIModelName():                   schema_gpustack_operator_apis_worker_v1_GroupAllocation(ref),
+		workerv1.HostPathVolume{}.OpenAPIModelName():                    schema_gpustack_operator_apis_worker_v1_HostPathVolume(ref),
+		workerv1.Instance{}.OpenAPIModelName():                          schema_gpustack_operator_apis_worker_v1_Instance(ref),
+		workerv1.InstanceEnvVar{}.OpenAPIModelName():                    schema_gpustack_operator_apis_worker_v1_InstanceEnvVar(ref),
+		workerv1.InstanceImagePullSecret{}.OpenAPIModelName():           schema_gpustack_operator_apis_worker_v1_InstanceImagePullSecret(ref),
+		workerv1.InstanceImagePullSecretList{}.OpenAPIModelName():       schema_gpustack_operator_apis_worker_v1_InstanceImagePullSecretList(ref),
+		workerv1.InstanceImagePullSecretSpec{}.OpenAPIModelName():       schema_gpustack_operator_apis_worker_v1_InstanceImagePullSecretSpec(ref),
+		workerv1.InstanceList{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_InstanceList(ref),
+		workerv1.InstancePersistentVolume{}.OpenAPIModelName():          schema_gpustack_operator_apis_worker_v1_InstancePersistentVolume(ref),
+		workerv1.InstancePersistentVolumeList{}.OpenAPIModelName():      schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeList(ref),
+		workerv1.InstancePersistentVolumeSpec{}.OpenAPIModelName():      schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeSpec(ref),
+		workerv1.InstancePersistentVolumeStatus{}.OpenAPIModelName():    schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeStatus(ref),
+		workerv1.InstancePersistentVolumeType{}.OpenAPIModelName():      schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeType(ref),
+		workerv1.InstancePersistentVolumeTypeList{}.OpenAPIModelName():  schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeTypeList(ref),
+		workerv1.InstancePersistentVolumeTypeSpec{}.OpenAPIModelName():  schema_gpustack_operator_apis_worker_v1_InstancePersistentVolumeTypeSpec(ref),
+		workerv1.InstancePort{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_InstancePort(ref),
+		workerv1.InstanceResources{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_InstanceResources(ref),
+		workerv1.InstanceSSHPublicKey{}.OpenAPIModelName():              schema_gpustack_operator_apis_worker_v1_InstanceSSHPublicKey(ref),
+		workerv1.InstanceSSHPublicKeyList{}.OpenAPIModelName():          schema_gpustack_operator_apis_worker_v1_InstanceSSHPublicKeyList(ref),
+		workerv1.InstanceSSHPublicKeySpec{}.OpenAPIModelName():          schema_gpustack_operator_apis_worker_v1_InstanceSSHPublicKeySpec(ref),
+		workerv1.InstanceSpec{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_InstanceSpec(ref),
+		workerv1.InstanceStatus{}.OpenAPIModelName():                    schema_gpustack_operator_apis_worker_v1_InstanceStatus(ref),
+		workerv1.InstanceStatusPort{}.OpenAPIModelName():                schema_gpustack_operator_apis_worker_v1_InstanceStatusPort(ref),
+		workerv1.InstanceType{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_InstanceType(ref),
+		workerv1.InstanceTypeDescriptors{}.OpenAPIModelName():           schema_gpustack_operator_apis_worker_v1_InstanceTypeDescriptors(ref),
+		workerv1.InstanceTypeFeature{}.OpenAPIModelName():               schema_gpustack_operator_apis_worker_v1_InstanceTypeFeature(ref),
+		workerv1.InstanceTypeFlavor{}.OpenAPIModelName():                schema_gpustack_operator_apis_worker_v1_InstanceTypeFlavor(ref),
+		workerv1.InstanceTypeFlavorList{}.OpenAPIModelName():            schema_gpustack_operator_apis_worker_v1_InstanceTypeFlavorList(ref),
+		workerv1.InstanceTypeFlavorSpec{}.OpenAPIModelName():            schema_gpustack_operator_apis_worker_v1_InstanceTypeFlavorSpec(ref),
+		workerv1.InstanceTypeList{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_InstanceTypeList(ref),
+		workerv1.InstanceTypeSpec{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_InstanceTypeSpec(ref),
+		workerv1.InstanceTypeStatus{}.OpenAPIModelName():                schema_gpustack_operator_apis_worker_v1_InstanceTypeStatus(ref),
+		workerv1.InstanceTypeSummary{}.OpenAPIModelName():               schema_gpustack_operator_apis_worker_v1_InstanceTypeSummary(ref),
+		workerv1.InstanceVolume{}.OpenAPIModelName():                    schema_gpustack_operator_apis_worker_v1_InstanceVolume(ref),
+		workerv1.LogicalSlicedCapability{}.OpenAPIModelName():           schema_gpustack_operator_apis_worker_v1_LogicalSlicedCapability(ref),
+		workerv1.LogicalSlicedFeature{}.OpenAPIModelName():              schema_gpustack_operator_apis_worker_v1_LogicalSlicedFeature(ref),
+		workerv1.NetworkInterface{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_NetworkInterface(ref),
+		workerv1.ObjectReference{}.OpenAPIModelName():                   schema_gpustack_operator_apis_worker_v1_ObjectReference(ref),
+		workerv1.PartitionProfile{}.OpenAPIModelName():                  schema_gpustack_operator_apis_worker_v1_PartitionProfile(ref),
+		workerv1.PartitionedView{}.OpenAPIModelName():                   schema_gpustack_operator_apis_worker_v1_PartitionedView(ref),
+		workerv1.PersistentVolumeReference{}.OpenAPIModelName():         schema_gpustack_operator_apis_worker_v1_PersistentVolumeReference(ref),
+		workerv1.PhysicalSlicedCapability{}.OpenAPIModelName():          schema_gpustack_operator_apis_worker_v1_PhysicalSlicedCapability(ref),
+		workerv1.PhysicalSlicedFeature{}.OpenAPIModelName():             schema_gpustack_operator_apis_worker_v1_PhysicalSlicedFeature(ref),
+		workerv1.ProfileCount{}.OpenAPIModelName():                      schema_gpustack_operator_apis_worker_v1_ProfileCount(ref),
+		workerv1.Setting{}.OpenAPIModelName():                           schema_gpustack_operator_apis_worker_v1_Setting(ref),
+		workerv1.SettingDefinition{}.OpenAPIModelName():                 schema_gpustack_operator_apis_worker_v1_SettingDefinition(ref),
+		workerv1.SettingList{}.OpenAPIModelName():                       schema_gpustack_operator_apis_worker_v1_SettingList(ref),
+		workerv1.SettingSpec{}.OpenAPIModelName():                       schema_gpustack_operator_apis_worker_v1_SettingSpec(ref),
+		workerv1.SettingStatus{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_SettingStatus(ref),
+		workerv1.UnitResources{}.OpenAPIModelName():                     schema_gpustack_operator_apis_worker_v1_UnitResources(ref),
+		resource.Quantity{}.OpenAPIModelName():                          schema_apimachinery_pkg_api_resource_Quantity(ref),
+		metav1.APIGroup{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_APIGroup(ref),
+		metav1.APIGroupList{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_APIGroupList(ref),
+		metav1.APIResource{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_APIResource(ref),
+		metav1.APIResourceList{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIResourceList(ref),
+		metav1.APIVersions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_APIVersions(ref),
+		metav1.ApplyOptions{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		metav1.Condition{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Condition(ref),
+		metav1.CreateOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_CreateOptions(ref),
+		metav1.DeleteOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		metav1.Duration{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Duration(ref),
+		metav1.FieldSelectorRequirement{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		metav1.FieldsV1{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_FieldsV1(ref),
+		metav1.GetOptions{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_GetOptions(ref),
+		metav1.GroupKind{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_GroupKind(ref),
+		metav1.GroupResource{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_GroupResource(ref),
+		metav1.GroupVersion{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_GroupVersion(ref),
+		metav1.GroupVersionForDiscovery{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		metav1.GroupVersionKind{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		metav1.GroupVersionResource{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		metav1.InternalEvent{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_InternalEvent(ref),
+		metav1.LabelSelector{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_LabelSelector(ref),
+		metav1.LabelSelectorRequirement{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		metav1.List{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_List(ref),
+		metav1.ListMeta{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_ListMeta(ref),
+		metav1.ListOptions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_ListOptions(ref),
+		metav1.ManagedFieldsEntry{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		metav1.MicroTime{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_MicroTime(ref),
+		metav1.ObjectMeta{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		metav1.OwnerReference{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_OwnerReference(ref),
+		metav1.PartialObjectMetadata{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		metav1.PartialObjectMetadataList{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		metav1.Patch{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_Patch(ref),
+		metav1.PatchOptions{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_PatchOptions(ref),
+		metav1.Preconditions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Preconditions(ref),
+		metav1.RootPaths{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_RootPaths(ref),
+		metav1.ServerAddressByClientCIDR{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		metav1.Status{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_Status(ref),
+		metav1.StatusCause{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_StatusCause(ref),
+		metav1.StatusDetails{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_StatusDetails(ref),
+		metav1.Table{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_Table(ref),
+		metav1.TableColumnDefinition{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		metav1.TableOptions{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_TableOptions(ref),
+		metav1.TableRow{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_TableRow(ref),
+		metav1.TableRowCondition{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		metav1.Time{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_Time(ref),
+		metav1.Timestamp{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Timestamp(ref),
+		metav1.TypeMeta{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_TypeMeta(ref),
+		metav1.UpdateOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		metav1.WatchEvent{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                       schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                           schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                            schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		intstr.IntOrString{}.OpenAPIModelName():                         schema_apimachinery_pkg_util_intstr_IntOrString(ref),
+		version.Info{}.OpenAPIModelName():                               schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -457,6 +463,99 @@ func schema_gpustack_operator_apis_gateway_v1_ClusterInstance(ref common.Referen
 	}
 }
 
+func schema_gpustack_operator_apis_gateway_v1_ClusterInstanceImagePullSecret(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterInstanceImagePullSecret is one member's InstanceImagePullSecret, in its namespace, named <cluster>.<secret>: a name an Instance dispatched to that member can give in spec.imagePullSecret. Only its metadata is served: the gateway reads the members' pull secrets as metadata, so it never holds their credentials.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the member the credentials are in.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cluster"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_gpustack_operator_apis_gateway_v1_ClusterInstanceImagePullSecretList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterInstanceImagePullSecretList is a list of ClusterInstanceImagePullSecrets.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.ClusterInstanceImagePullSecret{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1.ClusterInstanceImagePullSecret{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
 func schema_gpustack_operator_apis_gateway_v1_ClusterInstanceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -609,6 +708,206 @@ func schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolumeLis
 		},
 		Dependencies: []string{
 			v1.ClusterInstancePersistentVolume{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolumeType(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterInstancePersistentVolumeType is one member's InstancePersistentVolumeType (a StorageClass as Instances' users see it), named <cluster>.<type>.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the member the type is in.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the member's type's, as last read.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(workerv1.InstancePersistentVolumeTypeSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"cluster", "spec"},
+			},
+		},
+		Dependencies: []string{
+			workerv1.InstancePersistentVolumeTypeSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_gpustack_operator_apis_gateway_v1_ClusterInstancePersistentVolumeTypeList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterInstancePersistentVolumeTypeList is a list of ClusterInstancePersistentVolumeTypes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.ClusterInstancePersistentVolumeType{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1.ClusterInstancePersistentVolumeType{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_gpustack_operator_apis_gateway_v1_ClusterInstanceSSHPublicKey(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterInstanceSSHPublicKey is one member's InstanceSSHPublicKey, in its namespace, named <cluster>.<key>: a name an Instance dispatched to that member can give in spec.sshPublicKey. The keys themselves are not served.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the member the keys are in.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the member's object's: the Secret that backs it and whether it is Ready.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(workerv1.CredentialStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"cluster"},
+			},
+		},
+		Dependencies: []string{
+			workerv1.CredentialStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_gpustack_operator_apis_gateway_v1_ClusterInstanceSSHPublicKeyList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterInstanceSSHPublicKeyList is a list of ClusterInstanceSSHPublicKeys.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.ClusterInstanceSSHPublicKey{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1.ClusterInstanceSSHPublicKey{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 

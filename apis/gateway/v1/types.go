@@ -111,6 +111,75 @@ type ClusterInstancePersistentVolumeList struct {
 
 // +kubebuilder:object:root=true
 
+// ClusterInstancePersistentVolumeType is one member's InstancePersistentVolumeType (a StorageClass as Instances'
+// users see it), named <cluster>.<type>.
+type ClusterInstancePersistentVolumeType struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Cluster is the member the type is in.
+	Cluster string `json:"cluster"`
+	// Spec is the member's type's, as last read.
+	Spec workerv1.InstancePersistentVolumeTypeSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterInstancePersistentVolumeTypeList is a list of ClusterInstancePersistentVolumeTypes.
+type ClusterInstancePersistentVolumeTypeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterInstancePersistentVolumeType `json:"items"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterInstanceSSHPublicKey is one member's InstanceSSHPublicKey, in its namespace, named <cluster>.<key>: a
+// name an Instance dispatched to that member can give in spec.sshPublicKey. The keys themselves are not served.
+type ClusterInstanceSSHPublicKey struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Cluster is the member the keys are in.
+	Cluster string `json:"cluster"`
+	// Status is the member's object's: the Secret that backs it and whether it is Ready.
+	Status workerv1.CredentialStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterInstanceSSHPublicKeyList is a list of ClusterInstanceSSHPublicKeys.
+type ClusterInstanceSSHPublicKeyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterInstanceSSHPublicKey `json:"items"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterInstanceImagePullSecret is one member's InstanceImagePullSecret, in its namespace, named
+// <cluster>.<secret>: a name an Instance dispatched to that member can give in spec.imagePullSecret. Only its
+// metadata is served: the gateway reads the members' pull secrets as metadata, so it never holds their
+// credentials.
+type ClusterInstanceImagePullSecret struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Cluster is the member the credentials are in.
+	Cluster string `json:"cluster"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterInstanceImagePullSecretList is a list of ClusterInstanceImagePullSecrets.
+type ClusterInstanceImagePullSecretList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterInstanceImagePullSecret `json:"items"`
+}
+
+// +kubebuilder:object:root=true
+
 // AggregatedInstanceType is one InstanceType across the member clusters (docs/multi-cluster.md, Aggregation):
 // the members that have it are its candidates, the active ones (reachable, their type Active) count.
 type AggregatedInstanceType struct {
@@ -174,5 +243,8 @@ type AggregatedInstanceTypeList struct {
 func init() {
 	SchemeBuilder.Register(&ClusterMember{}, &ClusterMemberList{}, &ClusterInstanceType{}, &ClusterInstanceTypeList{},
 		&ClusterInstance{}, &ClusterInstanceList{}, &ClusterInstancePersistentVolume{}, &ClusterInstancePersistentVolumeList{},
+		&ClusterInstancePersistentVolumeType{}, &ClusterInstancePersistentVolumeTypeList{},
+		&ClusterInstanceSSHPublicKey{}, &ClusterInstanceSSHPublicKeyList{},
+		&ClusterInstanceImagePullSecret{}, &ClusterInstanceImagePullSecretList{},
 		&AggregatedInstanceType{}, &AggregatedInstanceTypeList{})
 }

@@ -47,6 +47,16 @@ func (in ClusterInstance) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterInstanceImagePullSecret) OpenAPIModelName() string {
+	return "ai.gpustack.gateway.v1.ClusterInstanceImagePullSecret"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterInstanceImagePullSecretList) OpenAPIModelName() string {
+	return "ai.gpustack.gateway.v1.ClusterInstanceImagePullSecretList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterInstanceList) OpenAPIModelName() string {
 	return "ai.gpustack.gateway.v1.ClusterInstanceList"
 }
@@ -59,6 +69,26 @@ func (in ClusterInstancePersistentVolume) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterInstancePersistentVolumeList) OpenAPIModelName() string {
 	return "ai.gpustack.gateway.v1.ClusterInstancePersistentVolumeList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterInstancePersistentVolumeType) OpenAPIModelName() string {
+	return "ai.gpustack.gateway.v1.ClusterInstancePersistentVolumeType"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterInstancePersistentVolumeTypeList) OpenAPIModelName() string {
+	return "ai.gpustack.gateway.v1.ClusterInstancePersistentVolumeTypeList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterInstanceSSHPublicKey) OpenAPIModelName() string {
+	return "ai.gpustack.gateway.v1.ClusterInstanceSSHPublicKey"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterInstanceSSHPublicKeyList) OpenAPIModelName() string {
+	return "ai.gpustack.gateway.v1.ClusterInstanceSSHPublicKeyList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

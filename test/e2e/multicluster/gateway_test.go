@@ -2,6 +2,8 @@ package multicluster
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -73,4 +75,53 @@ var _ = It("reads the members' pools, aggregated, with kubectl on the manager, s
 	Expect(strings.Fields(out)).To(ConsistOf(slices.DeleteFunc(all, func(n string) bool { return n == selected })), "the members' other types")
 	_, err = testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancetypes", "--field-selector", "spec.os=linux")
 	Expect(err).To(MatchError(ContainSubstring("field label not supported: spec.os")))
+})
+
+// Section 11's references through the chart's member role: each member's volume types (projected from its
+// StorageClasses) and member-a's SSH key and pull secret, listed on the manager by name; neither the key nor the
+// password reaches the manager, and both members' entries say everything was read.
+var _ = It("names the members' volume types, SSH keys and pull secrets on the manager, never their data", func() {
+	const password = "e2e-never-served"
+	a := members["member-a"]
+	apply := func(yaml string) {
+		GinkgoHelper()
+		path := filepath.Join(GinkgoT().TempDir(), "obj.yaml")
+		Expect(os.WriteFile(path, []byte(yaml), 0o600)).To(Succeed())
+		a.Kubectl("apply", "-f", path)
+		DeferCleanup(func() { _, _ = testenv.Kubectl(a.Cluster.Kubeconfig, "delete", "-f", path, "--ignore-not-found") })
+	}
+	apply(`apiVersion: worker.gpustack.ai/v1
+kind: InstanceSSHPublicKey
+metadata: {name: e2e-alice, namespace: default}
+spec: {data: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice"}
+---
+apiVersion: worker.gpustack.ai/v1
+kind: InstanceImagePullSecret
+metadata: {name: e2e-registry, namespace: default}
+spec: {registry: registry.example.com, username: alice, password: ` + password + `}
+`)
+	var want []string
+	for _, name := range []string{"member-a", "member-b"} {
+		out := members[name].Kubectl("get", "instancepersistentvolumetypes", "-o", "jsonpath={.items[*].metadata.name}")
+		for _, t := range strings.Fields(out) {
+			want = append(want, "clusterinstancepersistentvolumetype.gateway.gpustack.ai/"+name+"."+t)
+		}
+	}
+	Expect(want).NotTo(BeEmpty(), "the members project their StorageClasses")
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		types, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancepersistentvolumetypes", "-o", "name")
+		keys, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancesshpublickeys", "-A", "-o", "name")
+		secrets, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstanceimagepullsecrets", "-n", "default", "-o", "name")
+		// The chart's member role lets the gateway read every kind: no member's entry names one it could not.
+		messages, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clustermembers", "-o", "jsonpath={.items[*].status.message}")
+		ok := slices.Equal(strings.Fields(types), want) &&
+			strings.TrimSpace(keys) == "clusterinstancesshpublickey.gateway.gpustack.ai/member-a.e2e-alice" &&
+			strings.TrimSpace(secrets) == "clusterinstanceimagepullsecret.gateway.gpustack.ai/member-a.e2e-registry" && strings.TrimSpace(messages) == ""
+		return ok, fmt.Sprintf("volume types:\n%s(want %v)\nSSH keys:\n%s\npull secrets:\n%s\nmembers' messages: %s", types, want, keys, secrets, messages)
+	})
+	for _, resource := range []string{"clusterinstancesshpublickeys", "clusterinstanceimagepullsecrets"} {
+		out, err := testenv.Kubectl(manager.Kubeconfig, "get", resource, "-A", "-o", "json")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).NotTo(Or(ContainSubstring("AAAAC3NzaC1lZDI1NTE5"), ContainSubstring(password)), resource)
+	}
 })
