@@ -71,7 +71,7 @@ func runWorkerGateway(args []string) error {
 	}
 	api := &gateway.Server{Source: gw, WatchInterval: time.Second}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	runnables := []manager.Runnable{everyReplica(gw.Run), everyReplica(func(ctx context.Context) error {
+	runnables := []manager.Runnable{everyReplica(gw.Run), everyReplica(api.Follow), everyReplica(func(ctx context.Context) error {
 		logger.Info("serving", "socket", *socket)
 		return serveUntil(ctx, srv, func() error { return srv.Serve(lis) }, 0)
 	})}

@@ -234,12 +234,24 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 		Expect(aggregated("gpu").Status.Summary.Accelerator).To(Equal("4/11 0/0 0/0 0/0"))
 	})
 
-	// A watch hears of a member's type changing, as kubectl get -w would.
-	It("streams changes to a watch", func() {
+	// A watch from a list's resourceVersion replays what changed since, as kubectl get -w --resource-version
+	// would: the change is read by the gateway before the watch starts, and the watch still hears of it.
+	It("replays to a watch the changes since a list", func() {
+		var list metav1.List
+		Expect(json.Unmarshal(get("/apis/gateway.gpustack.ai/v1/aggregatedinstancetypes", "application/json"), &list)).To(Succeed())
+		it := &workerv1.InstanceType{}
+		Expect(a.client.Get(context.Background(), client.ObjectKey{Name: "gpu"}, it)).To(Succeed())
+		it.Status.Accelerator.Remaining = *resource.NewQuantity(1, resource.DecimalSI)
+		Expect(a.client.Status().Update(context.Background(), it)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(aggregatedIn(g, "gpu").Status.Summary.Accelerator).To(Equal("4/9 0/0 0/0 0/0"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+
 		conn, err := net.Dial("unix", socket)
 		Expect(err).NotTo(HaveOccurred())
 		defer conn.Close()
-		_, err = fmt.Fprintf(conn, "GET /apis/gateway.gpustack.ai/v1/aggregatedinstancetypes?watch=true&resourceVersion=1 HTTP/1.1\r\nHost: gw\r\nAccept: application/json\r\n\r\n")
+		_, err = fmt.Fprintf(conn, "GET /apis/gateway.gpustack.ai/v1/aggregatedinstancetypes?watch=true&resourceVersion=%s HTTP/1.1\r\nHost: gw\r\nAccept: application/json\r\n\r\n",
+			list.ResourceVersion)
 		Expect(err).NotTo(HaveOccurred())
 		events := make(chan string, 16)
 		go func() {
@@ -260,11 +272,8 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 				events <- ev.Type + " " + ev.Object.Name + " " + ev.Object.Status.Summary.Accelerator
 			}
 		}()
-		it := &workerv1.InstanceType{}
-		Expect(a.client.Get(context.Background(), client.ObjectKey{Name: "gpu"}, it)).To(Succeed())
-		it.Status.Accelerator.Remaining = *resource.NewQuantity(1, resource.DecimalSI)
-		Expect(a.client.Status().Update(context.Background(), it)).To(Succeed())
 		Eventually(events).WithTimeout(30 * time.Second).Should(Receive(Equal("MODIFIED gpu 4/9 0/0 0/0 0/0")))
+		Consistently(events).WithTimeout(time.Second).ShouldNot(Receive(), "the unchanged cpu type is not sent")
 	})
 
 	// Section 11's references: a member's volume types in full, its SSH keys and pull secrets by name only. The

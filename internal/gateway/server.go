@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -36,6 +37,35 @@ type Server struct {
 	openAPI     sync.Once
 	openAPIDocs http.Handler
 	openAPIErr  error
+
+	historyOnce sync.Once
+	served      *history
+}
+
+// Follow records what the source serves every WatchInterval until ctx ends, from the replica's start: the
+// revisions of the changes are then when the replica saw them, and a watch from another replica's
+// resourceVersion is replayed by a replica that has followed its members since before it (history). Without
+// it the record follows the requests.
+func (s *Server) Follow(ctx context.Context) error {
+	if s.WatchInterval <= 0 {
+		return errors.Errorf("the watch interval (%s) must be positive", s.WatchInterval)
+	}
+	h := s.history()
+	for {
+		// A state that cannot be recorded is answered to each request (500) and tried again here.
+		_ = h.follow(s.Source)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.WatchInterval):
+		}
+	}
+}
+
+// history is the server's record of what it serves, made at its first request.
+func (s *Server) history() *history {
+	s.historyOnce.Do(func() { s.served = newHistory() })
+	return s.served
 }
 
 var groupPath = "/apis/" + gatewayv1.GroupVersion.Group
@@ -79,9 +109,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.watch(w, r, res, sel, table)
 		return
 	}
-	states, generation := s.Source.States()
-	items := sel.pick(res.objects(states))
-	rv := strconv.FormatInt(generation, 10)
+	all, rv, err := s.history().list(s.Source, res)
+	if err != nil {
+		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
+		return
+	}
+	items := sel.pick(all)
 	if name != "" {
 		if len(items) == 0 {
 			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
@@ -92,16 +125,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, tableOf(res, items, rv))
 			return
 		}
-		writeJSON(w, items[0].object)
+		writeJSON(w, json.RawMessage(items[0].encoded))
 		return
 	}
 	if table {
 		writeJSON(w, tableOf(res, items, rv))
 		return
 	}
-	objects := make([]any, len(items))
+	objects := make([]json.RawMessage, len(items))
 	for i, it := range items {
-		objects[i] = it.object
+		objects[i] = it.encoded
 	}
 	writeJSON(w, map[string]any{"apiVersion": gatewayv1.GroupVersion.String(), "kind": res.kind + "List",
 		"metadata": metav1.ListMeta{ResourceVersion: rv}, "items": objects})
@@ -175,20 +208,28 @@ func selectorOf(q url.Values, namespace, name string) (selector, error) {
 }
 
 // pick keeps the objects the selector selects.
-func (sel selector) pick(items []served) []served {
-	var out []served
+func (sel selector) pick(items []*entry) []*entry {
+	var out []*entry
 	for _, it := range items {
-		if (sel.namespace == "" || it.meta.Namespace == sel.namespace) && (sel.name == "" || it.meta.Name == sel.name) &&
-			sel.labels.Matches(labels.Set(it.meta.Labels)) &&
-			sel.fields.Matches(fields.Set{"metadata.name": it.meta.Name, "metadata.namespace": it.meta.Namespace}) {
+		if sel.matches(it) {
 			out = append(out, it)
 		}
 	}
 	return out
 }
 
-// watch streams the objects' changes as watch events until the client goes or timeoutSeconds pass: with no
-// resourceVersion (or "0") every object is sent first as ADDED, as the API server does.
+// matches reports whether the selector selects the object; nil is selected by none.
+func (sel selector) matches(it *entry) bool {
+	return it != nil && (sel.namespace == "" || it.meta.Namespace == sel.namespace) && (sel.name == "" || it.meta.Name == sel.name) &&
+		sel.labels.Matches(labels.Set(it.meta.Labels)) &&
+		sel.fields.Matches(fields.Set{"metadata.name": it.meta.Name, "metadata.namespace": it.meta.Namespace})
+}
+
+// watch streams the objects' changes as watch events until the client goes or timeoutSeconds pass, as the API
+// server does: with no resourceVersion (or "0") every selected object is sent first as ADDED; with one this
+// replica (or the other) gave, the changes since it are replayed (history); with one older than the history
+// keeps the watch ends at once with a 410 Expired error, and the client lists again.
+// An object that stops matching a selector is DELETED for that watch, one that starts matching ADDED.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, sel selector, table bool) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -200,53 +241,50 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, 
 		timeout = time.Duration(secs) * time.Second
 	}
 	deadline := time.After(timeout)
+	h := s.history()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
 	enc := json.NewEncoder(w)
-	sent := map[string]served{}
-	last := map[string]string{}
-	rv := r.URL.Query().Get("resourceVersion")
-	first := true
+	send := func(kind string, it *entry) bool {
+		var obj any = json.RawMessage(it.encoded)
+		if table {
+			obj = tableOf(res, []*entry{it}, it.meta.ResourceVersion)
+		}
+		return enc.Encode(map[string]any{"type": kind, "object": obj}) == nil
+	}
+	expired := func(message string) {
+		st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+			Reason: metav1.StatusReasonExpired, Code: http.StatusGone, Message: message}
+		_ = enc.Encode(map[string]any{"type": "ERROR", "object": st})
+		flusher.Flush()
+	}
+
+	from := r.URL.Query().Get("resourceVersion")
+	if from == "" || from == "0" {
+		items, current, err := h.list(s.Source, res)
+		if err != nil {
+			expired(err.Error())
+			return
+		}
+		from = current
+		for _, it := range sel.pick(items) {
+			if !send("ADDED", it) {
+				return
+			}
+		}
+	}
 	for {
-		states, generation := s.Source.States()
-		current := map[string]served{}
-		for _, it := range sel.pick(res.objects(states)) {
-			current[it.meta.Namespace+"/"+it.meta.Name] = it
+		changes, reached, ok, err := h.since(s.Source, res, from)
+		if err != nil || !ok {
+			expired(fmt.Sprintf("too old resource version: %s (list again)", from))
+			return
 		}
-		send := func(kind string, it served) bool {
-			obj := it.object
-			if table {
-				obj = tableOf(res, []served{it}, strconv.FormatInt(generation, 10))
-			}
-			return enc.Encode(map[string]any{"type": kind, "object": obj}) == nil
-		}
-		for key, it := range current {
-			data, _ := json.Marshal(it.object)
-			old, known := last[key]
-			switch {
-			case first && rv != "" && rv != "0":
-			case !known:
-				if !send("ADDED", it) {
-					return
-				}
-			case old != string(data):
-				if !send("MODIFIED", it) {
-					return
-				}
-			}
-			last[key], sent[key] = string(data), it
-		}
-		for key, it := range sent {
-			if _, ok := current[key]; !ok {
-				if !send("DELETED", it) {
-					return
-				}
-				delete(sent, key)
-				delete(last, key)
+		for _, c := range changes {
+			if kind, it := eventOf(c, sel); kind != "" && !send(kind, it) {
+				return
 			}
 		}
-		first = false
+		from = h.resourceVersion(reached)
 		flusher.Flush()
 		select {
 		case <-r.Context().Done():
@@ -258,9 +296,31 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, 
 	}
 }
 
+// eventOf is the watch event a change makes for a selector, if any: matching before and after is MODIFIED,
+// only after ADDED, only before DELETED (the object as it was, at the change's revision).
+func eventOf(c change, sel selector) (string, *entry) {
+	before, after := sel.matches(c.prev), sel.matches(c.next)
+	switch {
+	case c.next == nil && before:
+		return "DELETED", c.prev
+	case before && after:
+		return "MODIFIED", c.next
+	case after:
+		return "ADDED", c.next
+	case before:
+		// The object as it was, at the revision it stopped matching.
+		gone := *c.prev
+		if encoded, err := stamped(c.prev.content, &gone.meta, c.next.meta.ResourceVersion); err == nil {
+			gone.encoded = encoded
+		}
+		return "DELETED", &gone
+	}
+	return "", nil
+}
+
 // tableOf is the objects as the Table kubectl asks for: the resource's columns, a row each, each row's object
 // its metadata.
-func tableOf(res apiResource, items []served, rv string) *metav1.Table {
+func tableOf(res apiResource, items []*entry, rv string) *metav1.Table {
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"}, ListMeta: metav1.ListMeta{ResourceVersion: rv},
 		ColumnDefinitions: res.columns, Rows: []metav1.TableRow{}}
 	for _, it := range items {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,18 +21,29 @@ type fixed []MemberState
 
 func (f fixed) States() ([]MemberState, int64) { return f, 7 }
 
+// testServer is a Server of src whose resourceVersions are "e.<revision>", revisions counted from 1 (its clock
+// never moves).
+func testServer(src StateSource) *Server {
+	s := &Server{Source: src, WatchInterval: 10 * time.Millisecond}
+	s.historyOnce.Do(func() {
+		s.served = newHistory()
+		s.served.epoch, s.served.now = "e", func() time.Time { return time.Time{} }
+	})
+	return s
+}
+
 func TestServer(t *testing.T) {
 	inst := workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "notebook"}, Spec: workerv1.InstanceSpec{Type: "gpu"},
 		Status: workerv1.InstanceStatus{Phase: "Running", NodeName: "node-a", AccessAddresses: []string{"10.0.0.7"}}}
 	vol := workerv1.InstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "workspace"},
 		Spec: workerv1.InstancePersistentVolumeSpec{Capacity: resource.MustParse("100Gi")}, Status: workerv1.InstancePersistentVolumeStatus{Phase: "Bound", Volume: "pvc-1"}}
-	s := &Server{Source: fixed{{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{gpuType("gpu", 1, 1, 1, workerv1.InstanceTypeActive)},
+	s := testServer(fixed{{Name: "a", Reachable: true, InstanceTypes: []workerv1.InstanceType{gpuType("gpu", 1, 1, 1, workerv1.InstanceTypeActive)},
 		Instances: []workerv1.Instance{inst}, PersistentVolumes: []workerv1.InstancePersistentVolume{vol},
 		VolumeTypes: []workerv1.InstancePersistentVolumeType{{ObjectMeta: metav1.ObjectMeta{Name: "local-path"},
 			Spec: workerv1.InstancePersistentVolumeTypeSpec{Provisioner: "rancher.io/local-path", Default: true, BindingMode: "WaitForFirstConsumer"}}},
 		SSHKeys: []workerv1.InstanceSSHPublicKey{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "alice"},
 			Status: workerv1.CredentialStatus{Secret: "alice", Conditions: []metav1.Condition{{Type: workerv1.ConditionReady, Status: metav1.ConditionTrue}}}}},
-		PullSecrets: []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "registry"}}}}}}
+		PullSecrets: []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "registry"}}}}})
 	type want struct {
 		Code int
 		Body string
@@ -52,35 +64,35 @@ func TestServer(t *testing.T) {
 			reason: "A namespaced list as a Table: one row per Instance of the namespace, named <cluster>.<instance>.",
 			path:   "/apis/gateway.gpustack.ai/v1/namespaces/team/clusterinstances",
 			accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
-			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Type","type":"string","format":"","description":"","priority":0},{"name":"Phase","type":"string","format":"","description":"","priority":0},{"name":"Node","type":"string","format":"","description":"","priority":0},{"name":"Address","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.notebook","a","gpu","Running","node-a","10.0.0.7"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.notebook","namespace":"team"}}}]}`},
+			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"e.8"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Type","type":"string","format":"","description":"","priority":0},{"name":"Phase","type":"string","format":"","description":"","priority":0},{"name":"Node","type":"string","format":"","description":"","priority":0},{"name":"Address","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.notebook","a","gpu","Running","node-a","10.0.0.7"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.notebook","namespace":"team","resourceVersion":"e.3"}}}]}`},
 		},
 		"Volumes": {
 			reason: "A member's InstancePersistentVolumes, with the cluster each is in.",
 			path:   "/apis/gateway.gpustack.ai/v1/clusterinstancepersistentvolumes",
 			accept: "application/json;as=Table;v=v1;g=meta.k8s.io",
-			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Capacity","type":"string","format":"","description":"","priority":0},{"name":"Phase","type":"string","format":"","description":"","priority":0},{"name":"Volume","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.workspace","a","100Gi","Bound","pvc-1"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.workspace","namespace":"team"}}}]}`},
+			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"e.8"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Capacity","type":"string","format":"","description":"","priority":0},{"name":"Phase","type":"string","format":"","description":"","priority":0},{"name":"Volume","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.workspace","a","100Gi","Bound","pvc-1"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.workspace","namespace":"team","resourceVersion":"e.4"}}}]}`},
 		},
 		"VolumeTypes": {
 			reason: "A member's InstancePersistentVolumeTypes, cluster-scoped, named <cluster>.<type>.",
 			path:   "/apis/gateway.gpustack.ai/v1/clusterinstancepersistentvolumetypes",
 			accept: "application/json;as=Table;v=v1;g=meta.k8s.io",
-			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Provisioner","type":"string","format":"","description":"","priority":0},{"name":"Default","type":"string","format":"","description":"","priority":0},{"name":"Binding","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.local-path","a","rancher.io/local-path","true","WaitForFirstConsumer"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.local-path"}}}]}`},
+			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"e.8"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0},{"name":"Provisioner","type":"string","format":"","description":"","priority":0},{"name":"Default","type":"string","format":"","description":"","priority":0},{"name":"Binding","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.local-path","a","rancher.io/local-path","true","WaitForFirstConsumer"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.local-path","resourceVersion":"e.5"}}}]}`},
 		},
 		"SSHKeys": {
 			reason: "A member's InstanceSSHPublicKeys: the Secret behind each and whether it is Ready, no spec.",
 			path:   "/apis/gateway.gpustack.ai/v1/namespaces/team/clusterinstancesshpublickeys/a.alice",
-			want:   want{Code: 200, Body: `{"kind":"ClusterInstanceSSHPublicKey","apiVersion":"gateway.gpustack.ai/v1","metadata":{"name":"a.alice","namespace":"team"},"cluster":"a","status":{"secret":"alice","conditions":[{"type":"Ready","status":"True","lastTransitionTime":null,"reason":"","message":""}]}}`},
+			want:   want{Code: 200, Body: `{"kind":"ClusterInstanceSSHPublicKey","apiVersion":"gateway.gpustack.ai/v1","metadata":{"name":"a.alice","namespace":"team","resourceVersion":"e.6"},"cluster":"a","status":{"secret":"alice","conditions":[{"type":"Ready","status":"True","lastTransitionTime":null,"reason":"","message":""}]}}`},
 		},
 		"PullSecrets": {
 			reason: "A member's InstanceImagePullSecrets by name.",
 			path:   "/apis/gateway.gpustack.ai/v1/namespaces/team/clusterinstanceimagepullsecrets",
 			accept: "application/json;as=Table;v=v1;g=meta.k8s.io",
-			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.registry","a"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.registry","namespace":"team"}}}]}`},
+			want:   want{Code: 200, Body: `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"e.8"},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"","priority":0},{"name":"Cluster","type":"string","format":"","description":"","priority":0}],"rows":[{"cells":["a.registry","a"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a.registry","namespace":"team","resourceVersion":"e.7"}}}]}`},
 		},
 		"OtherNamespace": {
 			reason: "Another namespace holds none.",
 			path:   "/apis/gateway.gpustack.ai/v1/namespaces/other/clusterinstances",
-			want:   want{Code: 200, Body: `{"apiVersion":"gateway.gpustack.ai/v1","items":[],"kind":"ClusterInstanceList","metadata":{"resourceVersion":"7"}}`},
+			want:   want{Code: 200, Body: `{"apiVersion":"gateway.gpustack.ai/v1","items":[],"kind":"ClusterInstanceList","metadata":{"resourceVersion":"e.8"}}`},
 		},
 		"ClusterScopedInNamespace": {
 			reason: "A cluster-scoped resource has no namespaced path.",

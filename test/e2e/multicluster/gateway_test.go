@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/localcluster"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/test/framework/walkthrough"
 )
@@ -123,5 +125,65 @@ spec: {registry: registry.example.com, username: alice, password: ` + password +
 		out, err := testenv.Kubectl(manager.Kubeconfig, "get", resource, "-A", "-o", "json")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).NotTo(Or(ContainSubstring("AAAAC3NzaC1lZDI1NTE5"), ContainSubstring(password)), resource)
+	}
+})
+
+// A watch from a list's resourceVersion replays what changed since, on whichever of the gateway's two replicas
+// kube-apiserver sends it to: member-a's T4 type is labelled after the list, and each of several watches from
+// the list's resourceVersion (kubectl get --raw, ended by timeoutSeconds) sends it MODIFIED with the label,
+// none refuses the resourceVersion.
+var _ = It("replays to a watch from a list's resourceVersion on either replica", func() {
+	const path = "/apis/gateway.gpustack.ai/v1/clusterinstancetypes"
+	// A replica refuses (410) a watch from the other's resourceVersion older than its own start and a margin
+	// (internal/gateway's history): wait for both to be older than that, whatever a spec before restarted.
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "-n", localcluster.ChartNamespace, "get", "pods", "-l", "app.kubernetes.io/component=worker-gateway",
+			"-o", `jsonpath={range .items[*]}{.status.containerStatuses[0].state.running.startedAt}{"\n"}{end}`)
+		old := 0
+		for _, f := range strings.Fields(out) {
+			if started, err := time.Parse(time.RFC3339, f); err == nil && time.Since(started) > 45*time.Second {
+				old++
+			}
+		}
+		return old == 2, "the gateway's replicas started at:\n" + out
+	})
+	out, err := testenv.Kubectl(manager.Kubeconfig, "get", "--raw", path)
+	Expect(err).NotTo(HaveOccurred(), out)
+	var list struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	Expect(json.Unmarshal([]byte(out), &list)).To(Succeed())
+	Expect(list.Metadata.ResourceVersion).NotTo(BeEmpty())
+
+	a := members["member-a"]
+	a.Kubectl("label", "instancetype", t4Type, "e2e-replayed=yes")
+	DeferCleanup(func() { _, _ = testenv.Kubectl(a.Cluster.Kubeconfig, "label", "instancetype", t4Type, "e2e-replayed-") })
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		got, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clusterinstancetypes", "member-a."+t4Type, "-o", "jsonpath={.metadata.labels.e2e-replayed}")
+		return strings.TrimSpace(got) == "yes", "the manager's member-a." + t4Type + " is not labelled yet: " + got
+	})
+	for i := range 4 {
+		watch := path + "?watch=true&timeoutSeconds=6&resourceVersion=" + list.Metadata.ResourceVersion
+		out, err := testenv.Kubectl(manager.Kubeconfig, "get", "--raw", watch)
+		Expect(err).NotTo(HaveOccurred(), "watch %d: %s", i, out)
+		Expect(out).NotTo(ContainSubstring(`"type":"ERROR"`), "watch %d", i)
+		replayed := false
+		dec := json.NewDecoder(strings.NewReader(out))
+		for dec.More() {
+			var ev struct {
+				Type   string `json:"type"`
+				Object struct {
+					Metadata struct {
+						Name   string            `json:"name"`
+						Labels map[string]string `json:"labels"`
+					} `json:"metadata"`
+				} `json:"object"`
+			}
+			Expect(dec.Decode(&ev)).To(Succeed(), "watch %d: %s", i, out)
+			replayed = replayed || (ev.Type == "MODIFIED" && ev.Object.Metadata.Name == "member-a."+t4Type && ev.Object.Metadata.Labels["e2e-replayed"] == "yes")
+		}
+		Expect(replayed).To(BeTrue(), "watch %d from %s: %s", i, list.Metadata.ResourceVersion, out)
 	}
 })
