@@ -12,6 +12,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -44,6 +45,7 @@ func runWorkerGateway(args []string) error {
 	leaderElect := fs.Bool("leader-elect", true, "dispatch from one replica at a time, the holder of the Lease "+gatewayLease+" in --namespace; every replica serves the API")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "how long a stopping replica goes on serving the aggregation layer, while kube-apiserver stops sending it requests")
 	certManager := fs.Bool("cert-manager", false, "cert-manager issues the serving certificate into --certificate-secret; otherwise the first replica self-signs it there")
+	health := fs.String("health-probe-bind-address", ":8081", "address of the health probes (/readyz passes once every member was read once); 0 turns them off")
 	certSecret := fs.String("certificate-secret", gatewayv1.ServingSecretName, "the Secret in --namespace holding the serving certificate every replica serves, whose CA the APIService carries")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -58,7 +60,7 @@ func runWorkerGateway(args []string) error {
 		return err
 	}
 	// The manager elects the dispatcher's replica; the rest runs on every replica.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"},
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: *health,
 		LeaderElection: *leaderElect && *dispatch, LeaderElectionID: gatewayLease, LeaderElectionNamespace: *namespace,
 		LeaderElectionReleaseOnCancel: true})
 	if err != nil {
@@ -99,6 +101,12 @@ func runWorkerGateway(args []string) error {
 		if err := mgr.Add(r); err != nil {
 			return errors.Wrap(err, "cannot add to the manager")
 		}
+	}
+	if err := mgr.AddReadyzCheck("members-read", gw.MembersRead); err != nil {
+		return errors.Wrap(err, "cannot add the readiness check")
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return errors.Wrap(err, "cannot add the health check")
 	}
 	return mgr.Start(ctx)
 }

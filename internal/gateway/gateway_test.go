@@ -136,6 +136,7 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 		lis, err := net.Listen("unix", socket)
 		Expect(err).NotTo(HaveOccurred())
 		srv := &http.Server{Handler: &gateway.Server{Source: gw, WatchInterval: 100 * time.Millisecond}, ReadHeaderTimeout: time.Second}
+		Expect(gw.MembersRead(nil)).To(MatchError(ContainSubstring("not listed yet")), "not ready before it runs")
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -174,6 +175,7 @@ var _ = Describe("the worker-gateway", Ordered, func() {
 	// Section 11's rules on two members: member-b's larger onceMaxRequest makes the first tier, member-a the
 	// second, each with its own bundle; capacity and remaining are summed; the CPU type is member-a's alone.
 	It("aggregates the members' InstanceTypes", func() {
+		Eventually(func() error { return gw.MembersRead(nil) }).WithTimeout(30*time.Second).Should(Succeed(), "ready once both members were read")
 		Eventually(func(g Gomega) {
 			members, _ := request(socket, "/apis/gateway.gpustack.ai/v1/clustermembers", "application/json")
 			g.Expect(aggregatedIn(g, "gpu").Status.Clusters).To(Equal([]string{"member-a", "member-b"}), "members: %s", members)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -43,8 +44,8 @@ type Gateway struct {
 	members map[string]*member
 	// generation counts the changes of what is served; it is the served resourceVersion.
 	generation int64
-	// listed is true once the member Secrets were listed.
-	listed bool
+	// listed is true once the member Secrets were listed; allRead once every member then was read.
+	listed, allRead bool
 }
 
 // Listed reports whether the member Secrets were listed at least once: before that, no members does not mean
@@ -60,6 +61,35 @@ type member struct {
 	secretVersion string
 	stop          context.CancelFunc
 	state         MemberState
+	// read is true once a read ended, answered or not, or its Secret was refused.
+	read bool
+}
+
+// MembersRead is a readiness check: it passes once the member Secrets were listed and each member was read
+// once (answered or not, which a read does within the read timeout), and from then on. A replica that served
+// before would answer an empty list for a member it has not read yet, as if the member held nothing; one that
+// is ready stays so while members come and go, so both replicas never leave the Service together.
+func (g *Gateway) MembersRead(_ *http.Request) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.allRead {
+		return nil
+	}
+	if !g.listed {
+		return errors.New("the member Secrets are not listed yet")
+	}
+	var unread []string
+	for name, m := range g.members {
+		if !m.read {
+			unread = append(unread, name)
+		}
+	}
+	if len(unread) > 0 {
+		sort.Strings(unread)
+		return errors.Errorf("not read yet: %s", strings.Join(unread, ", "))
+	}
+	g.allRead = true
+	return nil
 }
 
 // Run looks at the member Secrets every Interval, starting a read loop for each new or changed one and stopping
@@ -142,7 +172,7 @@ func (g *Gateway) startMember(ctx context.Context, s *corev1.Secret) {
 	g.generation++
 	reader, err := g.readerOf(s)
 	if err != nil {
-		m.state.Message = err.Error()
+		m.state.Message, m.read = err.Error(), true
 		g.Log.Error(err, "member not read", "member", s.Name)
 		return
 	}
@@ -173,6 +203,7 @@ func (g *Gateway) readLoop(ctx context.Context, name string, m *member, reader c
 		g.mu.Lock()
 		if ctx.Err() == nil {
 			g.record(m, next)
+			m.read = true
 		}
 		g.mu.Unlock()
 		select {

@@ -391,6 +391,11 @@ func TestTemplateOptions(t *testing.T) {
 	if args := gw.Containers[0].Args; len(args) == 0 || args[0] != "worker-gateway" || !contains(args, "--secure-port=8443") || !contains(args, "--dispatch=true") {
 		t.Errorf("the gateway's Deployment does not serve the aggregation layer and dispatch: %v", args)
 	}
+	// Ready only once its members were read: a replica that served before would answer their types as none.
+	if p := gw.Containers[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.String() != "health" ||
+		!contains(gw.Containers[0].Args, "--health-probe-bind-address=:8081") {
+		t.Errorf("the gateway's readiness is not its /readyz on the health port: %+v, args %v", gw.Containers[0].ReadinessProbe, gw.Containers[0].Args)
+	}
 	if !contains(gw.Containers[0].Args, "--first-answer-grace=2m") {
 		t.Errorf("the gateway does not wait the default 2m for the members' first answers: %v", gw.Containers[0].Args)
 	}
