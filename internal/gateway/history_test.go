@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -253,5 +254,29 @@ func TestHistoryOtherReplica(t *testing.T) {
 				t.Errorf("%s\nsince(%s): -want, +got:\n%s", tc.reason, tc.rv, diff)
 			}
 		})
+	}
+}
+
+// A quiet watch that allows bookmarks gets one every BookmarkInterval, at the resourceVersion it has reached;
+// one that does not allow them gets nothing.
+func TestServerWatchBookmarks(t *testing.T) {
+	src := &changing{}
+	src.instances("x")
+	s := testServer(src)
+	s.BookmarkInterval = 300 * time.Millisecond
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	base := srv.URL + "/apis/gateway.gpustack.ai/v1/clusterinstances"
+	var list struct {
+		Metadata metav1.ListMeta `json:"metadata"`
+	}
+	get(t, base, &list)
+	for _, allow := range []string{"true", "false"} {
+		q := url.Values{"watch": {"true"}, "timeoutSeconds": {"1"}, "resourceVersion": {list.Metadata.ResourceVersion}, "allowWatchBookmarks": {allow}}
+		got := events(t, base+"?"+q.Encode())
+		bookmarked := len(got) >= 2 && !slices.ContainsFunc(got, func(e string) bool { return e != "BOOKMARK  e.2" })
+		if (allow == "true" && !bookmarked) || (allow == "false" && len(got) > 0) {
+			t.Errorf("watch(allowWatchBookmarks=%s) of 1 s, bookmarks every 300 ms: want BOOKMARKs at e.2 only when allowed, got %v", allow, got)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,6 +34,10 @@ type Server struct {
 	Source StateSource
 	// WatchInterval is how often a watch looks for changes.
 	WatchInterval time.Duration
+	// BookmarkInterval is how often a watch that asked for bookmarks (allowWatchBookmarks) is sent one when
+	// nothing else was sent: the resourceVersion it has reached, to resume from without a replay of what it
+	// has (DefaultBookmarkInterval when zero).
+	BookmarkInterval time.Duration
 
 	openAPI     sync.Once
 	openAPIDocs http.Handler
@@ -69,6 +74,10 @@ func (s *Server) history() *history {
 }
 
 var groupPath = "/apis/" + gatewayv1.GroupVersion.Group
+
+// DefaultBookmarkInterval is how often a watch asking for bookmarks gets one when idle, as kube-apiserver sends
+// them about every minute.
+const DefaultBookmarkInterval = time.Minute
 
 // ServeHTTP answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -229,7 +238,8 @@ func (sel selector) matches(it *entry) bool {
 // server does: with no resourceVersion (or "0") every selected object is sent first as ADDED; with one this
 // replica (or the other) gave, the changes since it are replayed (history); with one older than the history
 // keeps the watch ends at once with a 410 Expired error, and the client lists again.
-// An object that stops matching a selector is DELETED for that watch, one that starts matching ADDED.
+// An object that stops matching a selector is DELETED for that watch, one that starts matching ADDED. A watch
+// that allows bookmarks gets one every BookmarkInterval it is sent nothing else.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, sel selector, table bool) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -273,6 +283,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, 
 			}
 		}
 	}
+	bookmarks, bookmarkEvery, lastSent := r.URL.Query().Get("allowWatchBookmarks") == "true", cmp.Or(s.BookmarkInterval, DefaultBookmarkInterval), time.Now()
 	for {
 		changes, reached, ok, err := h.since(s.Source, res, from)
 		if err != nil || !ok {
@@ -280,11 +291,21 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, 
 			return
 		}
 		for _, c := range changes {
-			if kind, it := eventOf(c, sel); kind != "" && !send(kind, it) {
-				return
+			if kind, it := eventOf(c, sel); kind != "" {
+				if !send(kind, it) {
+					return
+				}
+				lastSent = time.Now()
 			}
 		}
 		from = h.resourceVersion(reached)
+		if bookmarks && time.Since(lastSent) >= bookmarkEvery {
+			mark := map[string]any{"apiVersion": gatewayv1.GroupVersion.String(), "kind": res.kind, "metadata": map[string]string{"resourceVersion": from}}
+			if enc.Encode(map[string]any{"type": "BOOKMARK", "object": mark}) != nil {
+				return
+			}
+			lastSent = time.Now()
+		}
 		flusher.Flush()
 		select {
 		case <-r.Context().Done():
