@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -43,4 +45,52 @@ func Allocations(pod *corev1.Pod) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// AnnotationAccess is set by a member cluster's worker on the Service it makes for an Instance a manager
+// cluster dispatched there: the Instance's Access on the member, as JSON. The manager's worker-gateway passes it
+// on to the manager's Pod (gatewayv1.AnnotationMemberAccess), whose Instance shows it.
+const AnnotationAccess = "instance.gpustack.ai/access"
+
+// Access is where an Instance is reached in the cluster that runs it: its access addresses and the node port of
+// each port its Service exposes.
+type Access struct {
+	// Addresses are the Instance's access addresses there (AccessAddresses, with that cluster's settings).
+	Addresses []string `json:"addresses,omitempty"`
+	// Ports are the Service's ports with their node ports.
+	Ports []workerv1.InstanceStatusPort `json:"ports,omitempty"`
+}
+
+// ServiceAccess is the Access of the Instance that svc exposes, reached at addresses.
+func ServiceAccess(svc *corev1.Service, addresses []string) Access {
+	a := Access{Addresses: addresses}
+	for _, p := range svc.Spec.Ports {
+		a.Ports = append(a.Ports, workerv1.InstanceStatusPort{
+			InstancePort: workerv1.InstancePort{Port: p.Port, Protocol: p.Protocol, Name: p.Name}, NodePort: p.NodePort})
+	}
+	return a
+}
+
+// StatusPorts are the Instance's ports, each with the node port the Access gives the same port and protocol
+// (none where it gives none).
+func StatusPorts(ports []workerv1.InstancePort, a Access) []workerv1.InstanceStatusPort {
+	var out []workerv1.InstanceStatusPort
+	for _, p := range ports {
+		sp := workerv1.InstanceStatusPort{InstancePort: p}
+		for _, ap := range a.Ports {
+			if ap.Port == p.Port && protocolOf(ap.Protocol) == protocolOf(p.Protocol) {
+				sp.NodePort = ap.NodePort
+			}
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// protocolOf is the protocol a port without one has: TCP.
+func protocolOf(p corev1.Protocol) corev1.Protocol {
+	if p == "" {
+		return corev1.ProtocolTCP
+	}
+	return p
 }

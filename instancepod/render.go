@@ -5,6 +5,7 @@ package instancepod
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -233,16 +235,47 @@ func Vendor(it *workerv1.InstanceType) (vendors.Vendor, error) {
 // Service renders the NodePort Service that exposes an Instance's ports, nil when it asks for none. It has the
 // Pod's name and selects the Pod of this incarnation of the Instance.
 func Service(inst *workerv1.Instance) *corev1.Service {
-	if len(inst.Spec.Ports) == 0 {
+	labels := map[string]string{workerv1.LabelInstance: inst.Name, workerv1.LabelInstanceUID: string(inst.UID)}
+	return service(inst.Namespace, inst.Name, labels, inst.Spec.Ports)
+}
+
+// DispatchedService renders, in a member cluster, the Service of an Instance whose Pod a manager cluster
+// dispatched there (the Instance itself stays on the manager): the Service Service renders for it, its ports
+// read from the Pod's main container, labelled with the Pod's MultiKueue origin so the manager's gateway finds
+// it; nil when the Pod is no Instance's or exposes no port.
+func DispatchedService(pod *corev1.Pod) *corev1.Service {
+	name, uid := pod.Labels[workerv1.LabelInstance], pod.Labels[workerv1.LabelInstanceUID]
+	if name == "" {
+		return nil
+	}
+	var ports []workerv1.InstancePort
+	for _, c := range pod.Spec.Containers {
+		if c.Name != MainContainer {
+			continue
+		}
+		for _, p := range c.Ports {
+			ports = append(ports, workerv1.InstancePort{Port: p.ContainerPort, Protocol: p.Protocol, Name: p.Name})
+		}
+	}
+	labels := map[string]string{workerv1.LabelInstance: name, workerv1.LabelInstanceUID: uid}
+	svc := service(pod.Namespace, name, labels, ports)
+	if svc != nil {
+		svc.Labels[kueue.MultiKueueOriginLabel] = pod.Labels[kueue.MultiKueueOriginLabel]
+	}
+	return svc
+}
+
+// service renders a NodePort Service named name that selects the Pods of labels and exposes ports (an unnamed
+// port named after its index, TCP unless it says otherwise), nil for no ports.
+func service(namespace, name string, labels map[string]string, ports []workerv1.InstancePort) *corev1.Service {
+	if len(ports) == 0 {
 		return nil
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: inst.Name,
-			Labels: map[string]string{workerv1.LabelInstance: inst.Name, workerv1.LabelInstanceUID: string(inst.UID)}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
-			Selector: map[string]string{workerv1.LabelInstance: inst.Name, workerv1.LabelInstanceUID: string(inst.UID)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: maps.Clone(labels)},
 	}
-	for i, p := range inst.Spec.Ports {
+	for i, p := range ports {
 		name := p.Name
 		if name == "" {
 			name = fmt.Sprintf("port-%d", i)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
@@ -281,6 +283,43 @@ func TestService(t *testing.T) {
 	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Name != "demo" || svc.Spec.Selector[workerv1.LabelInstanceUID] != "u1" ||
 		cmp.Diff([]string{"http/TCP", "port-1/TCP"}, ports) != "" {
 		t.Errorf("A NodePort Service named after the Instance selects its Pod, one port per entry: %+v", svc)
+	}
+}
+
+func TestDispatchedService(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		ports  []workerv1.InstancePort
+	}{
+		"NoPorts": {
+			reason: "a Pod whose Instance asks for no port gets no Service in the member either",
+		},
+		"Ports": {
+			reason: "the member's Service is the one the Instance's own cluster would make, ports read back from the Pod",
+			ports:  []workerv1.InstancePort{{Port: 8080, Name: "http"}, {Port: 22}, {Port: 53, Protocol: corev1.ProtocolUDP, Name: "dns"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := instance(workerv1.InstanceResources{})
+			inst.Spec.Ports = tc.ports
+			pod, err := Pod(inst, genericType(), Options{SSHImage: "gpustack/ssh-server:v1.3.0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// MultiKueue's copy in the member keeps the Pod's labels and adds its origin.
+			pod.Labels[kueue.MultiKueueOriginLabel] = "multikueue"
+			want := Service(inst)
+			if want != nil {
+				want.Labels[kueue.MultiKueueOriginLabel] = "multikueue"
+			}
+			if diff := cmp.Diff(want, DispatchedService(pod)); diff != "" {
+				t.Errorf("%s\nDispatchedService(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+	if DispatchedService(&corev1.Pod{}) != nil {
+		t.Error("a Pod that is no Instance's gets no Service")
 	}
 }
 

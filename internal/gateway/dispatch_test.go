@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/pools"
 )
@@ -195,6 +196,64 @@ func TestMemberReasons(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, MemberReasons("default", "pod-x", tc.states)); diff != "" {
 				t.Errorf("%s\nMemberReasons(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestNote(t *testing.T) {
+	access := `{"addresses":["10.0.0.5"],"ports":[{"port":22,"protocol":"TCP","name":"ssh","nodePort":30022}]}`
+	managerWorkload := func(cluster string, check kueue.CheckState) *kueue.Workload {
+		wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod-x-1",
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Pod", Name: "x"}}}}
+		if check != "" {
+			wl.Status.AdmissionChecks = []kueue.AdmissionCheckState{{Name: "gpustack-multikueue-t", State: check}}
+		}
+		if cluster != "" {
+			wl.Status.ClusterName = &cluster
+		}
+		return wl
+	}
+	states := []MemberState{{Name: "a"}, {Name: "b", Access: map[string]string{"default/x": access, "other/x": "elsewhere"}}}
+	type want struct {
+		key, value string
+		ok         bool
+	}
+	cases := map[string]struct {
+		reason string
+		wl     *kueue.Workload
+		want   want
+	}{
+		"Pending": {
+			reason: "While no member admitted it, the Pod carries the members' reasons (none yet here).",
+			wl:     managerWorkload("", kueue.CheckStatePending),
+			want:   want{key: gatewayv1.AnnotationMemberReasons, ok: true},
+		},
+		"NotTheGateways": {
+			reason: "A Workload the gateway's check does not hold gets no note.",
+			wl:     managerWorkload("", ""),
+		},
+		"Placed": {
+			reason: "Once placed, the Pod carries where the member that runs it says its Instance is reached.",
+			wl:     managerWorkload("b", kueue.CheckStateReady),
+			want:   want{key: gatewayv1.AnnotationMemberAccess, value: access, ok: true},
+		},
+		"PlacedNotExposedYet": {
+			reason: "A member whose worker has not noted the access yet gives none, so an older member's is not kept.",
+			wl:     managerWorkload("a", kueue.CheckStateReady),
+			want:   want{key: gatewayv1.AnnotationMemberAccess, ok: true},
+		},
+		"PlacedOnAnUnknownMember": {
+			reason: "A member the gateway does not read (removed) leaves the note as it is.",
+			wl:     managerWorkload("gone", kueue.CheckStateReady),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got want
+			got.key, got.value, got.ok = note(tc.wl, states)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nnote(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

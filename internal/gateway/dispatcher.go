@@ -171,7 +171,7 @@ func (d *Dispatcher) Sync(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, d.prune(ctx, want), d.reasons(ctx, states))
+	errs = append(errs, d.prune(ctx, want), d.notes(ctx, states))
 	return errors.Join(errs...)
 }
 

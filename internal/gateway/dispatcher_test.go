@@ -10,12 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
 	"github.com/gpustack/gpustack-operator/pools"
 )
@@ -141,6 +143,42 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 			g.Expect(d.Sync(ctx)).To(Succeed())
 			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: "gpu-d"}, it)).To(Succeed())
 			g.Expect(it.Status.Phase).To(Equal(workerv1.InstanceTypeActive))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	// The member's worker notes on the Service it made for a dispatched Instance where the Instance is reached
+	// there; the dispatcher passes the note on to the manager's Pod of the Workload MultiKueue placed on that
+	// member, which the manager's Instance shows.
+	It("passes on to the manager's Pod where the member that runs it says its Instance is reached", func() {
+		access := `{"addresses":["10.0.0.5"],"ports":[{"port":22,"protocol":"TCP","name":"ssh","nodePort":30022}]}`
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "reached",
+			Labels:      map[string]string{kueue.MultiKueueOriginLabel: "multikueue"},
+			Annotations: map[string]string{instancepod.AnnotationAccess: access}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "ssh", Port: 22}}}}
+		Expect(member.client.Create(ctx, svc)).To(Succeed())
+		DeferCleanup(func() { _ = member.client.Delete(context.Background(), svc) })
+
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "reached"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+		Expect(suite.Client.Create(ctx, pod)).To(Succeed())
+		DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), pod) })
+		wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod-reached",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
+			Spec: kueue.WorkloadSpec{QueueName: "q", PodSets: []kueue.PodSet{{Name: "main", Count: 1,
+				Template: corev1.PodTemplateSpec{Spec: pod.Spec}}}}}
+		Expect(suite.Client.Create(ctx, wl)).To(Succeed())
+		DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), wl) })
+		// MultiKueue placed it on member-d: its check passed and the cluster is named.
+		wl.Status.ClusterName = ptr.To("member-d")
+		wl.Status.AdmissionChecks = []kueue.AdmissionCheckState{{Name: "gpustack-multikueue-gpu-d", State: kueue.CheckStateReady,
+			LastTransitionTime: metav1.Now(), Message: `The workload got reservation on "member-d"`}}
+		Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(d.Sync(ctx)).To(Succeed())
+			got := &corev1.Pod{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
+			g.Expect(got.Annotations).To(HaveKeyWithValue(gatewayv1.AnnotationMemberAccess, access))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 

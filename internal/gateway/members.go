@@ -22,6 +22,7 @@ import (
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // +kubebuilder:rbac:groups="",namespace=gpustack-members,resources=secrets,verbs=get;list;watch
@@ -215,8 +216,8 @@ func (g *Gateway) readLoop(ctx context.Context, name string, m *member, reader c
 }
 
 // read reads a member's InstanceTypes, Instances, InstancePersistentVolumes, ClusterQueues, the Workloads
-// MultiKueue made there and the names of what an Instance refers to (volume types, SSH keys, pull secrets); on
-// failure only the reachability and message are new.
+// MultiKueue made there, the names of what an Instance refers to (volume types, SSH keys, pull secrets) and the
+// access of the Instances dispatched there; on failure only the reachability and message are new.
 func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) MemberState {
 	readCtx, cancel := context.WithTimeout(ctx, g.Timeout)
 	defer cancel()
@@ -244,15 +245,21 @@ func (g *Gateway) read(ctx context.Context, name string, reader client.Reader) M
 	if err == nil {
 		unread, err = refs.read(readCtx, reader)
 	}
+	// The Services the member's worker made for dispatched Instances, which say where each is reached.
+	var exposed corev1.ServiceList
+	if err == nil {
+		err = optional(reader.List(readCtx, &exposed, client.HasLabels{kueue.MultiKueueOriginLabel}), "services", &unread)
+	}
 	if err != nil {
 		return MemberState{Name: name, Message: errors.Wrapf(err, "cannot read member %s", name).Error()}
 	}
 	state := MemberState{Name: name, Reachable: true, LastSeen: time.Now(), InstanceTypes: types.Items, Instances: instances.Items,
 		PersistentVolumes: volumes.Items, ClusterQueues: queues.Items, Dispatched: dispatched.Items,
-		VolumeTypes: refs.volumeTypes.Items, SSHKeys: refs.sshKeys.Items, PullSecrets: refs.pullSecrets.Items}
+		VolumeTypes: refs.volumeTypes.Items, SSHKeys: refs.sshKeys.Items, PullSecrets: refs.pullSecrets.Items,
+		Access: accessOf(exposed.Items)}
 	if len(unread) > 0 {
 		state.Message = fmt.Sprintf("cannot read its %s (not served, or not allowed by a member role older than this gateway: "+
-			"upgrade the member's chart), so they are not served", strings.Join(unread, ", "))
+			"upgrade the member's chart), so the manager goes without them", strings.Join(unread, ", "))
 	}
 	return state
 }
@@ -275,12 +282,7 @@ func (r *references) read(ctx context.Context, reader client.Reader) ([]string, 
 		resource string
 		list     client.ObjectList
 	}{{"instancepersistentvolumetypes", &r.volumeTypes}, {"instancesshpublickeys", &r.sshKeys}, {"instanceimagepullsecrets", &r.pullSecrets}} {
-		err := reader.List(ctx, l.list)
-		switch {
-		case err == nil:
-		case apimeta.IsNoMatchError(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-			unread = append(unread, l.resource)
-		default:
+		if err := optional(reader.List(ctx, l.list), l.resource, &unread); err != nil {
 			return nil, err
 		}
 	}
@@ -288,6 +290,28 @@ func (r *references) read(ctx context.Context, reader client.Reader) ([]string, 
 		r.sshKeys.Items[i].Spec = workerv1.InstanceSSHPublicKeySpec{}
 	}
 	return unread, nil
+}
+
+// optional returns a list's error, but for one saying the member does not serve the resource or does not let
+// the gateway list it (its member role is older than this read), which adds the resource to unread instead: the
+// rest of the member still counts.
+func optional(err error, resource string, unread *[]string) error {
+	if apimeta.IsNoMatchError(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+		*unread = append(*unread, resource)
+		return nil
+	}
+	return err
+}
+
+// accessOf is the access note of each Service, by namespace/name.
+func accessOf(services []corev1.Service) map[string]string {
+	out := map[string]string{}
+	for i := range services {
+		if a := services[i].Annotations[instancepod.AnnotationAccess]; a != "" {
+			out[services[i].Namespace+"/"+services[i].Name] = a
+		}
+	}
+	return out
 }
 
 // record keeps a read's outcome; a failed read keeps what the member last answered. The generation moves only

@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"sort"
 	"strings"
 
@@ -58,9 +58,10 @@ func waitOf(wl *kueue.Workload) string {
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 
-// reasons writes, on the manager's Pod of each Workload its MultiKueue check still holds, why each member has
-// not admitted it (gatewayv1.AnnotationMemberReasons), for the Instance's status to tell.
-func (d *Dispatcher) reasons(ctx context.Context, states []MemberState) error {
+// notes writes, on the manager's Pod of each Workload the gateway's MultiKueue check holds, what its Instance's
+// status tells of the members: why each has not admitted it while none has (gatewayv1.AnnotationMemberReasons),
+// and, once one runs it, where it is reached there (gatewayv1.AnnotationMemberAccess).
+func (d *Dispatcher) notes(ctx context.Context, states []MemberState) error {
 	var wls kueue.WorkloadList
 	if err := d.Client.List(ctx, &wls); err != nil {
 		return errors.Wrap(err, "cannot list the manager's Workloads")
@@ -69,15 +70,15 @@ func (d *Dispatcher) reasons(ctx context.Context, states []MemberState) error {
 	var errs []error
 	for i := range wls.Items {
 		wl := &wls.Items[i]
-		if wl.Status.ClusterName != nil || !dispatchPending(wl) {
+		key, value, ok := note(wl, states)
+		if !ok {
 			continue
 		}
-		reasons := MemberReasons(wl.Namespace, wl.Name, states)
 		for _, ref := range wl.OwnerReferences {
 			if ref.Kind != "Pod" {
 				continue
 			}
-			if err := d.annotate(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}, reasons); err != nil {
+			if err := d.annotate(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}, key, value); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -85,26 +86,55 @@ func (d *Dispatcher) reasons(ctx context.Context, states []MemberState) error {
 	return errors.Join(errs...)
 }
 
-// dispatchPending reports whether the Workload's gateway MultiKueue check has not passed yet.
-func dispatchPending(wl *kueue.Workload) bool {
-	for _, c := range wl.Status.AdmissionChecks {
-		if strings.HasPrefix(string(c.Name), gatewayv1.MultiKueueCheckPrefix) {
-			return c.State != kueue.CheckStateReady
+// note is the annotation a Workload's Pods carry: the members' reasons while the gateway's check is pending,
+// the member's access once MultiKueue placed it on a member the gateway reads; ok is false for none.
+func note(wl *kueue.Workload, states []MemberState) (key, value string, ok bool) {
+	check := gatewayCheck(wl)
+	switch {
+	case check == nil:
+		return "", "", false
+	case wl.Status.ClusterName == nil && check.State != kueue.CheckStateReady:
+		return gatewayv1.AnnotationMemberReasons, MemberReasons(wl.Namespace, wl.Name, states), true
+	case wl.Status.ClusterName == nil:
+		return "", "", false
+	}
+	for _, s := range states {
+		if s.Name != *wl.Status.ClusterName {
+			continue
+		}
+		// An Instance's Pod, and so the member's Service, has the Instance's name.
+		for _, ref := range wl.OwnerReferences {
+			if ref.Kind == "Pod" {
+				return gatewayv1.AnnotationMemberAccess, s.Access[wl.Namespace+"/"+ref.Name], true
+			}
 		}
 	}
-	return false
+	return "", "", false
 }
 
-// annotate sets the Pod's member-reasons annotation when it differs.
-func (d *Dispatcher) annotate(ctx context.Context, key types.NamespacedName, reasons string) error {
-	pod := &corev1.Pod{}
-	if err := d.Client.Get(ctx, key, pod); err != nil {
-		return errors.Wrapf(client.IgnoreNotFound(err), "cannot get Pod %s", key)
+// gatewayCheck is the Workload's state of the gateway's MultiKueue check, nil when it has none.
+func gatewayCheck(wl *kueue.Workload) *kueue.AdmissionCheckState {
+	for i, c := range wl.Status.AdmissionChecks {
+		if strings.HasPrefix(string(c.Name), gatewayv1.MultiKueueCheckPrefix) {
+			return &wl.Status.AdmissionChecks[i]
+		}
 	}
-	if pod.Annotations[gatewayv1.AnnotationMemberReasons] == reasons {
+	return nil
+}
+
+// annotate sets the Pod's annotation key to value when it differs.
+func (d *Dispatcher) annotate(ctx context.Context, pod types.NamespacedName, key, value string) error {
+	p := &corev1.Pod{}
+	if err := d.Client.Get(ctx, pod, p); err != nil {
+		return errors.Wrapf(client.IgnoreNotFound(err), "cannot get Pod %s", pod)
+	}
+	if p.Annotations[key] == value {
 		return nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, gatewayv1.AnnotationMemberReasons, reasons)
-	return errors.Wrapf(client.IgnoreNotFound(d.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(patch)))),
-		"cannot note the members' reasons on Pod %s", key)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if err != nil {
+		return errors.Wrap(err, "cannot encode the Pod's patch")
+	}
+	return errors.Wrapf(client.IgnoreNotFound(d.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch))),
+		"cannot note %s on Pod %s", key, pod)
 }

@@ -41,6 +41,10 @@ type MemberState struct {
 	// Dispatched are the Workloads a manager's MultiKueue made in it, whose waits the manager's Instances tell
 	// (MemberReasons).
 	Dispatched []kueue.Workload
+	// Access is where each Instance a manager dispatched to it is reached there, by the Instance's
+	// namespace/name: the note its worker made on the Instance's Service there (instancepod.AnnotationAccess),
+	// which the manager's Pod is given (MemberAccess).
+	Access map[string]string
 }
 
 // Members returns each member's ClusterMember, sorted by name.

@@ -54,3 +54,8 @@ const MultiKueueCheckPrefix = "gpustack-multikueue-"
 // placed yet: why each member holding a copy has not admitted it, in one line ("member-a: waiting for quota:
 // ...; member-b: ..."), for the Instance's status to tell.
 const AnnotationMemberReasons = "gateway.gpustack.ai/member-reasons"
+
+// AnnotationMemberAccess is set by the worker-gateway on a manager cluster's Pod that MultiKueue placed on a
+// member: where its Instance is reached on that member (its addresses and node ports, as JSON), as the member's
+// worker noted it on the Service it made there, for the manager's Instance to show.
+const AnnotationMemberAccess = "gateway.gpustack.ai/member-access"

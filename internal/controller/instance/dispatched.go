@@ -2,10 +2,13 @@ package instance
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,15 +23,18 @@ import (
 )
 
 // DispatchedReconciler gives the Pod of an Instance that a manager cluster dispatched here through MultiKueue
-// its SSH host-keys Secret, and the pull Secret of container-registry-auth it lists. MultiKueue copies only the
-// Pod; the Secrets its sidecar mounts and is pulled with are made here, owned by the Pod so they go with it, and
-// the manager's copies (whose Pod never runs) stay unused.
+// its SSH host-keys Secret, the pull Secret of container-registry-auth it lists, and the Service of its ports.
+// MultiKueue copies only the Pod; the Secrets its sidecar mounts and is pulled with, and the Service it is
+// reached through, are made here, owned by the Pod so they go with it, and the manager's copies (whose Pod
+// never runs) stay unused. The Service carries where the Instance is reached here (instancepod.AnnotationAccess),
+// which the manager's worker-gateway reads and passes on to the manager's Instance.
 type DispatchedReconciler struct {
 	Client client.Client
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;create;patch
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=settings,verbs=get;list;watch
 
 // Reconcile creates the host-keys Secret of a dispatched Instance's Pod, and the registry pull Secret it
@@ -53,18 +59,62 @@ func (r *DispatchedReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := client.IgnoreAlreadyExists(r.Client.Create(ctx, secret)); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot create the dispatched Instance's host-keys Secret")
 	}
-	return reconcile.Result{}, r.ensureRegistryAuth(ctx, inst, pod)
+	values, _, err := settings.Load(ctx, r.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.ensureRegistryAuth(ctx, inst, pod, values); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.ensureService(ctx, pod, values)
+}
+
+// ensureService creates the dispatched Instance's Service, owned by the Pod, unless it is there, and notes on
+// it where the Instance is reached here: this cluster's access addresses for the Pod's node (none before the
+// Pod has one; its scheduling brings it back here) and the Service's node ports.
+func (r *DispatchedReconciler) ensureService(ctx context.Context, pod *corev1.Pod, values settings.Values) error {
+	want := instancepod.DispatchedService(pod)
+	if want == nil {
+		return nil
+	}
+	svc := &corev1.Service{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), svc)
+	if apierrors.IsNotFound(err) {
+		if err := controllerutil.SetOwnerReference(pod, want, r.Client.Scheme()); err != nil {
+			return errors.Wrap(err, "cannot make the Pod own its Service")
+		}
+		// Create fills in the node ports the API server gave.
+		svc = want
+		err = r.Client.Create(ctx, svc)
+	}
+	if err != nil {
+		return errors.Wrap(err, "cannot get or create the dispatched Instance's Service")
+	}
+	var hostIPs []string
+	for _, ip := range pod.Status.HostIPs {
+		hostIPs = append(hostIPs, ip.IP)
+	}
+	addresses := instancepod.AccessAddresses(hostIPs, values[workerv1.SettingInstanceAccessStaticAddress], values[workerv1.SettingInstanceAccessWildcardDNS])
+	access, err := json.Marshal(instancepod.ServiceAccess(svc, addresses))
+	if err != nil {
+		return errors.Wrap(err, "cannot encode the dispatched Instance's access")
+	}
+	if svc.Annotations[instancepod.AnnotationAccess] == string(access) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{instancepod.AnnotationAccess: string(access)}}})
+	if err != nil {
+		return errors.Wrap(err, "cannot encode the Service's patch")
+	}
+	return errors.Wrap(r.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch)),
+		"cannot note the dispatched Instance's access on its Service")
 }
 
 // ensureRegistryAuth creates the pull Secret of this cluster's container-registry-auth that the dispatched Pod
 // lists (instancepod.DispatchedAuthSecret), owned by the Pod, unless it is there. A Pod that lists another
 // credential's Secret (the manager's container-registry-auth is not this cluster's) gets none: its sidecar is
 // pulled without it.
-func (r *DispatchedReconciler) ensureRegistryAuth(ctx context.Context, inst *workerv1.Instance, pod *corev1.Pod) error {
-	values, _, err := settings.Load(ctx, r.Client)
-	if err != nil {
-		return err
-	}
+func (r *DispatchedReconciler) ensureRegistryAuth(ctx context.Context, inst *workerv1.Instance, pod *corev1.Pod, values settings.Values) error {
 	secret, err := instancepod.DispatchedAuthSecret(inst, pod, values[workerv1.SettingContainerRegistryAuth])
 	if err != nil || secret == nil {
 		return err

@@ -117,14 +117,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		pod = created
 	}
-	ports, err := r.ensureService(ctx, inst)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	phase, msg := Phase(pod)
 	st := inst.Status.DeepCopy()
 	st.Cluster = ""
 	if gated(pod) {
+		// The Service waits for the Pod to run here: a Pod that waits for quota holds no node port, and one a
+		// manager cluster dispatched is reached through the member's Service.
 		wl, err := r.workloadOf(ctx, pod)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -136,9 +134,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			st.Cluster = *wl.Status.ClusterName
 			phase, msg = DispatchedPhase(pod, st.Cluster)
 		}
-	}
-	if ports != nil {
-		st.Ports = ports
+	} else {
+		ports, err := r.ensureService(ctx, inst)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if ports != nil {
+			st.Ports = ports
+		}
 	}
 	return reconcile.Result{RequeueAfter: recheck}, r.setStatusFrom(ctx, inst, st, values, phase, msg, pod)
 }
@@ -236,15 +239,7 @@ func (r *Reconciler) ensureService(ctx context.Context, inst *workerv1.Instance)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot get the Instance's Service")
 	}
-	var ports []workerv1.InstanceStatusPort
-	for i, p := range inst.Spec.Ports {
-		sp := workerv1.InstanceStatusPort{InstancePort: p}
-		if i < len(svc.Spec.Ports) {
-			sp.NodePort = svc.Spec.Ports[i].NodePort
-		}
-		ports = append(ports, sp)
-	}
-	return ports, nil
+	return instancepod.StatusPorts(inst.Spec.Ports, instancepod.ServiceAccess(svc, nil)), nil
 }
 
 // heldBySystem stops an Instance whose type goes (drain) and keeps one whose queue drains from creating its Pod
@@ -483,6 +478,11 @@ func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance,
 		}
 		st.AccessAddresses = instancepod.AccessAddresses(st.HostIPs, values[workerv1.SettingInstanceAccessStaticAddress],
 			values[workerv1.SettingInstanceAccessWildcardDNS])
+		if st.Cluster != "" {
+			// Reached through the member's Service, at the addresses the member's settings give.
+			access := memberAccess(pod)
+			st.AccessAddresses, st.Ports = access.Addresses, instancepod.StatusPorts(inst.Spec.Ports, access)
+		}
 		st.Allocations = instancepod.Allocations(pod)
 	}
 	if phase == workerv1.InstanceReady {

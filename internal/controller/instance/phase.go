@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // kueueGate is the scheduling gate Kueue holds a Pod with until its Workload is admitted.
@@ -135,6 +137,17 @@ func dispatchWait(pod *corev1.Pod, check kueue.AdmissionCheckState) string {
 		return msg + ": " + check.Message
 	}
 	return msg
+}
+
+// memberAccess is where a dispatched Instance is reached on its member, as the worker-gateway noted it on the
+// manager's Pod; none before it did, and none
+// from a note this version cannot read, rather than wrong addresses.
+func memberAccess(pod *corev1.Pod) instancepod.Access {
+	var a instancepod.Access
+	if raw := pod.Annotations[gatewayv1.AnnotationMemberAccess]; raw != "" && json.Unmarshal([]byte(raw), &a) != nil {
+		return instancepod.Access{}
+	}
+	return a
 }
 
 // ReadyCondition is an Instance's Ready condition for its phase: True once Ready; otherwise False, its reason
