@@ -2960,7 +2960,7 @@ func schema_gpustack_operator_apis_worker_v1_InstanceStatus(ref common.Reference
 					},
 					"accessAddresses": {
 						SchemaProps: spec.SchemaProps{
-							Description: "AccessAddresses are the addresses the Instance can be reached at.",
+							Description: "AccessAddresses are the addresses the Instance can be reached at; for one a manager cluster dispatched, those its member cluster gives.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -3005,7 +3005,7 @@ func schema_gpustack_operator_apis_worker_v1_InstanceStatus(ref common.Reference
 					},
 					"ports": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Ports are the exposed ports with their node ports.",
+							Description: "Ports are the exposed ports with their node ports; for an Instance a manager cluster dispatched, the node ports of its Service on the member cluster that runs it.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -345,7 +345,8 @@ type InstanceStatus struct {
 	// +optional
 	Cluster string `json:"cluster,omitempty"`
 
-	// AccessAddresses are the addresses the Instance can be reached at.
+	// AccessAddresses are the addresses the Instance can be reached at; for one a manager cluster dispatched,
+	// those its member cluster gives.
 	// +optional
 	AccessAddresses []string `json:"accessAddresses,omitempty"`
 
@@ -357,7 +358,8 @@ type InstanceStatus struct {
 	// +optional
 	PodIPs []string `json:"podIPs,omitempty"`
 
-	// Ports are the exposed ports with their node ports.
+	// Ports are the exposed ports with their node ports; for an Instance a manager cluster dispatched, the node
+	// ports of its Service on the member cluster that runs it.
 	// +optional
 	Ports []InstanceStatusPort `json:"ports,omitempty"`
 

@@ -2,6 +2,7 @@ package instance_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -385,6 +386,46 @@ var _ = DescribeTable("gives a dispatched Instance's Pod its host-keys Secret",
 	Entry("an Instance's Pod of this cluster", "local", map[string]string{workerv1.LabelInstance: "local"}, false),
 	Entry("a dispatched Pod that is no Instance's", "bare", map[string]string{kueue.MultiKueueOriginLabel: "multikueue"}, false),
 )
+
+// A dispatched Instance's Pod that asks for ports gets, in the member, the NodePort Service its own cluster would
+// make, owned by the Pod, noting where the Instance is reached here: the member's access addresses for the
+// Pod's node (none before it has one) and the node ports, which the manager's worker-gateway passes on.
+var _ = It("gives a dispatched Instance's Pod its Service, noting where the Instance is reached", func(ctx context.Context) {
+	createSettings(map[string]string{workerv1.SettingInstanceAccessWildcardDNS: "nip.io"})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dispatched-ports",
+		Labels: map[string]string{workerv1.LabelInstance: "dispatched-ports", workerv1.LabelInstanceUID: "u-manager",
+			kueue.MultiKueueOriginLabel: "multikueue"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: instancepod.MainContainer, Image: "busybox",
+			Ports: []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}}}}}}
+	suite.Create(pod)
+	r := &instance.DispatchedReconciler{Client: suite.Client}
+	access := func() (*corev1.Service, instancepod.Access) {
+		GinkgoHelper()
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
+		Expect(err).NotTo(HaveOccurred())
+		svc := &corev1.Service{}
+		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(pod), svc)).To(Succeed())
+		var a instancepod.Access
+		Expect(json.Unmarshal([]byte(svc.Annotations[instancepod.AnnotationAccess]), &a)).To(Succeed())
+		return svc, a
+	}
+	svc, a := access()
+	Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
+	Expect(svc.Spec.Selector).To(Equal(map[string]string{workerv1.LabelInstance: "dispatched-ports", workerv1.LabelInstanceUID: "u-manager"}))
+	Expect(svc.Labels).To(HaveKeyWithValue(kueue.MultiKueueOriginLabel, "multikueue"), "the manager's gateway lists it by its origin")
+	Expect(svc.OwnerReferences).To(ConsistOf(HaveField("UID", pod.UID)))
+	Expect(svc.Spec.Ports).To(HaveLen(1))
+	nodePort := svc.Spec.Ports[0].NodePort
+	Expect(nodePort).NotTo(BeZero())
+	Expect(a).To(Equal(instancepod.Access{Ports: []workerv1.InstanceStatusPort{{InstancePort: workerv1.InstancePort{
+		Name: "ssh", Port: 22, Protocol: corev1.ProtocolTCP}, NodePort: nodePort}}}), "no address before the Pod has a node")
+
+	pod.Status.HostIP, pod.Status.HostIPs = "10.1.2.3", []corev1.HostIP{{IP: "10.1.2.3"}}
+	Expect(suite.Client.Status().Update(ctx, pod)).To(Succeed())
+	again, a := access()
+	Expect(a.Addresses).To(Equal([]string{"10.1.2.3.nip.io"}), "the member's settings give the address")
+	Expect(again.Spec.Ports[0].NodePort).To(Equal(nodePort), "the Service is kept, its node port too")
+})
 
 // An accelerated Instance's Pod names its vendor's RuntimeClass once the class exists on the cluster (the chart
 // makes those of the runtimes that inject drivers or devices), and none before.

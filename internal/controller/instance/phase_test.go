@@ -11,6 +11,7 @@ import (
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 func TestPhase(t *testing.T) {
@@ -193,6 +194,39 @@ func TestReadyCondition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ReadyCondition(tc.args.phase, tc.args.msg, 3)); diff != "" {
 				t.Errorf("%s\nReadyCondition(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestMemberAccess(t *testing.T) {
+	annotated := func(v string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{gatewayv1.AnnotationMemberAccess: v}}}
+	}
+	cases := map[string]struct {
+		reason string
+		pod    *corev1.Pod
+		want   instancepod.Access
+	}{
+		"NotNotedYet": {
+			reason: "Before the gateway noted it, a dispatched Instance has no access.",
+			pod:    &corev1.Pod{},
+		},
+		"Noted": {
+			reason: "The member's addresses and node ports, as the gateway noted them.",
+			pod:    annotated(`{"addresses":["10.0.0.5.nip.io"],"ports":[{"port":22,"protocol":"TCP","name":"ssh","nodePort":30022}]}`),
+			want: instancepod.Access{Addresses: []string{"10.0.0.5.nip.io"}, Ports: []workerv1.InstanceStatusPort{
+				{InstancePort: workerv1.InstancePort{Port: 22, Protocol: corev1.ProtocolTCP, Name: "ssh"}, NodePort: 30022}}},
+		},
+		"Unreadable": {
+			reason: "A note this version cannot read gives none, not a part of it.",
+			pod:    annotated(`{"addresses":["10.0.0.5"],"ports":"30022"}`),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, memberAccess(tc.pod)); diff != "" {
+				t.Errorf("%s\nmemberAccess(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

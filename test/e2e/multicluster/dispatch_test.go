@@ -1,8 +1,10 @@
 package multicluster
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -52,8 +54,9 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 		return false, "the manager's InstanceType " + cpuType + " (phase, CPU capacity): " + typ + "; its ClusterQueue (quota, Active): " + out + "\n" + why
 	})
 
-	By("100 cores: more than member-a's queue holds, within member-b's")
+	By("100 cores: more than member-a's queue holds, within member-b's; its SSH port exposed")
 	fits := builders.MakeInstance("default", "dispatched-cpu", cpuType).CPU("100").Obj()
+	fits.Spec.Ports = []workerv1.InstancePort{{Name: "ssh", Port: 22}}
 	// The manager's webhook reads the type from its cache, a moment behind the API server.
 	Eventually(func() error { return k.Create(ctx, fits) }, 30*time.Second, time.Second).Should(Succeed())
 	DeferCleanup(func() { _ = k.Delete(context.Background(), fits) })
@@ -67,6 +70,23 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 		"jsonpath={.metadata.ownerReferences[0].kind}")).To(Equal("Pod"))
 	_, err := testenv.Kubectl(members["member-a"].Cluster.Kubeconfig, "-n", "default", "get", "pod", fits.Name)
 	Expect(err).To(MatchError(ContainSubstring("NotFound")), "member-a runs no copy")
+
+	By("reaching it at the address and node port the manager's Instance shows: member-b's, not the manager's")
+	var address string
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		address, _ = testenv.Kubectl(manager.Kubeconfig, "-n", "default", "get", "instance", fits.Name, "-o",
+			"jsonpath={.status.accessAddresses[0]}:{.status.ports[0].nodePort}")
+		return !strings.HasPrefix(address, ":") && !strings.HasSuffix(address, ":"), "the manager's Instance's address:nodePort: " + address
+	})
+	hostIP := members["member-b"].Kubectl("-n", "default", "get", "pod", fits.Name, "-o", "jsonpath={.status.hostIP}")
+	nodePort := members["member-b"].Kubectl("-n", "default", "get", "service", fits.Name, "-o", "jsonpath={.spec.ports[0].nodePort}")
+	Expect(address).To(Equal(hostIP+":"+nodePort), "member-b's node and its Service's node port")
+	_, err = testenv.Kubectl(manager.Kubeconfig, "-n", "default", "get", "service", fits.Name)
+	Expect(err).To(MatchError(ContainSubstring("NotFound")), "the manager makes no Service of its own for it")
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		banner, err := sshBanner(address)
+		return strings.HasPrefix(banner, "SSH-2.0-"), fmt.Sprintf("the SSH sidecar's banner at %s: %q %v", address, banner, err)
+	})
 
 	By("deleting it: the member's Pod goes too")
 	Expect(k.Delete(ctx, fits)).To(Succeed())
@@ -165,3 +185,16 @@ var _ = It("lets a member refuse a privileged Instance its settings forbid, thou
 		return phase
 	}, 10*time.Second, time.Second).ShouldNot(Equal("Running"), "member-a runs no Pod of the refused Instance")
 })
+
+// sshBanner is the first line an SSH server at address sends.
+func sshBanner(address string) (string, error) {
+	conn, err := net.DialTimeout("tcp", address, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return "", err
+	}
+	return bufio.NewReader(conn).ReadString('\n')
+}
