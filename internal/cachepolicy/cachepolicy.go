@@ -39,7 +39,8 @@ func Options() cache.Options {
 }
 
 // TrimPod drops from a cached Pod what the worker never reads, keeping its metadata (labels, annotations,
-// owners), its node, scheduling gates, containers' names and resources, and its status. The worker writes Pods
+// owners), its node, scheduling gates, containers' names, images, ports (a dispatched Instance's Service is
+// made from them) and resources, and its status. The worker writes Pods
 // only by create, delete and merge patches, so a trimmed copy never overwrites what it left out.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
@@ -50,7 +51,7 @@ func TrimPod(obj any) (any, error) {
 	pod.Spec.Volumes = nil
 	trim := func(cs []corev1.Container) {
 		for i := range cs {
-			cs[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Resources: cs[i].Resources,
+			cs[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Ports: cs[i].Ports, Resources: cs[i].Resources,
 				RestartPolicy: cs[i].RestartPolicy}
 		}
 	}

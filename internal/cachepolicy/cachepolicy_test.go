@@ -8,6 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/instancepod"
+	"github.com/gpustack/gpustack-operator/test/framework/builders"
 )
 
 func TestTrimPod(t *testing.T) {
@@ -20,14 +24,15 @@ func TestTrimPod(t *testing.T) {
 			NodeName: "node-a", SchedulingGates: []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}},
 			Volumes: []corev1.Volume{{Name: "workspace"}},
 			Containers: []corev1.Container{{Name: "main", Image: "ubuntu", Command: []string{"sleep"}, Env: []corev1.EnvVar{{Name: "A"}},
-				VolumeMounts: []corev1.VolumeMount{{Name: "workspace"}}, Resources: corev1.ResourceRequirements{Limits: limits}}},
+				Ports: []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}}, VolumeMounts: []corev1.VolumeMount{{Name: "workspace"}}, Resources: corev1.ResourceRequirements{Limits: limits}}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, HostIPs: []corev1.HostIP{{IP: "10.0.0.5"}}},
 	}
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Labels: pod.Labels, Annotations: pod.Annotations},
 		Spec: corev1.PodSpec{NodeName: "node-a", SchedulingGates: pod.Spec.SchedulingGates,
-			Containers: []corev1.Container{{Name: "main", Image: "ubuntu", Resources: corev1.ResourceRequirements{Limits: limits}}}},
+			Containers: []corev1.Container{{Name: "main", Image: "ubuntu", Ports: pod.Spec.Containers[0].Ports,
+				Resources: corev1.ResourceRequirements{Limits: limits}}}},
 		Status: pod.Status,
 	}
 	got, err := TrimPod(pod.DeepCopy())
@@ -40,6 +45,26 @@ func TestTrimPod(t *testing.T) {
 	other := &corev1.Node{}
 	if got, _ := TrimPod(other); got != other {
 		t.Errorf("TrimPod leaves other kinds alone")
+	}
+}
+
+// TestTrimPodKeepsTheDispatchedService checks that a trimmed Pod keeps what a member's worker makes a
+// dispatched Instance's Service from: the same Service as from the whole Pod.
+func TestTrimPodKeepsTheDispatchedService(t *testing.T) {
+	typ := builders.MakeInstanceType("cpu").Obj()
+	inst := builders.MakeInstance("default", "demo", typ.Name).Obj()
+	inst.Spec.Ports = []workerv1.InstancePort{{Name: "ssh", Port: 22}, {Port: 8080}}
+	pod, err := instancepod.Pod(inst, typ, instancepod.Options{SSHImage: "gpustack/ssh-server:v1.3.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := instancepod.DispatchedService(pod)
+	trimmed, err := TrimPod(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, instancepod.DispatchedService(trimmed.(*corev1.Pod))); want == nil || diff != "" {
+		t.Errorf("DispatchedService(TrimPod(pod)): -want (from the whole Pod), +got:\n%s", diff)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,22 +39,13 @@ func (c *changing) instances(names ...string) {
 	var items []workerv1.Instance
 	for _, n := range names {
 		inst := workerv1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: n, Labels: map[string]string{"app": "web"}}}
-		if name, phase, ok := cutColon(n); ok {
+		if name, phase, ok := strings.Cut(n, ":"); ok {
 			inst.Name, inst.Labels, inst.Status.Phase = name, nil, workerv1.InstancePhase(phase)
 		}
 		items = append(items, inst)
 	}
 	c.states = []MemberState{{Name: "a", Reachable: true, Instances: items}}
 	c.generation++
-}
-
-func cutColon(s string) (string, string, bool) {
-	for i := range s {
-		if s[i] == ':' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
 
 // TestServerWatch checks a watch's events from each kind of resourceVersion: what changed between a list and

@@ -262,9 +262,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, 
 		}
 		return enc.Encode(map[string]any{"type": kind, "object": obj}) == nil
 	}
-	expired := func(message string) {
+	// fail ends the watch with an ERROR event: Expired (410) sends the client to list again, InternalError (500)
+	// says the replica could not read what it serves.
+	fail := func(reason metav1.StatusReason, code int32, message string) {
 		st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-			Reason: metav1.StatusReasonExpired, Code: http.StatusGone, Message: message}
+			Reason: reason, Code: code, Message: message}
 		_ = enc.Encode(map[string]any{"type": "ERROR", "object": st})
 		flusher.Flush()
 	}
@@ -273,7 +275,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, 
 	if from == "" || from == "0" {
 		items, current, err := h.list(s.Source, res)
 		if err != nil {
-			expired(err.Error())
+			fail(metav1.StatusReasonInternalError, http.StatusInternalServerError, err.Error())
 			return
 		}
 		from = current
@@ -286,8 +288,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, res apiResource, 
 	bookmarks, bookmarkEvery, lastSent := r.URL.Query().Get("allowWatchBookmarks") == "true", cmp.Or(s.BookmarkInterval, DefaultBookmarkInterval), time.Now()
 	for {
 		changes, reached, ok, err := h.since(s.Source, res, from)
-		if err != nil || !ok {
-			expired(fmt.Sprintf("too old resource version: %s (list again)", from))
+		if err != nil {
+			fail(metav1.StatusReasonInternalError, http.StatusInternalServerError, err.Error())
+			return
+		}
+		if !ok {
+			fail(metav1.StatusReasonExpired, http.StatusGone, fmt.Sprintf("too old resource version: %s (list again)", from))
 			return
 		}
 		for _, c := range changes {
