@@ -76,8 +76,18 @@ var _ = It("runs an Instance created on the manager on the member that can fit i
 	e2esuite.WaitFor(time.Minute, func() (bool, string) {
 		address, _ = testenv.Kubectl(manager.Kubeconfig, "-n", "default", "get", "instance", fits.Name, "-o",
 			"jsonpath={.status.accessAddresses[0]}:{.status.ports[0].nodePort}")
-		return !strings.HasPrefix(address, ":") && !strings.HasSuffix(address, ":"), "the manager's Instance's address:nodePort: " + address
+		if !strings.HasPrefix(address, ":") && !strings.HasSuffix(address, ":") {
+			return true, ""
+		}
+		// Where the note stopped: member-b's worker makes it on the Service, the gateway copies it to the Pod.
+		noted, _ := testenv.Kubectl(members["member-b"].Cluster.Kubeconfig, "-n", "default", "get", "service", fits.Name, "-o",
+			`jsonpath={.metadata.annotations.instance\.gpustack\.ai/access}`)
+		copied, _ := testenv.Kubectl(manager.Kubeconfig, "-n", "default", "get", "pod", fits.Name, "-o",
+			`jsonpath={.metadata.annotations.gateway\.gpustack\.ai/member-access}`)
+		return false, fmt.Sprintf("the manager's Instance's address:nodePort: %s; member-b's Service notes %q; the manager's Pod %q",
+			address, noted, copied)
 	})
+	GinkgoWriter.Println("the manager's Instance is reached at", address)
 	hostIP := members["member-b"].Kubectl("-n", "default", "get", "pod", fits.Name, "-o", "jsonpath={.status.hostIP}")
 	nodePort := members["member-b"].Kubectl("-n", "default", "get", "service", fits.Name, "-o", "jsonpath={.spec.ports[0].nodePort}")
 	Expect(address).To(Equal(hostIP+":"+nodePort), "member-b's node and its Service's node port")
