@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,13 +65,16 @@ type history struct {
 	// current holds each resource's objects by key, and order their keys in the order the resource lists them.
 	current map[string]map[string]*entry
 	order   map[string][]string
-	changes []change
+	// byMember holds, for a resource each member makes alone, what each member made at which generation.
+	byMember map[string]map[string]madeBy
+	changes  []change
 }
 
 func newHistory() *history {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return &history{now: time.Now, epoch: hex.EncodeToString(b), current: map[string]map[string]*entry{}, order: map[string][]string{}}
+	return &history{now: time.Now, epoch: hex.EncodeToString(b), current: map[string]map[string]*entry{}, order: map[string][]string{},
+		byMember: map[string]map[string]madeBy{}}
 }
 
 // next moves to the next revision: now, or one after the last when the clock has not moved past it.
@@ -145,7 +149,13 @@ func (h *history) sync(src StateSource) error {
 		return nil
 	}
 	for _, res := range resources {
-		if err := h.record(res, res.objects(states)); err != nil {
+		var err error
+		if res.perMember {
+			err = h.recordMembers(res, states)
+		} else {
+			err = h.record(res, res.objects(states))
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -166,39 +176,136 @@ func (h *history) record(res apiResource, items []served) error {
 	now := make(map[string]*entry, len(items))
 	order := make([]string, 0, len(items))
 	for _, it := range items {
-		key := it.meta.Namespace + "/" + it.meta.Name
-		content, err := json.Marshal(it.object)
+		key := historyKey(it.meta)
+		e, err := h.put(res, key, it, old[key])
 		if err != nil {
-			return errors.Wrapf(err, "cannot encode %s %s", res.kind, key)
+			return err
 		}
-		order = append(order, key)
-		prev := old[key]
-		if prev != nil && bytes.Equal(prev.content, content) {
-			now[key] = prev
-			continue
-		}
-		h.next()
-		next := &entry{meta: it.meta, cells: it.cells, content: content}
-		if next.encoded, err = h.stamp(content, &next.meta); err != nil {
-			return errors.Wrapf(err, "cannot encode %s %s", res.kind, key)
-		}
-		now[key] = next
-		h.changes = append(h.changes, change{rev: h.rev, resource: res.name, prev: prev, next: next})
+		now[key], order = e, append(order, key)
 	}
 	for _, key := range h.order[res.name] {
-		prev := old[key]
-		if now[key] != nil {
-			continue
+		if now[key] == nil {
+			if err := h.remove(res, old[key]); err != nil {
+				return err
+			}
 		}
-		h.next()
-		gone := &entry{meta: prev.meta, cells: prev.cells, content: prev.content}
-		var err error
-		if gone.encoded, err = h.stamp(prev.content, &gone.meta); err != nil {
-			return errors.Wrapf(err, "cannot encode %s %s", res.kind, key)
-		}
-		h.changes = append(h.changes, change{rev: h.rev, resource: res.name, prev: gone})
 	}
 	h.current[res.name], h.order[res.name] = now, order
+	return nil
+}
+
+// madeBy are the keys of the objects a member's state made of a resource, and the state's generation.
+type madeBy struct {
+	generation int64
+	keys       []string
+}
+
+// recordMembers is record for a resource whose objects each member's state makes alone: only the objects of a
+// member whose state changed since (by its generation; one of generation 0 always) are made and compared again.
+// With 20 members of 500 nodes, one member's change otherwise encodes every member's Instances again.
+func (h *history) recordMembers(res apiResource, states []MemberState) error {
+	old, cached := h.current[res.name], h.byMember[res.name]
+	now := make(map[string]*entry, len(old))
+	next := make(map[string]madeBy, len(states))
+	// The order changes only when a member's keys do: a change of an object's content keeps its place.
+	reorder := !h.synced
+	for _, s := range states {
+		c, seen := cached[s.Name]
+		if seen && s.Generation != 0 && c.generation == s.Generation {
+			for _, key := range c.keys {
+				now[key] = old[key]
+			}
+			next[s.Name] = c
+			continue
+		}
+		items := res.objects([]MemberState{s})
+		made := madeBy{generation: s.Generation, keys: make([]string, 0, len(items))}
+		for _, it := range items {
+			key := historyKey(it.meta)
+			e, err := h.put(res, key, it, old[key])
+			if err != nil {
+				return err
+			}
+			now[key], made.keys = e, append(made.keys, key)
+		}
+		for _, key := range c.keys {
+			if now[key] == nil {
+				if err := h.remove(res, old[key]); err != nil {
+					return err
+				}
+			}
+		}
+		reorder = reorder || !slices.Equal(c.keys, made.keys)
+		next[s.Name] = made
+	}
+	for name, c := range cached {
+		if _, ok := next[name]; ok {
+			continue
+		}
+		reorder = true
+		for _, key := range c.keys {
+			if err := h.remove(res, old[key]); err != nil {
+				return err
+			}
+		}
+	}
+	h.current[res.name], h.byMember[res.name] = now, next
+	if reorder {
+		h.order[res.name] = listOrder(now)
+	}
+	return nil
+}
+
+// listOrder is the order every resource lists its objects in: by namespace, then name.
+func listOrder(entries map[string]*entry) []string {
+	type sortable struct{ by, key string }
+	all := make([]sortable, 0, len(entries))
+	for key, e := range entries {
+		// NUL sorts before every character of a name: a namespace before any it is the prefix of.
+		all = append(all, sortable{by: e.meta.Namespace + "\x00" + e.meta.Name, key: key})
+	}
+	slices.SortFunc(all, func(a, b sortable) int { return strings.Compare(a.by, b.by) })
+	order := make([]string, len(all))
+	for i, s := range all {
+		order[i] = s.key
+	}
+	return order
+}
+
+// historyKey is an object's key in the history.
+func historyKey(meta metav1.ObjectMeta) string {
+	return meta.Namespace + "/" + meta.Name
+}
+
+// put returns the entry of an object as served now: prev when its JSON is unchanged, else a new entry at the
+// next revision, whose change it appends.
+func (h *history) put(res apiResource, key string, it served, prev *entry) (*entry, error) {
+	content, err := json.Marshal(it.object)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot encode %s %s", res.kind, key)
+	}
+	if prev != nil && bytes.Equal(prev.content, content) {
+		return prev, nil
+	}
+	h.next()
+	next := &entry{meta: it.meta, cells: it.cells, content: content}
+	if next.encoded, err = h.stamp(content, &next.meta); err != nil {
+		return nil, errors.Wrapf(err, "cannot encode %s %s", res.kind, key)
+	}
+	h.changes = append(h.changes, change{rev: h.rev, resource: res.name, prev: prev, next: next})
+	return next, nil
+}
+
+// remove appends the deletion of an object, re-encoded at the next revision, as the API server sends a deleted
+// object.
+func (h *history) remove(res apiResource, prev *entry) error {
+	h.next()
+	gone := &entry{meta: prev.meta, cells: prev.cells, content: prev.content}
+	var err error
+	if gone.encoded, err = h.stamp(prev.content, &gone.meta); err != nil {
+		return errors.Wrapf(err, "cannot encode %s %s", res.kind, historyKey(prev.meta))
+	}
+	h.changes = append(h.changes, change{rev: h.rev, resource: res.name, prev: gone})
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -269,6 +272,115 @@ func TestServerWatchBookmarks(t *testing.T) {
 		bookmarked := len(got) >= 2 && !slices.ContainsFunc(got, func(e string) bool { return e != "BOOKMARK  e.2" })
 		if (allow == "true" && !bookmarked) || (allow == "false" && len(got) > 0) {
 			t.Errorf("watch(allowWatchBookmarks=%s) of 1 s, bookmarks every 300 ms: want BOOKMARKs at e.2 only when allowed, got %v", allow, got)
+		}
+	}
+}
+
+// TestHistoryMembersIsTheFullRecord holds the per-member path (only a changed member's objects made and compared
+// again) to the full one on random sequences of member changes: after every step, each per-member resource
+// lists what its objects function makes of all states, and the step's changes are exactly the objects whose
+// JSON differs from the step before (added, modified or deleted).
+func TestHistoryMembersIsTheFullRecord(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	src := &changing{}
+	h := newHistory()
+	members := map[string]*MemberState{}
+	var generation int64
+	bump := func(s *MemberState) {
+		generation++
+		s.Generation = generation
+	}
+	listed := func(res apiResource) map[string]string {
+		out := map[string]string{}
+		for _, it := range res.objects(src.states) {
+			b, err := json.Marshal(it.object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[historyKey(it.meta)] = string(b)
+		}
+		return out
+	}
+	before := map[string]map[string]string{}
+	for step := range 300 {
+		name := fmt.Sprintf("m%d", rnd.IntN(4))
+		s := members[name]
+		switch op := rnd.IntN(6); {
+		case s == nil:
+			s = &MemberState{Name: name, Reachable: true, InstanceTypes: []workerv1.InstanceType{{ObjectMeta: metav1.ObjectMeta{Name: "t"}}}}
+			members[name] = s
+			bump(s)
+		case op == 0:
+			delete(members, name)
+			generation++
+		case op == 1:
+			s.Instances = append(s.Instances, workerv1.Instance{ObjectMeta: metav1.ObjectMeta{
+				Namespace: fmt.Sprintf("ns-%d", rnd.IntN(3)), Name: fmt.Sprintf("i%d", rnd.IntN(8))}})
+			s.Instances = slices.CompactFunc(s.Instances, func(a, b workerv1.Instance) bool { return a.Namespace == b.Namespace && a.Name == b.Name })
+			bump(s)
+		case op == 2 && len(s.Instances) > 0:
+			s.Instances = slices.Delete(slices.Clone(s.Instances), 0, 1)
+			bump(s)
+		case op == 3 && len(s.Instances) > 0:
+			s.Instances = slices.Clone(s.Instances)
+			s.Instances[rnd.IntN(len(s.Instances))].Status.Phase = workerv1.InstancePhase(fmt.Sprintf("P%d", step))
+			bump(s)
+		default:
+			// Something only another resource serves (or nothing) changed: the same generation for this one.
+			generation++
+		}
+		src.states = src.states[:0:0]
+		for _, n := range slices.Sorted(maps.Keys(members)) {
+			src.states = append(src.states, *members[n])
+		}
+		src.generation = generation
+		from := len(h.changes)
+		if err := h.follow(src); err != nil {
+			t.Fatal(err)
+		}
+		for _, res := range resources {
+			if !res.perMember {
+				continue
+			}
+			now := listed(res)
+			var got []string
+			for _, key := range h.order[res.name] {
+				got = append(got, key+"="+string(h.current[res.name][key].content))
+			}
+			var want []string
+			for _, it := range res.objects(src.states) {
+				key := historyKey(it.meta)
+				want = append(want, key+"="+now[key])
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("step %d, %s: the list, -full, +per member:\n%s", step, res.name, diff)
+			}
+			changed := map[string]bool{}
+			for _, c := range h.changes[from:] {
+				if c.resource != res.name {
+					continue
+				}
+				if c.next != nil {
+					changed[historyKey(c.next.meta)] = true
+				} else {
+					changed[historyKey(c.prev.meta)] = true
+				}
+			}
+			differs := map[string]bool{}
+			for key, v := range now {
+				if before[res.name][key] != v {
+					differs[key] = true
+				}
+			}
+			for key := range before[res.name] {
+				if _, ok := now[key]; !ok {
+					differs[key] = true
+				}
+			}
+			if diff := cmp.Diff(differs, changed, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("step %d, %s: the changes, -objects whose JSON differs, +recorded:\n%s", step, res.name, diff)
+			}
+			before[res.name] = now
 		}
 	}
 }

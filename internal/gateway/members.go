@@ -171,6 +171,7 @@ func (g *Gateway) startMember(ctx context.Context, s *corev1.Secret) {
 	m := &member{secretVersion: s.ResourceVersion, stop: stop, state: state}
 	g.members[s.Name] = m
 	g.generation++
+	m.state.Generation = g.generation
 	reader, err := g.readerOf(s)
 	if err != nil {
 		m.state.Message, m.read = err.Error(), true
@@ -327,9 +328,10 @@ func (g *Gateway) record(m *member, next MemberState) {
 		next = held
 	}
 	prev := m.state
-	m.state = next
+	m.state, m.state.Generation = next, prev.Generation
 	if servedChanged(prev, next) {
 		g.generation++
+		m.state.Generation = g.generation
 	}
 }
 

@@ -21,6 +21,9 @@ import (
 type MemberState struct {
 	// Name is the member's name, its Secret's.
 	Name string
+	// Generation is the gateway's generation when what it serves of this member last changed: the same
+	// generation, the same served objects. 0 when unknown, as in a state not kept by a Gateway.
+	Generation int64
 	// Reachable is true when the last read answered.
 	Reachable bool
 	// Message is the last read's error when it did not answer.
@@ -63,84 +66,94 @@ func Members(states []MemberState) []gatewayv1.ClusterMember {
 
 // ClusterInstanceTypes returns every member's InstanceTypes, named <cluster>.<type>, sorted by name.
 func ClusterInstanceTypes(states []MemberState) []gatewayv1.ClusterInstanceType {
-	var out []gatewayv1.ClusterInstanceType
-	for _, s := range sorted(states) {
-		for _, it := range s.InstanceTypes {
-			out = append(out, gatewayv1.ClusterInstanceType{ObjectMeta: metav1.ObjectMeta{Name: s.Name + "." + it.Name, Labels: it.Labels},
-				Cluster: s.Name, Spec: it.Spec, Status: it.Status})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return perMember(states, func(s *MemberState) []workerv1.InstanceType { return s.InstanceTypes },
+		func(cluster string, it *workerv1.InstanceType) gatewayv1.ClusterInstanceType {
+			return gatewayv1.ClusterInstanceType{ObjectMeta: metav1.ObjectMeta{Name: cluster + "." + it.Name, Labels: it.Labels},
+				Cluster: cluster, Spec: it.Spec, Status: it.Status}
+		})
 }
 
 // ClusterInstances returns every member's Instances, in their namespaces, named <cluster>.<instance>, sorted
 // by namespace and name.
 func ClusterInstances(states []MemberState) []gatewayv1.ClusterInstance {
-	var out []gatewayv1.ClusterInstance
-	for _, s := range sorted(states) {
-		for _, inst := range s.Instances {
-			out = append(out, gatewayv1.ClusterInstance{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: s.Name + "." + inst.Name,
-				Labels: inst.Labels}, Cluster: s.Name, Spec: inst.Spec, Status: inst.Status})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })
-	return out
+	return perMember(states, func(s *MemberState) []workerv1.Instance { return s.Instances },
+		func(cluster string, inst *workerv1.Instance) gatewayv1.ClusterInstance {
+			return gatewayv1.ClusterInstance{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: cluster + "." + inst.Name,
+				Labels: inst.Labels}, Cluster: cluster, Spec: inst.Spec, Status: inst.Status}
+		})
 }
 
 // ClusterInstancePersistentVolumes returns every member's InstancePersistentVolumes, in their namespaces,
 // named <cluster>.<volume>, sorted by namespace and name.
 func ClusterInstancePersistentVolumes(states []MemberState) []gatewayv1.ClusterInstancePersistentVolume {
-	var out []gatewayv1.ClusterInstancePersistentVolume
-	for _, s := range sorted(states) {
-		for _, v := range s.PersistentVolumes {
-			out = append(out, gatewayv1.ClusterInstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: s.Name + "." + v.Name,
-				Labels: v.Labels}, Cluster: s.Name, Spec: v.Spec, Status: v.Status})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })
-	return out
+	return perMember(states, func(s *MemberState) []workerv1.InstancePersistentVolume { return s.PersistentVolumes },
+		func(cluster string, v *workerv1.InstancePersistentVolume) gatewayv1.ClusterInstancePersistentVolume {
+			return gatewayv1.ClusterInstancePersistentVolume{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: cluster + "." + v.Name,
+				Labels: v.Labels}, Cluster: cluster, Spec: v.Spec, Status: v.Status}
+		})
 }
 
 // ClusterInstancePersistentVolumeTypes returns every member's InstancePersistentVolumeTypes, named
 // <cluster>.<type>, sorted by name.
 func ClusterInstancePersistentVolumeTypes(states []MemberState) []gatewayv1.ClusterInstancePersistentVolumeType {
-	var out []gatewayv1.ClusterInstancePersistentVolumeType
-	for _, s := range sorted(states) {
-		for _, t := range s.VolumeTypes {
-			out = append(out, gatewayv1.ClusterInstancePersistentVolumeType{ObjectMeta: metav1.ObjectMeta{Name: s.Name + "." + t.Name, Labels: t.Labels},
-				Cluster: s.Name, Spec: t.Spec})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return perMember(states, func(s *MemberState) []workerv1.InstancePersistentVolumeType { return s.VolumeTypes },
+		func(cluster string, t *workerv1.InstancePersistentVolumeType) gatewayv1.ClusterInstancePersistentVolumeType {
+			return gatewayv1.ClusterInstancePersistentVolumeType{ObjectMeta: metav1.ObjectMeta{Name: cluster + "." + t.Name, Labels: t.Labels},
+				Cluster: cluster, Spec: t.Spec}
+		})
 }
 
 // ClusterInstanceSSHPublicKeys returns every member's InstanceSSHPublicKeys, in their namespaces, named
 // <cluster>.<key>, with their status and without their keys, sorted by namespace and name.
 func ClusterInstanceSSHPublicKeys(states []MemberState) []gatewayv1.ClusterInstanceSSHPublicKey {
-	var out []gatewayv1.ClusterInstanceSSHPublicKey
-	for _, s := range sorted(states) {
-		for _, k := range s.SSHKeys {
-			out = append(out, gatewayv1.ClusterInstanceSSHPublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: s.Name + "." + k.Name,
-				Labels: k.Labels}, Cluster: s.Name, Status: k.Status})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })
-	return out
+	return perMember(states, func(s *MemberState) []workerv1.InstanceSSHPublicKey { return s.SSHKeys },
+		func(cluster string, k *workerv1.InstanceSSHPublicKey) gatewayv1.ClusterInstanceSSHPublicKey {
+			return gatewayv1.ClusterInstanceSSHPublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: cluster + "." + k.Name,
+				Labels: k.Labels}, Cluster: cluster, Status: k.Status}
+		})
 }
 
 // ClusterInstanceImagePullSecrets returns every member's InstanceImagePullSecrets, in their namespaces, named
 // <cluster>.<secret>, by their names and labels only, sorted by namespace and name.
 func ClusterInstanceImagePullSecrets(states []MemberState) []gatewayv1.ClusterInstanceImagePullSecret {
-	var out []gatewayv1.ClusterInstanceImagePullSecret
+	return perMember(states, func(s *MemberState) []metav1.PartialObjectMetadata { return s.PullSecrets },
+		func(cluster string, p *metav1.PartialObjectMetadata) gatewayv1.ClusterInstanceImagePullSecret {
+			return gatewayv1.ClusterInstanceImagePullSecret{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: cluster + "." + p.Name,
+				Labels: p.Labels}, Cluster: cluster}
+		})
+}
+
+// perMember returns view of each of every member's items, sorted by namespace and name (a cluster-scoped
+// view has no namespace: by name). The views are large (an Instance's whole spec and status) and there are as
+// many as the members hold together: each is built in place once and sorted by its index, never moved around.
+func perMember[S any, T any, PT interface {
+	*T
+	GetNamespace() string
+	GetName() string
+}](states []MemberState, items func(*MemberState) []S, view func(cluster string, item *S) T) []T {
+	n := 0
+	for i := range states {
+		n += len(items(&states[i]))
+	}
+	built := make([]T, 0, n)
 	for _, s := range sorted(states) {
-		for _, p := range s.PullSecrets {
-			out = append(out, gatewayv1.ClusterInstanceImagePullSecret{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: s.Name + "." + p.Name,
-				Labels: p.Labels}, Cluster: s.Name})
+		list := items(&s)
+		for i := range list {
+			built = append(built, view(s.Name, &list[i]))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return namespacedBefore(out[i].ObjectMeta, out[j].ObjectMeta) })
+	keys := make([]string, len(built))
+	order := make([]int, len(built))
+	for i := range built {
+		o := PT(&built[i])
+		// NUL sorts before every character of a name: a namespace before any it is the prefix of.
+		keys[i], order[i] = o.GetNamespace()+"\x00"+o.GetName(), i
+	}
+	sort.Slice(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
+	out := make([]T, len(built))
+	for i, k := range order {
+		out[i] = built[k]
+	}
 	return out
 }
 
