@@ -339,6 +339,7 @@ test-packages: $(TEST_TOOLS) $(CHART_DEPS) build package ## The Helm chart's upg
 bench: ## Run the benchmarks (numbers in docs/performance.md).
 	go test -run '^$$' -bench . -benchtime 20x ./internal/embedded/
 	go test -run '^$$' -bench . -benchtime 100x ./internal/controller/cardcheck/
+	go test -run '^$$' -bench . -benchtime 40x ./internal/gateway/
 
 # The scale harness's named configuration (test/performance/configs: small, medium, large), and, to run another
 # size without its thresholds, the size and how long it counts writes on a quiet cluster.
