@@ -47,11 +47,6 @@ func Allocations(pod *corev1.Pod) []string {
 	return out
 }
 
-// AnnotationAccess is set by a member cluster's worker on the Service it makes for an Instance a manager
-// cluster dispatched there: the Instance's Access on the member, as JSON. The manager's worker-gateway passes it
-// on to the manager's Pod (gatewayv1.AnnotationMemberAccess), whose Instance shows it.
-const AnnotationAccess = "instance.gpustack.ai/access"
-
 // Access is where an Instance is reached in the cluster that runs it: its access addresses and the node port of
 // each port its Service exposes.
 type Access struct {

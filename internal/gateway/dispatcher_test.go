@@ -17,7 +17,6 @@ import (
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 	"github.com/gpustack/gpustack-operator/internal/gateway"
 	"github.com/gpustack/gpustack-operator/pools"
 )
@@ -153,7 +152,7 @@ var _ = Describe("the worker-gateway's dispatch", Ordered, func() {
 		access := `{"addresses":["10.0.0.5"],"ports":[{"port":22,"protocol":"TCP","name":"ssh","nodePort":30022}]}`
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "reached",
 			Labels:      map[string]string{kueue.MultiKueueOriginLabel: "multikueue"},
-			Annotations: map[string]string{instancepod.AnnotationAccess: access}},
+			Annotations: map[string]string{workerv1.AnnotationInstanceAccess: access}},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "ssh", Port: 22}}}}
 		Expect(member.client.Create(ctx, svc)).To(Succeed())
 		DeferCleanup(func() { _ = member.client.Delete(context.Background(), svc) })

@@ -22,7 +22,6 @@ import (
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
-	"github.com/gpustack/gpustack-operator/instancepod"
 )
 
 // +kubebuilder:rbac:groups="",namespace=gpustack-members,resources=secrets,verbs=get;list;watch
@@ -308,7 +307,7 @@ func optional(err error, resource string, unread *[]string) error {
 func accessOf(services []corev1.Service) map[string]string {
 	out := map[string]string{}
 	for i := range services {
-		if a := services[i].Annotations[instancepod.AnnotationAccess]; a != "" {
+		if a := services[i].Annotations[workerv1.AnnotationInstanceAccess]; a != "" {
 			out[services[i].Namespace+"/"+services[i].Name] = a
 		}
 	}

@@ -45,7 +45,7 @@ type MemberState struct {
 	// (MemberReasons).
 	Dispatched []kueue.Workload
 	// Access is where each Instance a manager dispatched to it is reached there, by the Instance's
-	// namespace/name: the note its worker made on the Instance's Service there (instancepod.AnnotationAccess),
+	// namespace/name: the note its worker made on the Instance's Service there (workerv1.AnnotationInstanceAccess),
 	// which the manager's Pod is given (MemberAccess).
 	Access map[string]string
 }

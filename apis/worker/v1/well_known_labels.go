@@ -117,3 +117,12 @@ const (
 	// hands out the recorded cards.
 	AnnotationAllocated = "device.gpustack.ai/accelerator.allocated"
 )
+
+// Keys on Services.
+const (
+	// AnnotationInstanceAccess is set by a member cluster's worker on the Service it makes for an Instance a
+	// manager cluster dispatched there: where the Instance is reached on the member (instancepod.Access: its
+	// addresses and node ports), as JSON. The manager's worker-gateway passes it on to the manager's Pod
+	// (gateway.gpustack.ai/member-access), whose Instance shows it.
+	AnnotationInstanceAccess = "instance.gpustack.ai/access"
+)

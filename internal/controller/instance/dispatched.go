@@ -26,7 +26,7 @@ import (
 // its SSH host-keys Secret, the pull Secret of container-registry-auth it lists, and the Service of its ports.
 // MultiKueue copies only the Pod; the Secrets its sidecar mounts and is pulled with, and the Service it is
 // reached through, are made here, owned by the Pod so they go with it, and the manager's copies (whose Pod
-// never runs) stay unused. The Service carries where the Instance is reached here (instancepod.AnnotationAccess),
+// never runs) stay unused. The Service carries where the Instance is reached here (workerv1.AnnotationInstanceAccess),
 // which the manager's worker-gateway reads and passes on to the manager's Instance.
 type DispatchedReconciler struct {
 	Client client.Client
@@ -99,10 +99,10 @@ func (r *DispatchedReconciler) ensureService(ctx context.Context, pod *corev1.Po
 	if err != nil {
 		return errors.Wrap(err, "cannot encode the dispatched Instance's access")
 	}
-	if svc.Annotations[instancepod.AnnotationAccess] == string(access) {
+	if svc.Annotations[workerv1.AnnotationInstanceAccess] == string(access) {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{instancepod.AnnotationAccess: string(access)}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{workerv1.AnnotationInstanceAccess: string(access)}}})
 	if err != nil {
 		return errors.Wrap(err, "cannot encode the Service's patch")
 	}

@@ -406,7 +406,7 @@ var _ = It("gives a dispatched Instance's Pod its Service, noting where the Inst
 		svc := &corev1.Service{}
 		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(pod), svc)).To(Succeed())
 		var a instancepod.Access
-		Expect(json.Unmarshal([]byte(svc.Annotations[instancepod.AnnotationAccess]), &a)).To(Succeed())
+		Expect(json.Unmarshal([]byte(svc.Annotations[workerv1.AnnotationInstanceAccess]), &a)).To(Succeed())
 		return svc, a
 	}
 	svc, a := access()
