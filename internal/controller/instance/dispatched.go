@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -132,11 +133,26 @@ func dispatched(pod *corev1.Pod) bool {
 	return fromManager && pod.Labels[workerv1.LabelInstance] != ""
 }
 
-// SetupWithManager registers the reconciler for the Pods MultiKueue created here.
+// SetupWithManager registers the reconciler for the Pods MultiKueue created here, and again for every one of
+// them when a Setting changes: the access addresses noted on their Services follow this cluster's
+// instance-access settings.
 func (r *DispatchedReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allDispatched := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		pods := &corev1.PodList{}
+		if err := r.Client.List(ctx, pods, client.HasLabels{kueue.MultiKueueOriginLabel, workerv1.LabelInstance}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, len(pods.Items))
+		for i, p := range pods.Items {
+			reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)}
+		}
+		return reqs
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named("dispatched-instance-pod").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			pod, ok := o.(*corev1.Pod)
 			return ok && dispatched(pod)
-		}))).Complete(r)
+		}))).
+		Watches(&workerv1.Setting{}, allDispatched).
+		Complete(r)
 }
