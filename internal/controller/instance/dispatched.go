@@ -134,8 +134,7 @@ func dispatched(pod *corev1.Pod) bool {
 }
 
 // SetupWithManager registers the reconciler for the Pods MultiKueue created here, and again for every one of
-// them when a Setting changes: the access addresses noted on their Services follow this cluster's
-// instance-access settings.
+// them when an instance-access Setting changes: the access addresses noted on their Services follow it.
 func (r *DispatchedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allDispatched := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		pods := &corev1.PodList{}
@@ -153,6 +152,12 @@ func (r *DispatchedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			pod, ok := o.(*corev1.Pod)
 			return ok && dispatched(pod)
 		}))).
-		Watches(&workerv1.Setting{}, allDispatched).
+		Watches(&workerv1.Setting{}, allDispatched, builder.WithPredicates(accessSettings)).
 		Complete(r)
 }
+
+// accessSettings passes the events of the Settings an Instance's access addresses are made of.
+var accessSettings = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	return o.GetNamespace() == workerv1.SystemNamespace &&
+		(o.GetName() == workerv1.SettingInstanceAccessStaticAddress || o.GetName() == workerv1.SettingInstanceAccessWildcardDNS)
+})

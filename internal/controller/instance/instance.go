@@ -554,7 +554,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			b = b.Watches(kind, r.instancesNaming())
 		}
 	}
+	// The access addresses in every Instance's status follow this cluster's instance-access settings.
+	allInstances := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list workerv1.InstanceList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
+		}
+		return out
+	})
 	return b.
+		Watches(&workerv1.Setting{}, allInstances, builder.WithPredicates(accessSettings)).
 		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, ref := range o.GetOwnerReferences() {
