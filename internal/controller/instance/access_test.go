@@ -22,18 +22,9 @@ import (
 // Runs the Instance controller in a manager with the worker's cache: an Instance's access addresses follow its
 // Pod's node, and, when an instance-access Setting changes, the setting, with nothing else changed.
 var _ = It("shows an Instance's access addresses, again when the access settings change", func() {
-	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{Scheme: scheme.New(), Cache: cachepolicy.Options(),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	Expect(err).NotTo(HaveOccurred())
-	Expect((&instance.Reconciler{Client: mgr.GetClient(), Recorder: record.NewFakeRecorder(100)}).SetupWithManager(mgr)).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	DeferCleanup(func() { cancel(); <-done })
+	runInManager(func(mgr ctrl.Manager) error {
+		return (&instance.Reconciler{Client: mgr.GetClient(), Recorder: record.NewFakeRecorder(100)}).SetupWithManager(mgr)
+	})
 
 	typ := builders.MakeInstanceType("access-cpu").Obj()
 	inst := builders.MakeInstance("default", "access-local", typ.Name).Obj()
@@ -56,3 +47,21 @@ var _ = It("shows an Instance's access addresses, again when the access settings
 	Eventually(addresses).WithTimeout(30*time.Second).Should(Equal([]string{"gpu.example.com"}),
 		"a Setting's change shows the access again, with nothing else changed")
 })
+
+// runInManager runs, until the spec ends, a manager with the worker's cache (cachepolicy.Options: Pods and Nodes
+// trimmed as the worker keeps them) and the controllers setup registers.
+func runInManager(setup func(ctrl.Manager) error) {
+	GinkgoHelper()
+	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{Scheme: scheme.New(), Cache: cachepolicy.Options(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(setup(mgr)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	DeferCleanup(func() { cancel(); <-done })
+}

@@ -11,13 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
-	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
 )
 
@@ -25,18 +22,9 @@ import (
 // worker does: a dispatched Pod's Service is made from what the cache keeps of the Pod, and its access note
 // follows the Pod's node and, when a Setting changes, this cluster's instance-access settings.
 var _ = It("notes a dispatched Instance's access from the worker's cache, again when the access settings change", func() {
-	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{Scheme: scheme.New(), Cache: cachepolicy.Options(),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	Expect(err).NotTo(HaveOccurred())
-	Expect((&instance.DispatchedReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	DeferCleanup(func() { cancel(); <-done })
+	runInManager(func(mgr ctrl.Manager) error {
+		return (&instance.DispatchedReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	})
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dispatched-watched",
 		Labels: map[string]string{workerv1.LabelInstance: "dispatched-watched", workerv1.LabelInstanceUID: "u-manager",
