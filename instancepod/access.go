@@ -10,6 +10,15 @@ import (
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
+// HostIPs returns the IPs of the node the Pod runs on, as its status gives them; none before it has a node.
+func HostIPs(pod *corev1.Pod) []string {
+	var out []string
+	for _, ip := range pod.Status.HostIPs {
+		out = append(out, ip.IP)
+	}
+	return out
+}
+
 // AccessAddresses returns where an Instance whose Pod runs on a node with these IPs is reached: the
 // instance-access-static-address when set, else <host-ip>.<instance-access-wildcard-dns> for each host IP when
 // that is set (a wildcard DNS such as nip.io resolves the name to the IP), else the host IPs themselves. None

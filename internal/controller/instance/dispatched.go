@@ -91,11 +91,7 @@ func (r *DispatchedReconciler) ensureService(ctx context.Context, pod *corev1.Po
 	if err != nil {
 		return errors.Wrap(err, "cannot get or create the dispatched Instance's Service")
 	}
-	var hostIPs []string
-	for _, ip := range pod.Status.HostIPs {
-		hostIPs = append(hostIPs, ip.IP)
-	}
-	addresses := instancepod.AccessAddresses(hostIPs, values[workerv1.SettingInstanceAccessStaticAddress], values[workerv1.SettingInstanceAccessWildcardDNS])
+	addresses := instancepod.AccessAddresses(instancepod.HostIPs(pod), values[workerv1.SettingInstanceAccessStaticAddress], values[workerv1.SettingInstanceAccessWildcardDNS])
 	access, err := json.Marshal(instancepod.ServiceAccess(svc, addresses))
 	if err != nil {
 		return errors.Wrap(err, "cannot encode the dispatched Instance's access")

@@ -8,10 +8,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/instancepod"
@@ -26,11 +24,7 @@ var _ = It("notes a dispatched Instance's access from the worker's cache, again 
 		return (&instance.DispatchedReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
 
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dispatched-watched",
-		Labels: map[string]string{workerv1.LabelInstance: "dispatched-watched", workerv1.LabelInstanceUID: "u-manager",
-			kueue.MultiKueueOriginLabel: "multikueue"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: instancepod.MainContainer, Image: "busybox",
-			Ports: []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}}}}}}
+	pod := dispatchedPod("dispatched-watched")
 	suite.Create(pod)
 	pod.Status.HostIP, pod.Status.HostIPs = "10.1.2.4", []corev1.HostIP{{IP: "10.1.2.4"}}
 	Expect(suite.Client.Status().Update(context.Background(), pod)).To(Succeed())

@@ -469,10 +469,7 @@ func (r *Reconciler) setStatusFrom(ctx context.Context, inst *workerv1.Instance,
 	st.Phase, st.PhaseMessage, st.ObservedGeneration = phase, msg, inst.Generation
 	st.NodeName, st.HostIPs, st.PodIPs, st.AccessAddresses, st.Allocations = "", nil, nil, nil, nil
 	if pod != nil {
-		st.NodeName = pod.Spec.NodeName
-		for _, ip := range pod.Status.HostIPs {
-			st.HostIPs = append(st.HostIPs, ip.IP)
-		}
+		st.NodeName, st.HostIPs = pod.Spec.NodeName, instancepod.HostIPs(pod)
 		for _, ip := range pod.Status.PodIPs {
 			st.PodIPs = append(st.PodIPs, ip.IP)
 		}
@@ -529,16 +526,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return errors.Wrap(err, "cannot index Instances by type")
 	}
-	byType := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list workerv1.InstanceList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{typeField: o.GetName()}); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for _, i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
-		}
-		return out
+	byType := r.instancesMatching(func(o client.Object) []client.ListOption {
+		return []client.ListOption{client.MatchingFields{typeField: o.GetName()}}
 	})
 	// Instances are independent of each other and a reconcile mostly waits on the API server: a burst of them
 	// is rendered a few at a time rather than one after another.
@@ -555,17 +544,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	// The access addresses in every Instance's status follow this cluster's instance-access settings.
-	allInstances := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list workerv1.InstanceList
-		if err := r.Client.List(ctx, &list); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for _, i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
-		}
-		return out
-	})
+	allInstances := r.instancesMatching(func(client.Object) []client.ListOption { return nil })
 	return b.
 		Watches(&workerv1.Setting{}, allInstances, builder.WithPredicates(accessSettings)).
 		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -577,6 +556,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return out
 		})).Complete(r)
+}
+
+// instancesMatching enqueues the Instances that the list options for the event's object select.
+func (r *Reconciler) instancesMatching(opts func(client.Object) []client.ListOption) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list workerv1.InstanceList
+		if err := r.Client.List(ctx, &list, opts(o)...); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
+		}
+		return out
+	})
 }
 
 // typeChanged reports whether an InstanceType update touches what its Instances read.

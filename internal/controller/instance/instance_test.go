@@ -387,16 +387,22 @@ var _ = DescribeTable("gives a dispatched Instance's Pod its host-keys Secret",
 	Entry("a dispatched Pod that is no Instance's", "bare", map[string]string{kueue.MultiKueueOriginLabel: "multikueue"}, false),
 )
 
+// dispatchedPod is the Pod a manager's MultiKueue makes in this cluster for its Instance of the name (whose UID
+// there is u-manager), asking for an SSH port.
+func dispatchedPod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+		Labels: map[string]string{workerv1.LabelInstance: name, workerv1.LabelInstanceUID: "u-manager",
+			kueue.MultiKueueOriginLabel: "multikueue"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: instancepod.MainContainer, Image: "busybox",
+			Ports: []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}}}}}}
+}
+
 // A dispatched Instance's Pod that asks for ports gets, in the member, the NodePort Service its own cluster would
 // make, owned by the Pod, noting where the Instance is reached here: the member's access addresses for the
 // Pod's node (none before it has one) and the node ports, which the manager's worker-gateway passes on.
 var _ = It("gives a dispatched Instance's Pod its Service, noting where the Instance is reached", func(ctx context.Context) {
 	createSettings(map[string]string{workerv1.SettingInstanceAccessWildcardDNS: "nip.io"})
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dispatched-ports",
-		Labels: map[string]string{workerv1.LabelInstance: "dispatched-ports", workerv1.LabelInstanceUID: "u-manager",
-			kueue.MultiKueueOriginLabel: "multikueue"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: instancepod.MainContainer, Image: "busybox",
-			Ports: []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}}}}}}
+	pod := dispatchedPod("dispatched-ports")
 	suite.Create(pod)
 	r := &instance.DispatchedReconciler{Client: suite.Client}
 	access := func() (*corev1.Service, instancepod.Access) {
