@@ -162,6 +162,7 @@ require (
 	gotest.tools/v3 v3.5.2 // indirect
 	k8s.io/code-generator v0.35.4 // indirect
 	k8s.io/component-base v0.35.4 // indirect
+	k8s.io/dynamic-resource-allocation v0.35.4 // indirect
 	k8s.io/gengo/v2 v2.0.0-20251215205346-5ee0d033ba5b // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kms v0.35.4 // indirect

@@ -19,6 +19,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager/dra"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/rdma"
@@ -55,6 +56,9 @@ type Agent struct {
 	// RDMA finds the node's RDMA devices at each detection; nil finds none. The node is labelled RDMA capable
 	// while one has a port up, and, when PluginDir is set, the RDMA resources are served while it has any.
 	RDMA func() ([]rdma.Device, error)
+	// DRA publishes the cards to Dynamic Resource Allocation through a driver per vendor registered with the
+	// kubelet; nil where the cluster serves no DRA or the agent was told not to.
+	DRA *dra.Drivers
 	// PluginCheck is how often the plugins' sockets are looked at, so a kubelet that started again (and removed
 	// them) has the plugins registered again within that time; 2 s when zero.
 	PluginCheck time.Duration
@@ -90,6 +94,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer detect.Stop()
 	plugins := time.NewTicker(check)
 	defer plugins.Stop()
+	if a.DRA != nil {
+		defer a.DRA.Stop()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -103,6 +110,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		if a.PluginDir != "" {
 			a.servePlugins(ctx)
 			a.followLedger(ctx)
+		}
+		if a.DRA != nil {
+			// Unchanged cards publish nothing; a driver that could not start is tried again here.
+			a.DRA.Publish(ctx, a.currentCards())
 		}
 	}
 }
@@ -192,13 +203,19 @@ func (a *Agent) reclaim(ctx context.Context) {
 }
 
 // Ready says why the agent is not ready, nil when it is: the node's cards are published, and, when it serves
-// the device plugin, every resource of every vendor found is registered with the kubelet.
+// the device plugin, every resource of every vendor found is registered with the kubelet, as is, when it
+// publishes to DRA, every vendor's DRA driver.
 func (a *Agent) Ready() error {
 	a.mu.Lock()
 	published := a.published
 	a.mu.Unlock()
 	if !published {
 		return errors.Errorf("the cards of node %s are not published yet", a.Node)
+	}
+	if a.DRA != nil {
+		if err := a.DRA.Ready(); err != nil {
+			return err
+		}
 	}
 	if a.PluginDir == "" {
 		return nil

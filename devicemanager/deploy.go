@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -229,6 +230,9 @@ func (d Deployment) daemonSet(key string, place func(*corev1.PodSpec)) *appsv1.D
 						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "device-plugins", MountPath: "/var/lib/kubelet/device-plugins"},
+							// Where the DRA drivers register with the kubelet, and their sockets it calls.
+							{Name: "plugins-registry", MountPath: kubeletplugin.KubeletRegistryDir},
+							{Name: "plugins", MountPath: kubeletplugin.KubeletPluginsDir},
 							// The kubelet's pod-resources API tells which container an allocation is for.
 							{Name: "pod-resources", MountPath: filepath.Dir(deviceplugin.PodResourcesSocket), ReadOnly: true},
 							{Name: "sys", MountPath: "/sys", ReadOnly: true},
@@ -243,6 +247,7 @@ func (d Deployment) daemonSet(key string, place func(*corev1.PodSpec)) *appsv1.D
 					InitContainers: d.enforcerInstall(),
 					Volumes: []corev1.Volume{
 						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"),
+						hostPath("plugins-registry", kubeletplugin.KubeletRegistryDir), hostPath("plugins", kubeletplugin.KubeletPluginsDir),
 						hostPath("pod-resources", filepath.Dir(deviceplugin.PodResourcesSocket)), hostPath("sys", "/sys"),
 						hostPath("dev", "/dev"), hostPath("data", d.dataDir()), hostPath("host", "/"),
 					},

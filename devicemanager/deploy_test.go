@@ -311,3 +311,34 @@ func TestDeploymentDataDir(t *testing.T) {
 		t.Errorf("DeploymentFromEnv with a relative GPUSTACK_DATA_DIR: %v, want the variable named", err)
 	}
 }
+
+// TestDeploymentKubeletSockets holds the agent's view of the kubelet's socket directories to the node's: the
+// kubelet dials the very path a plugin names, so each directory is mounted at the path it has on the node.
+func TestDeploymentKubeletSockets(t *testing.T) {
+	d := devicemanager.Deployment{Image: "gpustack/gpustack-operator:test"}
+	want := map[string]string{"device-plugins": "/var/lib/kubelet/device-plugins",
+		"plugins-registry": "/var/lib/kubelet/plugins_registry", "plugins": "/var/lib/kubelet/plugins"}
+	for _, o := range d.Objects() {
+		ds := o.(*appsv1.DaemonSet)
+		if ds.Name == devicemanager.CPUInfoDaemonSetName {
+			continue
+		}
+		mounts := map[string]string{}
+		for _, m := range ds.Spec.Template.Spec.Containers[0].VolumeMounts {
+			mounts[m.Name] = m.MountPath
+		}
+		got := map[string]string{}
+		for _, v := range ds.Spec.Template.Spec.Volumes {
+			if _, ok := want[v.Name]; !ok {
+				continue
+			}
+			got[v.Name] = v.HostPath.Path
+			if mounts[v.Name] != v.HostPath.Path {
+				got[v.Name] += " mounted at " + mounts[v.Name]
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: the kubelet's socket directories, by volume: -want, +got:\n%s", ds.Name, diff)
+		}
+	}
+}

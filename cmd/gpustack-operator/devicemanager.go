@@ -14,7 +14,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +26,7 @@ import (
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager/dra"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/providers/hardware"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
@@ -42,6 +45,8 @@ func runDeviceManager(args []string) error {
 	node := fs.String("node", "", "the node to report for; with --simulate-inventory, empty means every node of the file")
 	interval := fs.Duration("interval", 30*time.Second, "how often to detect again")
 	pluginDir := fs.String("device-plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory; empty serves no device plugin (simulated nodes never serve one)")
+	draRegistrar := fs.String("dra-registrar-dir", kubeletplugin.KubeletRegistryDir, "the kubelet's plugin registration directory, where the DRA drivers register; empty publishes nothing to DRA")
+	draPlugins := fs.String("dra-plugin-dir", kubeletplugin.KubeletPluginsDir, "where each DRA driver makes its directory with the socket the kubelet calls")
 	metricsAddr := fs.String("metrics-bind-address", "0", "address of the Prometheus metrics endpoint (the cards by health); 0 turns it off")
 	nodeTokens := fs.String("simulate-node-tokens", "", "with --simulate-inventory, a directory holding one token per node (a file named after it), bound to that node as a real agent's Pod token is: each node's inventory is written with its own")
 	printOnly := fs.Bool("print", false, "detect once with the hardware backends and print the labels and the Devices spec that would be published, without a cluster")
@@ -90,9 +95,14 @@ func runDeviceManager(args []string) error {
 			podResources = deviceplugin.PodResourcesSocket
 		}
 		for name, p := range agents {
+			drivers, err := draDrivers(cfg, name, *draRegistrar, *draPlugins, logger)
+			if err != nil {
+				return err
+			}
 			a := &devicemanager.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
 				Runtime: runtime, Log: logger, NoSlicedAllocateGate: !sliceGate, PodResources: podResources,
-				ExcludedDevices: devicemanager.ExcludedDevicesPath(os.Getenv, devicemanager.HostRoot), RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) }}
+				ExcludedDevices: devicemanager.ExcludedDevicesPath(os.Getenv, devicemanager.HostRoot), RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) },
+				DRA: drivers}
 			if hw, ok := p.(*hardware.Provider); ok {
 				a.Partitioners = map[string]deviceplugin.Partitioner{"nvidia": hw.MIG()}
 			}
@@ -129,6 +139,28 @@ func runDeviceManager(args []string) error {
 		case <-time.After(*interval):
 		}
 	}
+}
+
+// draDrivers returns the node's DRA drivers, or none where GPUSTACK_DRA_PUBLISH is false, no registration
+// directory is given, or the cluster serves no DRA (said in the log).
+func draDrivers(cfg *rest.Config, node, registrar, plugins string, log logr.Logger) (*dra.Drivers, error) {
+	publish, err := dra.Publishing(os.Getenv)
+	if err != nil || !publish || registrar == "" {
+		return nil, err
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot make the DRA drivers' client")
+	}
+	served, err := dra.Served(clientset.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	if !served {
+		log.Info("the cluster serves no resource.k8s.io/v1 ResourceSlices; the cards are not published to DRA", "node", node)
+		return nil, nil
+	}
+	return &dra.Drivers{Node: node, Client: clientset, RegistrarDir: registrar, PluginDir: plugins, Log: log.WithName("dra")}, nil
 }
 
 // nodePublishers returns the publisher of each simulated node: one client for all, or, with a token

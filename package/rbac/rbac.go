@@ -21,7 +21,7 @@ import (
 var files embed.FS
 
 // NodeScope returns the ValidatingAdmissionPolicy and its binding that keep each device manager to its own
-// node's Devices and NodeFeature (device-manager-node-scope.yaml, which the chart ships as it is).
+// node's Devices, NodeFeature and DRA ResourceSlices (device-manager-node-scope.yaml, which the chart ships as it is).
 func NodeScope() ([]client.Object, error) {
 	data, err := files.ReadFile("device-manager-node-scope.yaml")
 	if err != nil {

@@ -4,6 +4,7 @@ package helm
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -21,17 +22,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	draCEL "k8s.io/dynamic-resource-allocation/cel"
 	"sigs.k8s.io/yaml"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager"
+	"github.com/gpustack/gpustack-operator/devicemanager/dra"
 	"github.com/gpustack/gpustack-operator/package/rbac"
+	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
@@ -612,5 +617,66 @@ func checkGatewayHA(t *testing.T, objs, certManager map[string]*unstructured.Uns
 	args := convert[appsv1.Deployment](t, certManager["Deployment/gpustack-operator-worker-gateway"]).Spec.Template.Spec.Containers[0].Args
 	if secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName"); secret != gatewayv1.ServingSecretName || !contains(args, "--cert-manager") {
 		t.Errorf("with cert-manager, the gateway's certificate is not issued into %s and read from there: %v, %v", gatewayv1.ServingSecretName, cert.Object["spec"], args)
+	}
+}
+
+// TestDeviceClasses renders one DeviceClass per vendor, whose selectors take exactly the whole cards that
+// vendor's DRA driver publishes (judged by DRA's own CEL compiler on the devices dra.Device makes): not a card
+// in a partitioning mode, not another vendor's. deviceClasses=false renders none, and publish=false tells the
+// worker, whose agents inherit it.
+func TestDeviceClasses(t *testing.T) {
+	objs := render(t)
+	for _, v := range vendors.All() {
+		u := objs["DeviceClass/gpustack-"+v.Key]
+		if u == nil {
+			t.Errorf("no DeviceClass gpustack-%s", v.Key)
+			continue
+		}
+		class := convert[resourceapi.DeviceClass](t, u)
+		card := providers.Device{Manufacturer: v.Key, Product: "Card", UUID: "card-uuid", MemoryMiB: 16384}
+		partitioned := card
+		partitioned.Partitions = []providers.Partition{{Name: "3g.40gb", Count: 2}}
+		other := providers.Device{Manufacturer: "nvidia", Product: "Card", UUID: "other"}
+		if v.Key == "nvidia" {
+			other.Manufacturer = "amd"
+		}
+		want := map[string]bool{"its whole card": true, "its partitioned card": false, "another vendor's card": false}
+		got := map[string]bool{}
+		for name, c := range map[string]providers.Device{"its whole card": card, "its partitioned card": partitioned, "another vendor's card": other} {
+			d := dra.Device(c)
+			got[name] = true
+			for _, s := range class.Spec.Selectors {
+				compiled := draCEL.GetCompiler(draCEL.Features{}).CompileCELExpression(s.CEL.Expression, draCEL.Options{})
+				if compiled.Error != nil {
+					t.Fatalf("DeviceClass gpustack-%s: %v", v.Key, compiled.Error)
+				}
+				match, _, err := compiled.DeviceMatches(context.Background(), draCEL.Device{Driver: dra.DriverName(c.Manufacturer),
+					Attributes: d.Attributes, Capacity: d.Capacity})
+				if err != nil {
+					t.Fatalf("DeviceClass gpustack-%s on %s: %v", v.Key, name, err)
+				}
+				got[name] = got[name] && match
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("DeviceClass gpustack-%s selects: -want, +got:\n%s", v.Key, diff)
+		}
+	}
+	for key := range render(t, "dra.deviceClasses=false") {
+		if strings.HasPrefix(key, "DeviceClass/") {
+			t.Errorf("dra.deviceClasses=false still renders %s", key)
+		}
+	}
+	for set, want := range map[string][]corev1.EnvVar{"dra.publish=true": nil, "dra.publish=false": {{Name: dra.EnvPublish, Value: "false"}}} {
+		d := convert[appsv1.Deployment](t, render(t, set)["Deployment/gpustack-operator-worker"])
+		var got []corev1.EnvVar
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == dra.EnvPublish {
+				got = append(got, e)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: the worker's %s: -want, +got:\n%s", set, dra.EnvPublish, diff)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -74,6 +75,11 @@ var _ = Describe("the device managers' node scope", Ordered, func() {
 		return &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: name,
 			Labels: map[string]string{nfdv1alpha1.NodeFeatureObjNodeNameLabel: node}}}
 	}
+	slice := func(node, driver string) *resourceapi.ResourceSlice {
+		return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: node + "-" + driver + "-"},
+			Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node), Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1},
+				Devices: []resourceapi.Device{{Name: "card-0"}}}}
+	}
 	cleanup := func(o client.Object) { DeferCleanup(func(ctx context.Context) { _ = suite.Client.Delete(ctx, o) }) }
 
 	It("lets the agent of a node write that node's inventory, with a Pod's token or a node's", func(ctx context.Context) {
@@ -90,6 +96,12 @@ var _ = Describe("the device managers' node scope", Ordered, func() {
 			nf.Spec.Labels = map[string]string{"feature.gpustack.ai/updated": "yes"}
 			Expect(c.Update(ctx, nf)).To(Succeed(), name)
 			Expect(suite.Client.Delete(ctx, nf)).To(Succeed())
+			rs := slice("node-a", "nvidia.gpustack.ai")
+			Expect(c.Create(ctx, rs)).To(Succeed(), name)
+			cleanup(rs)
+			rs.Spec.Devices = append(rs.Spec.Devices, resourceapi.Device{Name: "card-1"})
+			Expect(c.Update(ctx, rs)).To(Succeed(), name)
+			Expect(c.Delete(ctx, rs)).To(Succeed(), name)
 		}
 	})
 	It("lets the CPU reporter of a node write that node's cpu-info NodeFeature, and nothing else", func(ctx context.Context) {
@@ -114,6 +126,12 @@ var _ = Describe("the device managers' node scope", Ordered, func() {
 				"%s: the worker's NodeFeature of its own node", name)
 			Expect(c.Create(ctx, feature(workerv1.NodeFeatureName("node-a", workerv1.NodeFeatureDeviceManager), "node-b"))).To(MatchError(ContainSubstring("labelled nfd.node.kubernetes.io/node-name=node-a")),
 				"%s: its own NodeFeature applied to another node", name)
+		}
+		for name, c := range map[string]client.Client{"a token bound to node-a": onA, "the token of a Pod on node-a": podOnA} {
+			Expect(c.Create(ctx, slice("node-b", "nvidia.gpustack.ai"))).To(MatchError(ContainSubstring(
+				"may write only that node's resourceslices (spec.nodeName node-a, a driver *.gpustack.ai)")), "%s: another node's slice", name)
+			Expect(c.Create(ctx, slice("node-a", "gpu.nvidia.com"))).To(MatchError(ContainSubstring(
+				"may write only that node's resourceslices")), "%s: another driver's slice of its own node", name)
 		}
 		theirs := devices("node-b")
 		Expect(suite.Client.Create(ctx, theirs)).To(Succeed())

@@ -1,0 +1,109 @@
+// Package dra publishes a node's cards to Dynamic Resource Allocation (resource.k8s.io): one DRA driver per
+// vendor (nvidia.gpustack.ai), registered with the node's kubelet, whose ResourceSlices list each healthy card
+// as one device with the attributes the node's labels carry and its memory, cores and soft slices as capacity.
+// The device plugins stay what a Pod's cards are granted through: the drivers publish, and refuse to prepare
+// claims until the ledger counts DRA's allocations too.
+package dra
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/vendors"
+)
+
+// DriverSuffix ends every vendor's driver name: nvidia.gpustack.ai.
+const DriverSuffix = ".gpustack.ai"
+
+// DriverName is the DRA driver of a vendor's cards (nvidia.gpustack.ai): its ResourceSlices' spec.driver, the
+// domain of its devices' attributes, and the name it registers with the kubelet under.
+func DriverName(manufacturer string) string { return manufacturer + DriverSuffix }
+
+// The attributes and capacities of a card's device, in its driver's domain.
+const (
+	AttributeManufacturer      resourceapi.QualifiedName = "manufacturer"
+	AttributeClass             resourceapi.QualifiedName = "class"
+	AttributeProduct           resourceapi.QualifiedName = "product"
+	AttributeAcceleratorKey    resourceapi.QualifiedName = "acceleratorKey"
+	AttributeUUID              resourceapi.QualifiedName = "uuid"
+	AttributeIndex             resourceapi.QualifiedName = "index"
+	AttributeFamily            resourceapi.QualifiedName = "family"
+	AttributeComputeCapability resourceapi.QualifiedName = "computeCapability"
+	AttributeDriverVersion     resourceapi.QualifiedName = "driverVersion"
+	AttributeRuntimeVersion    resourceapi.QualifiedName = "runtimeVersion"
+	// AttributePartitioned is true while the card is in a hardware partitioning mode (MIG): it offers
+	// partitions, not itself.
+	AttributePartitioned resourceapi.QualifiedName = "partitioned"
+
+	CapacityMemory resourceapi.QualifiedName = "memory"
+	CapacityCores  resourceapi.QualifiedName = "cores"
+	// CapacitySlices is how many soft slices the card holds (the vendor's SlicesPerCard); absent where the
+	// vendor's cards are not soft-sliced.
+	CapacitySlices resourceapi.QualifiedName = "slices"
+)
+
+// Resources returns what a vendor's driver publishes for the node: one pool named after the node, with one
+// device per healthy card of cards (all of the vendor), ordered by index. An unhealthy card is left out, as the
+// device plugin lists it unhealthy: no claim is allocated a card that cannot take work. No card gives an empty
+// pool, which removes the node's slices.
+func Resources(node string, cards []providers.Device) resourceslice.DriverResources {
+	cards = slices.SortedFunc(slices.Values(cards), func(a, b providers.Device) int { return cmp.Compare(a.Index, b.Index) })
+	var devices []resourceapi.Device
+	for _, c := range cards {
+		if !c.Unhealthy {
+			devices = append(devices, Device(c))
+		}
+	}
+	pool := resourceslice.Pool{}
+	if len(devices) > 0 {
+		pool.Slices = []resourceslice.Slice{{Devices: devices}}
+	}
+	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{node: pool}}
+}
+
+// DeviceName names a card's device after its index on the node (card-0), as the vendors' drivers name theirs.
+func DeviceName(c providers.Device) string { return "card-" + strconv.Itoa(int(c.Index)) }
+
+// Device is a card as a DRA device: the attributes its node's labels carry (manufacturer, product, the
+// accelerator key, family, compute capability, driver and runtime versions) with its UUID and index, and its
+// memory, cores and soft slices as capacity. What the card does not report is left out.
+func Device(c providers.Device) resourceapi.Device {
+	v, _ := vendors.Lookup(c.Manufacturer)
+	d := resourceapi.Device{
+		Name: DeviceName(c),
+		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			AttributeManufacturer:   {StringValue: ptr.To(c.Manufacturer)},
+			AttributeAcceleratorKey: {StringValue: ptr.To(providers.GroupKey(c))},
+			AttributeUUID:           {StringValue: ptr.To(c.UUID)},
+			AttributeIndex:          {IntValue: ptr.To(int64(c.Index))},
+			AttributePartitioned:    {BoolValue: ptr.To(len(c.Partitions) > 0)},
+		},
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{},
+	}
+	texts := map[resourceapi.QualifiedName]string{
+		AttributeClass: v.Class, AttributeProduct: c.Product, AttributeFamily: c.Family,
+		AttributeComputeCapability: c.ComputeCapability, AttributeDriverVersion: c.DriverVersion, AttributeRuntimeVersion: c.RuntimeVersion,
+	}
+	for name, value := range texts {
+		if value != "" {
+			d.Attributes[name] = resourceapi.DeviceAttribute{StringValue: ptr.To(value)}
+		}
+	}
+	if c.MemoryMiB > 0 {
+		d.Capacity[CapacityMemory] = resourceapi.DeviceCapacity{Value: *resource.NewQuantity(c.MemoryMiB<<20, resource.BinarySI)}
+	}
+	if c.Cores > 0 {
+		d.Capacity[CapacityCores] = resourceapi.DeviceCapacity{Value: *resource.NewQuantity(c.Cores, resource.DecimalSI)}
+	}
+	if len(c.Partitions) == 0 && v.SlicesPerCard > 0 {
+		d.Capacity[CapacitySlices] = resourceapi.DeviceCapacity{Value: *resource.NewQuantity(int64(v.SlicesPerCard), resource.DecimalSI)}
+	}
+	return d
+}
