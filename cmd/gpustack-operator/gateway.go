@@ -41,6 +41,7 @@ func runWorkerGateway(args []string) error {
 	dispatch := fs.Bool("dispatch", true, "keep, in this cluster, what Kueue's MultiKueue needs to run Instances created here on the members")
 	retention := fs.Duration("retention", 24*time.Hour, "how long what no member offers any more (a member removed for good, a type it deleted) is kept, Inactive, before it is removed from this cluster; a member's outage, Hold or re-registration never removes the types the manager's Instances run on")
 	grace := fs.Duration("first-answer-grace", gateway.DefaultFirstAnswerGrace, "how long after start the dispatcher waits for every member's first answer before it writes: a member not read yet would look as if it offered nothing")
+	maxWatches := fs.Int("max-watches-per-client", gateway.DefaultMaxWatchesPerClient, "how many watches one client (the user the front proxy names) may hold open at once; one more is refused with 429 Too Many Requests")
 	kueueNamespace := fs.String("kueue-namespace", workerv1.KueueNamespace, "the namespace of this cluster's Kueue, where MultiKueue reads the members' kubeconfigs")
 	leaderElect := fs.Bool("leader-elect", true, "dispatch from one replica at a time, the holder of the Lease "+gatewayLease+" in --namespace; every replica serves the API")
 	shutdownDelay := fs.Duration("shutdown-delay", 5*time.Second, "how long a stopping replica goes on serving the aggregation layer, while kube-apiserver stops sending it requests")
@@ -71,7 +72,7 @@ func runWorkerGateway(args []string) error {
 	if err != nil {
 		return err
 	}
-	api := &gateway.Server{Source: gw, WatchInterval: time.Second}
+	api := &gateway.Server{Source: gw, WatchInterval: time.Second, MaxWatchesPerClient: *maxWatches}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	runnables := []manager.Runnable{everyReplica(gw.Run), everyReplica(api.Follow), everyReplica(func(ctx context.Context) error {
 		logger.Info("serving", "socket", *socket)

@@ -120,7 +120,7 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		serving = replica(mgr)
 		// kube-apiserver publishes the request-header settings a moment after it starts.
 		Eventually(func() error { return serving.Refresh(ctx, 30*time.Second) }).WithTimeout(30 * time.Second).Should(Succeed())
-		srv := &http.Server{Handler: gateway.Delegated(&gateway.Server{Source: gw, WatchInterval: 100 * time.Millisecond}, serving.RequestHeader, mgr),
+		srv := &http.Server{Handler: gateway.Delegated(&gateway.Server{Source: gw, WatchInterval: 100 * time.Millisecond, MaxWatchesPerClient: 1}, serving.RequestHeader, mgr),
 			ReadHeaderTimeout: time.Second, TLSConfig: serving.TLSConfig()}
 		runCtx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -179,6 +179,37 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		Expect(body).To(ContainSubstring(`user \"alice\" cannot list resource \"aggregatedinstancetypes\" in API group \"gateway.gpustack.ai\"`))
 		code, body = get("root", "system:masters")
 		Expect(code).To(Equal(http.StatusOK), body)
+	})
+
+	// Each user the front proxy names is held to its own count of open watches (one here).
+	It("bounds the watches each user holds open", func() {
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{proxyCert},
+			InsecureSkipVerify: true}}} // the test reaches the gateway's own self-signed port
+		watch := func(user string) (int, string) {
+			GinkgoHelper()
+			ctx, cancel := context.WithCancel(context.Background())
+			DeferCleanup(cancel)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, direct+"/apis/gateway.gpustack.ai/v1/aggregatedinstancetypes?watch=true", nil)
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("X-Remote-User", user)
+			req.Header.Add("X-Remote-Group", "system:masters")
+			resp, err := c.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(resp.Body.Close)
+			if resp.StatusCode == http.StatusOK {
+				return resp.StatusCode, ""
+			}
+			body, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			return resp.StatusCode, string(body)
+		}
+		code, body := watch("root")
+		Expect(code).To(Equal(http.StatusOK), body)
+		code, body = watch("root")
+		Expect(code).To(Equal(http.StatusTooManyRequests), body)
+		Expect(body).To(ContainSubstring(`user \"root\" holds 1 watches open on the gateway`))
+		code, body = watch("other-admin")
+		Expect(code).To(Equal(http.StatusOK), "another user is not held to root's count: %s", body)
 	})
 
 	It("refuses a request that does not come through kube-apiserver", func() {

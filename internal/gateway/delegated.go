@@ -91,7 +91,7 @@ func Delegated(next http.Handler, header func() RequestHeader, reviews client.Cl
 			writeStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf("user %q cannot %s %s", user, verb, what))
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withClient(r.Context(), user)))
 	})
 }
 

@@ -38,7 +38,11 @@ type Server struct {
 	// nothing else was sent: the resourceVersion it has reached, to resume from without a replay of what it
 	// has (DefaultBookmarkInterval when zero).
 	BookmarkInterval time.Duration
+	// MaxWatchesPerClient is how many watches one client (the user the front proxy names) may hold open at
+	// once; one more is refused with 429 Too Many Requests (DefaultMaxWatchesPerClient when zero).
+	MaxWatchesPerClient int
 
+	watches     watchSlots
 	openAPI     sync.Once
 	openAPIDocs http.Handler
 	openAPIErr  error
@@ -115,6 +119,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	table := wantsTable(r.Header.Get("Accept"))
 	if watch := q.Get("watch"); watch == "true" || watch == "1" {
+		client, most := clientOf(r.Context()), cmp.Or(s.MaxWatchesPerClient, DefaultMaxWatchesPerClient)
+		if !s.watches.take(client, most) {
+			// As kube-apiserver's flow control answers a client over its share: try again later.
+			w.Header().Set("Retry-After", "1")
+			writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests,
+				fmt.Sprintf("%s holds %d watches open on the gateway, the most one client may: close one (or ask the administrator to raise --max-watches-per-client)", clientName(client), most))
+			return
+		}
+		defer s.watches.give(client)
 		s.watch(w, r, res, sel, table)
 		return
 	}
@@ -147,6 +160,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, map[string]any{"apiVersion": gatewayv1.GroupVersion.String(), "kind": res.kind + "List",
 		"metadata": metav1.ListMeta{ResourceVersion: rv}, "items": objects})
+}
+
+// clientName names a client for a refusal.
+func clientName(client string) string {
+	if client == "" {
+		return "the unix socket's clients together"
+	}
+	return fmt.Sprintf("user %q", client)
 }
 
 // serveOpenAPI serves the OpenAPI v3 document, built at its first request (it never changes).

@@ -401,6 +401,9 @@ func TestTemplateOptions(t *testing.T) {
 		!contains(gw.Containers[0].Args, "--health-probe-bind-address=:8081") {
 		t.Errorf("the gateway's readiness is not its /readyz on the health port: %+v, args %v", gw.Containers[0].ReadinessProbe, gw.Containers[0].Args)
 	}
+	if !contains(gw.Containers[0].Args, "--max-watches-per-client=100") {
+		t.Errorf("the gateway's args lack the watch bound: %v", gw.Containers[0].Args)
+	}
 	if !contains(gw.Containers[0].Args, "--first-answer-grace=2m") {
 		t.Errorf("the gateway does not wait the default 2m for the members' first answers: %v", gw.Containers[0].Args)
 	}
