@@ -12,6 +12,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -79,7 +80,11 @@ func runWorkerGateway(args []string) error {
 		return serveUntil(ctx, srv, func() error { return srv.Serve(lis) }, 0)
 	})}
 	if *securePort != 0 {
-		serving := &gateway.Serving{Client: c, Every: 30 * time.Second, Log: logger, Certificate: webhooks.Serving{Namespace: *namespace,
+		watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+		if err != nil {
+			return errors.Wrap(err, "cannot create a client")
+		}
+		serving := &gateway.Serving{Client: c, Watch: watcher, Every: 30 * time.Second, Log: logger, Certificate: webhooks.Serving{Namespace: *namespace,
 			Service: *serviceName, Secret: *certSecret, CertManager: *certManager, APIServices: []string{gatewayv1.APIServiceName}}}
 		// helm makes the APIService after the Deployment: it is waited for.
 		if err := serving.Refresh(ctx, 5*time.Minute); err != nil {

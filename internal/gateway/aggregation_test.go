@@ -73,7 +73,7 @@ func frontProxy(dir string) (ca, cert, key string) {
 var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 	var kubeconfig, direct string
 	var proxyCert tls.Certificate
-	var mgr client.Client
+	var mgr client.WithWatch
 	var serving *gateway.Serving
 
 	BeforeAll(func() {
@@ -93,7 +93,7 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 		cfg, err := env.Start()
 		DeferCleanup(func() { _ = env.Stop() })
 		Expect(err).NotTo(HaveOccurred())
-		mgr, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+		mgr, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		ctx := context.Background()
 		Expect(mgr.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workerv1.SystemNamespace}})).To(Succeed())
@@ -256,6 +256,26 @@ var _ = Describe("the worker-gateway behind kube-apiserver", Ordered, func() {
 			return testenv.Kubectl(kubeconfig, "get", "aggregatedinstancetypes", "-o", "name")
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(ContainSubstring("gpu"),
 			"kube-apiserver trusts the renewed certificate through the APIService's new caBundle")
+	})
+
+	// A replica follows the Secret: the pair another replica made when the Secret was deleted is served here a
+	// moment later, not at the next read (an hour here), so kube-apiserver, which trusts only the new pair's CA
+	// from then on, is not refused by this replica in between.
+	It("serves the pair another replica made at once, following the Secret", func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		other := replica(mgr)
+		other.Watch = mgr
+		Expect(other.Refresh(ctx, 30*time.Second)).To(Succeed())
+		go func() { _ = other.Start(ctx) }()
+		before := served(other)
+
+		Expect(mgr.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: gatewayv1.ServingSecretName}})).To(Succeed())
+		// The first replica signs a new pair into the Secret at its next read.
+		Eventually(func() error { return serving.Refresh(ctx, 30*time.Second) }).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(served(serving)).NotTo(Equal(before), "a new pair was made")
+		Eventually(func() []byte { return served(other) }).WithTimeout(10*time.Second).Should(Equal(served(serving)),
+			"the other replica serves the new pair without waiting for its next read")
 	})
 })
 

@@ -9,22 +9,28 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
 
 // +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=create
-// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;update,resourceNames=gpustack-operator-worker-gateway-tls
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=get;update;list;watch,resourceNames=gpustack-operator-worker-gateway-tls
 // +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=get;patch,resourceNames=v1.gateway.gpustack.ai
 
 // Serving keeps what every replica of the gateway serves the aggregation layer with current: the serving key
 // pair of the Secret Certificate.Secret (self-signed by the first replica and shared by the others, or issued
 // by cert-manager), whose CA the chart's APIService carries, and the front proxy's request-header settings.
 // Both are read again every Every, so a renewed certificate or a rotated front-proxy CA is served without a
-// restart; a replica never signs a pair of its own that the APIService would not trust.
+// restart; a replica never signs a pair of its own that the APIService would not trust. With Watch, the Secret
+// is also followed as it changes, so every replica serves a new pair (whose CA the APIService now carries, the
+// old one no longer) within a moment of the replica that made it, not up to Every later.
 type Serving struct {
-	Client      client.Client
+	Client client.Client
+	// Watch follows the Secret; nil reads it every Every only.
+	Watch       client.WithWatch
 	Certificate webhooks.Serving
 	// Every is how often the Secret and kube-system/extension-apiserver-authentication are read again.
 	Every time.Duration
@@ -74,9 +80,13 @@ func (s *Serving) Refresh(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-// Start refreshes every Every until ctx ends; a failed refresh is logged, the last good pair and settings
-// served meanwhile, and tried again.
+// Start refreshes every Every, and at each change of the Secret when Watch is set, until ctx ends; a failed
+// refresh is logged, the last good pair and settings served meanwhile, and tried again.
 func (s *Serving) Start(ctx context.Context) error {
+	changed := make(chan struct{}, 1)
+	if s.Watch != nil {
+		go s.follow(ctx, changed)
+	}
 	t := time.NewTicker(s.Every)
 	defer t.Stop()
 	for {
@@ -84,9 +94,38 @@ func (s *Serving) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if err := s.Refresh(ctx, time.Minute); err != nil {
-				s.Log.Error(err, "cannot refresh what the gateway serves the aggregation layer with")
+		case <-changed:
+		}
+		if err := s.Refresh(ctx, time.Minute); err != nil {
+			s.Log.Error(err, "cannot refresh what the gateway serves the aggregation layer with")
+		}
+	}
+}
+
+// follow watches the Secret and says on changed when it changed (made, renewed or deleted), until ctx ends. A
+// watch that cannot start or that ends is started again after a pause; meanwhile the ticks read the Secret.
+func (s *Serving) follow(ctx context.Context, changed chan<- struct{}) {
+	for ctx.Err() == nil {
+		w, err := s.Watch.Watch(ctx, &corev1.SecretList{}, client.InNamespace(s.Certificate.Namespace),
+			client.MatchingFields{"metadata.name": s.Certificate.Secret})
+		if err != nil {
+			s.Log.Error(err, "cannot watch the serving Secret; reading it every interval", "secret", s.Certificate.Secret)
+		} else {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					break
+				}
+				// A change waiting to be read is enough: the refresh reads the latest.
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
 			}
+			w.Stop()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
 		}
 	}
 }

@@ -219,6 +219,8 @@ var _ = Describe("the generated roles", Ordered, func() {
 		// Its replicas share one serving certificate, which the first signs, and elect the one that dispatches.
 		gateway(access{verb: "create", resource: "secrets", namespace: system}),
 		gateway(access{verb: "update", resource: "secrets", namespace: system, name: gatewayv1.ServingSecretName}),
+		// Each replica follows that Secret by name, to serve a pair another replica made at once.
+		gateway(access{verb: "watch", resource: "secrets", namespace: system, name: gatewayv1.ServingSecretName}),
 		gateway(access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: system, name: "gpustack-operator-worker-gateway"}),
 		gateway(access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: system}),
 		cleanup(access{verb: "delete", resource: "secrets", namespace: system, name: gatewayv1.ServingSecretName}),
