@@ -44,7 +44,7 @@ func Spec(cpu cpuinfo.CPU) nfdv1alpha1.NodeFeatureSpec {
 	return nfdv1alpha1.NodeFeatureSpec{Features: *features, Labels: labels}
 }
 
-// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;create;update
+// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;create;update;patch
 
 // Run publishes node's CPU as read from the cpuinfo file, then again every interval until ctx ends (a
 // node's processor changes only across a reboot, which restarts the reporter; the interval mends a

@@ -33,7 +33,8 @@ type Agent struct {
 	Node string
 	// Provider detects the node's cards.
 	Provider providers.Provider
-	// Client writes the NodeFeature and Devices object and reads Pods; uncached.
+	// Client writes the NodeFeature and Devices object and reads Pods, from the API server; the node's own
+	// Devices object and NodeFeature may be read from a watch of them (OwnReads).
 	Client client.Client
 	// Interval is how often to detect again.
 	Interval time.Duration

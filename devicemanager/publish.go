@@ -20,8 +20,8 @@ import (
 	"github.com/gpustack/gpustack-operator/providers/rdma"
 )
 
-// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=nfd.k8s-sigs.io,namespace=gpustack-system,resources=nodefeatures,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch;create;update;patch;delete
 
 // Publisher writes a node's NodeFeature and Devices object, and nothing when nothing changed.
 type Publisher struct {
@@ -62,10 +62,12 @@ func (p *Publisher) publishDevices(ctx context.Context, node string, devices []p
 	switch {
 	case apierrors.IsNotFound(err):
 		d = &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: labels}, Spec: spec}
-		return errors.Wrap(p.Client.Create(ctx, d), "cannot create Devices")
+		// Made a moment ago and not read back yet (reads may come from a watch): the next detection compares.
+		return errors.Wrap(client.IgnoreAlreadyExists(p.Client.Create(ctx, d)), "cannot create Devices")
 	case err != nil:
 		return errors.Wrap(err, "cannot get Devices")
 	}
+	before := d.DeepCopy()
 	changed := !apiequality.Semantic.DeepEqual(d.Spec, spec)
 	for k, v := range labels {
 		if d.Labels[k] != v {
@@ -80,5 +82,7 @@ func (p *Publisher) publishDevices(ctx context.Context, node string, devices []p
 		return nil
 	}
 	d.Spec = spec
-	return errors.Wrap(p.Client.Update(ctx, d), "cannot update Devices")
+	// A merge patch, not an update: the object read may be a moment old (a watch's), and the worker writes its
+	// status meanwhile; the agent's spec and labels are its own.
+	return errors.Wrap(p.Client.Patch(ctx, d, client.MergeFrom(before)), "cannot patch Devices")
 }

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpustack/gpustack-operator/apis/scheme"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager"
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
@@ -99,7 +100,11 @@ func runDeviceManager(args []string) error {
 			if err != nil {
 				return err
 			}
-			a := &devicemanager.Agent{Node: name, Provider: p, Client: c, Interval: *interval, PluginDir: *pluginDir,
+			own, err := devicemanager.OwnReads(ctx, cfg, scheme.New(), name)
+			if err != nil {
+				return err
+			}
+			a := &devicemanager.Agent{Node: name, Provider: p, Client: own, Interval: *interval, PluginDir: *pluginDir,
 				Runtime: runtime, Log: logger, NoSlicedAllocateGate: !sliceGate, PodResources: podResources,
 				ExcludedDevices: devicemanager.ExcludedDevicesPath(os.Getenv, devicemanager.HostRoot), RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) },
 				DRA: drivers}

@@ -29,7 +29,8 @@ func Apply(ctx context.Context, c client.Client, name, node, partOf string, spec
 			}},
 			Spec: spec,
 		}
-		return errors.Wrapf(c.Create(ctx, nf), "cannot create NodeFeature %s", name)
+		// Made a moment ago and not read back yet (reads may come from a watch): the next round compares.
+		return errors.Wrapf(client.IgnoreAlreadyExists(c.Create(ctx, nf)), "cannot create NodeFeature %s", name)
 	}
 	if err != nil {
 		return errors.Wrapf(err, "cannot get NodeFeature %s", name)
@@ -38,6 +39,8 @@ func Apply(ctx context.Context, c client.Client, name, node, partOf string, spec
 	if apiequality.Semantic.DeepEqual(nf.Spec, spec) {
 		return nil
 	}
+	before := nf.DeepCopy()
 	nf.Spec = spec
-	return errors.Wrapf(c.Update(ctx, nf), "cannot update NodeFeature %s", name)
+	// A merge patch, not an update: the object read may be a moment old (a watch's); its spec is the writer's own.
+	return errors.Wrapf(c.Patch(ctx, nf, client.MergeFrom(before)), "cannot patch NodeFeature %s", name)
 }
