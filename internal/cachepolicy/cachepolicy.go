@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -36,6 +37,15 @@ func Options() cache.Options {
 			&corev1.Node{}:             {Transform: TrimNode},
 		},
 	}
+}
+
+// Unwrapped is a delete event's object: the object the tombstone holds where the informer missed the deletion
+// itself (toolscache.DeletedFinalStateUnknown), the object as it came otherwise.
+func Unwrapped(obj any) any {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
 }
 
 // TrimPod drops from a cached Pod what the worker never reads, keeping its metadata (labels, annotations,

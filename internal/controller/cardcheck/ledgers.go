@@ -5,10 +5,12 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/pools"
 )
 
@@ -150,16 +152,33 @@ func (x *ledgerIndex) handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { x.onEvent(obj, false) },
 		UpdateFunc: func(old, obj any) {
-			x.onEvent(old, false)
+			before, wasPod := old.(*corev1.Pod)
+			after, isPod := obj.(*corev1.Pod)
+			if wasPod && isPod {
+				// Most of a Pod's updates are its status (conditions, IPs, container states) with what it holds
+				// unchanged: those leave its node's cards as they are.
+				if !chargeChanged(before, after) {
+					return
+				}
+				if before.Spec.NodeName != after.Spec.NodeName {
+					x.changed(before.Spec.NodeName, false)
+				}
+			}
 			x.onEvent(obj, false)
 		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			x.onEvent(obj, true)
-		},
+		DeleteFunc: func(obj any) { x.onEvent(cachepolicy.Unwrapped(obj), true) },
 	}
+}
+
+// chargeChanged reports whether an update changes what the Pod holds on a node's cards, as rebuild counts it:
+// its node, whether it still runs, or its claims (its requests, the cards the ledger recorded for it, and which
+// of its init containers ran).
+func chargeChanged(before, after *corev1.Pod) bool {
+	finished := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	}
+	return before.UID != after.UID || before.Spec.NodeName != after.Spec.NodeName || finished(before) != finished(after) ||
+		!apiequality.Semantic.DeepEqual(pools.PodClaims(before), pools.PodClaims(after))
 }
 
 func (x *ledgerIndex) onEvent(obj any, deleted bool) {

@@ -78,8 +78,19 @@ func TestLedgerIndex(t *testing.T) {
 				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
 				h.OnUpdate(n, n)
 			}, wantHit: true, wantFree: 1},
+		{reason: "The Pod's status changes without changing what it holds (its IP, a condition): still a hit, nothing rebuilt.",
+			event: func(_ *ledgerIndex, h toolscache.ResourceEventHandler) {
+				ready := pod.DeepCopy()
+				ready.ResourceVersion, ready.Status.PodIP = "6", "10.0.0.9"
+				ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+				h.OnUpdate(&pod, ready)
+			}, wantHit: true, wantFree: 1},
 		{reason: "The Pod finished; the verdict read the cache just before the event and rebuilt after it: its cards are stale, a miss.",
-			event:       func(_ *ledgerIndex, h toolscache.ResourceEventHandler) { h.OnUpdate(&pod, &pod) },
+			event: func(_ *ledgerIndex, h toolscache.ResourceEventHandler) {
+				finished := pod.DeepCopy()
+				finished.ResourceVersion, finished.Status.Phase = "7", corev1.PodSucceeded
+				h.OnUpdate(&pod, finished)
+			},
 			rebuildWith: []corev1.Pod{pod}, storeLate: true},
 		{reason: "So the next read misses too, and rebuilds from what the cache holds now.", rebuildWith: []corev1.Pod{}},
 		{reason: "Then hits, both cards free.", wantHit: true, wantFree: 2},

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 )
 
 // cpuIndex sums the CPU the Pods bound to each node request, kept from the worker's cache's Pod events: a
@@ -112,11 +114,6 @@ func (x *cpuIndex) handler(changed func()) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { on(obj, false) },
 		UpdateFunc: func(_, obj any) { on(obj, false) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			on(obj, true)
-		},
+		DeleteFunc: func(obj any) { on(cachepolicy.Unwrapped(obj), true) },
 	}
 }
