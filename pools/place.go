@@ -35,9 +35,9 @@ func NodeCardsOf(d *workerv1.Devices, bound []Claim) NodeCards {
 // and the nodes as they are after it. When no node takes them it returns the reasons of the first nodes, in
 // their order (maxReasons of them, then how many more refused). The nodes passed in are not changed.
 func Place(nodes []NodeCards, claims []Claim) (string, []NodeCards, error) {
-	i, trial, err := placeFirst(nodes, claims)
-	if err != nil {
-		return "", nil, err
+	i, trial, ok := placeFirst(nodes, claims)
+	if !ok {
+		return "", nil, noNodeTakes(nodes, claims)
 	}
 	out := append([]NodeCards(nil), nodes...)
 	out[i] = trial
@@ -48,15 +48,21 @@ func Place(nodes []NodeCards, claims []Claim) (string, []NodeCards, error) {
 // write a Workload's status message of megabytes.
 const maxReasons = 5
 
-// placeFirst returns the index of the first node that takes the claims and that node after them.
-func placeFirst(nodes []NodeCards, claims []Claim) (int, NodeCards, error) {
-	if len(nodes) == 0 {
-		return -1, NodeCards{}, errors.New("no node serves the assigned flavor")
-	}
+// placeFirst returns the index of the first node that takes the claims and that node after them; ok is false
+// when none does.
+func placeFirst(nodes []NodeCards, claims []Claim) (int, NodeCards, bool) {
 	for i, n := range nodes {
 		if trial, ok := placeOnNode(n, claims); ok {
-			return i, trial, nil
+			return i, trial, true
 		}
+	}
+	return -1, NodeCards{}, false
+}
+
+// noNodeTakes says why no node takes the claims: the reasons of the first nodes, in their order.
+func noNodeTakes(nodes []NodeCards, claims []Claim) error {
+	if len(nodes) == 0 {
+		return errors.New("no node serves the assigned flavor")
 	}
 	var reasons []string
 	for _, n := range nodes[:min(len(nodes), maxReasons)] {
@@ -65,7 +71,7 @@ func placeFirst(nodes []NodeCards, claims []Claim) (int, NodeCards, error) {
 	if more := len(nodes) - len(reasons); more > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d more node(s) have no room either", more))
 	}
-	return -1, NodeCards{}, errors.Errorf("%s", strings.Join(reasons, "; "))
+	return errors.Errorf("%s", strings.Join(reasons, "; "))
 }
 
 // placeOnNode puts all the claims on one node and returns the node after them, ok false when one does not
@@ -105,20 +111,38 @@ func whyNot(n NodeCards, claims []Claim) error {
 // nodes it needs. It returns the node of each Pod and the nodes as they are after all of them; when a Pod
 // fits nowhere, the reason names which Pod. The nodes passed in are not changed.
 func PlacePods(nodes []NodeCards, pods [][]Claim) ([]string, []NodeCards, error) {
+	names, out, failed := placePods(nodes, pods)
+	if failed < 0 {
+		return names, out, nil
+	}
+	err := noNodeTakes(out, pods[failed])
+	if len(pods) > 1 {
+		return nil, nil, errors.Wrapf(err, "Pod %d of %d", failed+1, len(pods))
+	}
+	return nil, nil, err
+}
+
+// FitPods is PlacePods for a caller with no use for the reason a workload does not fit (one counted before the
+// workload being judged): ok is false where PlacePods would refuse, and no refusal is written.
+func FitPods(nodes []NodeCards, pods [][]Claim) ([]string, []NodeCards, bool) {
+	names, out, failed := placePods(nodes, pods)
+	return names, out, failed < 0
+}
+
+// placePods places the Pods in turn; failed is the index of the first Pod that fits nowhere (the nodes then as
+// they are after the Pods before it), -1 when all fit.
+func placePods(nodes []NodeCards, pods [][]Claim) ([]string, []NodeCards, int) {
 	names := make([]string, 0, len(pods))
 	out := nodes
 	for i, claims := range pods {
-		j, trial, err := placeFirst(out, claims)
-		if err != nil {
-			if len(pods) > 1 {
-				return nil, nil, errors.Wrapf(err, "Pod %d of %d", i+1, len(pods))
-			}
-			return nil, nil, err
+		j, trial, ok := placeFirst(out, claims)
+		if !ok {
+			return nil, out, i
 		}
 		if i == 0 {
 			out = append([]NodeCards(nil), nodes...)
 		}
 		names, out[j] = append(names, trial.Name), trial
 	}
-	return names, out, nil
+	return names, out, -1
 }

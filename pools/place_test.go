@@ -133,7 +133,18 @@ func TestPlacePods(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, _, err := PlacePods(tc.nodes, tc.pods)
+			got, after, err := PlacePods(tc.nodes, tc.pods)
+			// FitPods places as PlacePods does, without the reason.
+			fitNames, fitAfter, ok := FitPods(tc.nodes, tc.pods)
+			if ok != (err == nil) {
+				t.Errorf("%s\nFitPods(...) ok %t, PlacePods(...) error %v", tc.reason, ok, err)
+			}
+			if diff := cmp.Diff(got, fitNames); ok && diff != "" {
+				t.Errorf("%s\nFitPods(...) places otherwise than PlacePods(...): -PlacePods, +FitPods:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(after, fitAfter); ok && diff != "" {
+				t.Errorf("%s\nFitPods(...) leaves the nodes otherwise than PlacePods(...): -PlacePods, +FitPods:\n%s", tc.reason, diff)
+			}
 			if tc.want.err != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.want.err) {
 					t.Errorf("%s\nPlacePods(...): error %v, want one starting %q", tc.reason, err, tc.want.err)

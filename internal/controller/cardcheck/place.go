@@ -81,8 +81,36 @@ func (f *flavorNodes) withHostname(h string) []int {
 }
 
 // place places the Pods on the nodes the filter allows, first fit in name order, and keeps the nodes as they
-// are after them; where they do not fit, the nodes stay as they were. It returns the node of each Pod.
+// are after them; where they do not fit, the nodes stay as they were and the error says why. It returns the
+// node of each Pod.
 func (f *flavorNodes) place(filter nodeFilter, pods podClaims) ([]string, error) {
+	return f.placeAs(filter, pods, true)
+}
+
+// count places the Pods as place does, without asking why they do not fit: a Workload in flight, counted before
+// the one judged, whose refusal on a full flavor would be written and thrown away.
+func (f *flavorNodes) count(filter nodeFilter, pods podClaims) {
+	_, _ = f.placeAs(filter, pods, false)
+}
+
+// errNoFit is count's refusal, which nobody reads.
+var errNoFit = errors.New("the Pods fit on no node")
+
+// fit places the Pods on the nodes: with the reason they do not fit where explain (pools.PlacePods), without
+// otherwise (pools.FitPods).
+func fit(nodes []pools.NodeCards, pods podClaims, explain bool) ([]string, []pools.NodeCards, error) {
+	if explain {
+		return pools.PlacePods(nodes, pods)
+	}
+	placed, after, ok := pools.FitPods(nodes, pods)
+	if !ok {
+		return nil, nil, errNoFit
+	}
+	return placed, after, nil
+}
+
+// placeAs is place, saying why the Pods do not fit only where explain.
+func (f *flavorNodes) placeAs(filter nodeFilter, pods podClaims, explain bool) ([]string, error) {
 	var subset []pools.NodeCards
 	var index []int
 	try := func(i int) {
@@ -105,7 +133,7 @@ func (f *flavorNodes) place(filter nodeFilter, pods podClaims) ([]string, error)
 	if len(subset) == 0 && len(f.cards) > 0 {
 		return nil, errors.New("no node of the flavor matches the Pods' node selector and affinity")
 	}
-	placed, after, err := pools.PlacePods(subset, pods)
+	placed, after, err := fit(subset, pods, explain)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +148,7 @@ func (f *flavorNodes) place(filter nodeFilter, pods podClaims) ([]string, error)
 func decide(f *flavorNodes, inflight []*kueue.Workload, memo *inflightMemo, templates map[kueue.PodSetReference]*corev1.Pod, pods podClaims) ([]string, error) {
 	for _, other := range inflight {
 		claims, filter := memo.of(other)
-		_, _ = f.place(filter, claims)
+		f.count(filter, claims)
 	}
 	return f.place(filterOf(templates), pods)
 }
