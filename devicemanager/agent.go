@@ -74,8 +74,9 @@ type Agent struct {
 	rdmaPlugins  map[string]*deviceplugin.RDMAPlugin
 	servers      map[string]*deviceplugin.Server
 	reservations map[string]*deviceplugin.Reservations
-	// partitionTokens are what the partitioned cards offered when last listed; only Run's goroutine uses it.
-	partitionTokens string
+	// partitionTokens are what the partitioned cards offered when last listed, and claimedCards the cards
+	// DRA held then; only Run's goroutine uses them.
+	partitionTokens, claimedCards string
 	// excluded are the cards ExcludedDevices last listed; only Run's goroutine uses it.
 	excluded map[string]bool
 }
@@ -318,7 +319,7 @@ func (a *Agent) servePlugins(ctx context.Context) {
 			// One plugin per resource for the agent's life: its reservations and watchers outlive a kubelet restart.
 			p := a.plugins[r.Name]
 			if p == nil {
-				p = &deviceplugin.Plugin{Resource: r, Cards: a.currentCards, Ledger: a.ledger, Runtime: a.Runtime,
+				p = &deviceplugin.Plugin{Resource: r, Cards: a.currentCards, Ledger: a.Ledger, Runtime: a.Runtime,
 					Pending: deviceplugin.PodBudgets{Reader: a.Client, Node: a.Node, PodResources: a.PodResources}, Reservations: a.reservations[v.Key],
 					Partitioner: a.Partitioners[v.Key], NoSlicedAllocateGate: a.NoSlicedAllocateGate}
 				a.plugins[r.Name] = p
@@ -346,38 +347,40 @@ func (a *Agent) serve(ctx context.Context, resource string, p pluginapi.DevicePl
 	a.servers[resource] = s
 }
 
-// followLedger lists the partitioned resources' tokens again when the ledger changed what the node's
-// partitioned cards offer (partitions held plus the most still possible), so the kubelet's pool key follows.
+// followLedger lists the resources' tokens again when the ledger changed what the node's cards offer: the
+// partitions a partitioned card holds plus the most it can still make (so the kubelet's pool key follows), and
+// the cards DRA allocated to ResourceClaims (listed unhealthy).
 func (a *Agent) followLedger(ctx context.Context) {
-	var offers strings.Builder
-	cards := a.currentCards()
-	if !slices.ContainsFunc(cards, func(c providers.Device) bool { return len(c.Partitions) > 0 }) {
-		return
-	}
-	ledger, err := a.ledger(ctx)
+	ledger, err := a.Ledger(ctx)
 	if err != nil {
 		return
 	}
-	for _, c := range cards {
-		if e, ok := ledger[c.UUID]; ok && e.Partitioned() {
+	var offers, claimed strings.Builder
+	for _, c := range a.currentCards() {
+		e, ok := ledger[c.UUID]
+		if ok && e.Partitioned() {
 			fmt.Fprintf(&offers, "%s=%d;", c.UUID, pools.PartitionTokens(e))
 		}
+		if len(e.ResourceClaims) > 0 {
+			fmt.Fprintf(&claimed, "%s;", c.UUID)
+		}
 	}
-	if offers.String() == a.partitionTokens {
+	partitions, claims := offers.String() != a.partitionTokens, claimed.String() != a.claimedCards
+	if !partitions && !claims {
 		return
 	}
-	a.partitionTokens = offers.String()
+	a.partitionTokens, a.claimedCards = offers.String(), claimed.String()
 	a.servingMu.Lock()
 	defer a.servingMu.Unlock()
 	for _, p := range a.plugins {
-		if p.Resource.Kind == deviceplugin.Partitioned {
+		if claims || p.Resource.Kind == deviceplugin.Partitioned {
 			p.Changed()
 		}
 	}
 }
 
-// ledger reads the node's ledger from its Devices object.
-func (a *Agent) ledger(ctx context.Context) (map[string]pools.Card, error) {
+// Ledger reads the node's ledger from its Devices object, by card ID.
+func (a *Agent) Ledger(ctx context.Context) (map[string]pools.Card, error) {
 	d := &workerv1.Devices{}
 	if err := a.Client.Get(ctx, client.ObjectKey{Name: a.Node}, d); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
+	"github.com/gpustack/gpustack-operator/devicemanager/dra"
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/providers/rdma"
 	"github.com/gpustack/gpustack-operator/vendors"
@@ -201,6 +202,9 @@ func (d Deployment) daemonSet(key string, place func(*corev1.PodSpec)) *appsv1.D
 	hostPath := func(name, path string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
 	}
+	// The runtime reads /var/run/cdi where it exists; a node that has none yet gets it.
+	cdiSpecs := hostPath("cdi", dra.DefaultCDIDir)
+	cdiSpecs.HostPath.Type = ptr.To(corev1.HostPathDirectoryOrCreate)
 	env := append([]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}, d.Env...)
 	ds := &appsv1.DaemonSet{
@@ -233,6 +237,8 @@ func (d Deployment) daemonSet(key string, place func(*corev1.PodSpec)) *appsv1.D
 							// Where the DRA drivers register with the kubelet, and their sockets it calls.
 							{Name: "plugins-registry", MountPath: kubeletplugin.KubeletRegistryDir},
 							{Name: "plugins", MountPath: kubeletplugin.KubeletPluginsDir},
+							// Where the DRA drivers write a prepared claim's CDI spec for the container runtime.
+							{Name: "cdi", MountPath: dra.DefaultCDIDir},
 							// The kubelet's pod-resources API tells which container an allocation is for.
 							{Name: "pod-resources", MountPath: filepath.Dir(deviceplugin.PodResourcesSocket), ReadOnly: true},
 							{Name: "sys", MountPath: "/sys", ReadOnly: true},
@@ -249,7 +255,7 @@ func (d Deployment) daemonSet(key string, place func(*corev1.PodSpec)) *appsv1.D
 						hostPath("device-plugins", "/var/lib/kubelet/device-plugins"),
 						hostPath("plugins-registry", kubeletplugin.KubeletRegistryDir), hostPath("plugins", kubeletplugin.KubeletPluginsDir),
 						hostPath("pod-resources", filepath.Dir(deviceplugin.PodResourcesSocket)), hostPath("sys", "/sys"),
-						hostPath("dev", "/dev"), hostPath("data", d.dataDir()), hostPath("host", "/"),
+						hostPath("dev", "/dev"), hostPath("data", d.dataDir()), hostPath("host", "/"), cdiSpecs,
 					},
 				},
 			},

@@ -317,7 +317,7 @@ func TestDeploymentDataDir(t *testing.T) {
 func TestDeploymentKubeletSockets(t *testing.T) {
 	d := devicemanager.Deployment{Image: "gpustack/gpustack-operator:test"}
 	want := map[string]string{"device-plugins": "/var/lib/kubelet/device-plugins",
-		"plugins-registry": "/var/lib/kubelet/plugins_registry", "plugins": "/var/lib/kubelet/plugins"}
+		"plugins-registry": "/var/lib/kubelet/plugins_registry", "plugins": "/var/lib/kubelet/plugins", "cdi": "/var/run/cdi"}
 	for _, o := range d.Objects() {
 		ds := o.(*appsv1.DaemonSet)
 		if ds.Name == devicemanager.CPUInfoDaemonSetName {

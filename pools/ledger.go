@@ -1,6 +1,8 @@
 package pools
 
 import (
+	"slices"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -16,6 +18,9 @@ type Claim struct {
 	Demand Demand
 	// Cards are the cards it was placed on before, by ID; empty when it is not placed yet.
 	Cards []string
+	// ResourceClaim is the ResourceClaim (namespace/name) that holds the cards through DRA; empty for a
+	// container's request of a device plugin's resource.
+	ResourceClaim string
 }
 
 // Ledger charges the claims on the node's cards and returns the ledger, where each claim sits (by card ID),
@@ -76,6 +81,10 @@ func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[st
 		}
 		for _, i := range chosen {
 			placed[c.Key] = append(placed[c.Key], subset[i].ID)
+			if c.ResourceClaim != "" {
+				card := &all[candidates[i]]
+				card.ResourceClaims = append(slices.Clone(card.ResourceClaims), c.ResourceClaim)
+			}
 		}
 	}
 	st := workerv1.DevicesStatus{}
@@ -88,8 +97,8 @@ func Ledger(d *workerv1.Devices, claims []Claim) (workerv1.DevicesStatus, map[st
 					card = cards[g.Manufacturer][i]
 				}
 			}
-			entry := workerv1.AcceleratorAllocation{ID: a.ID, Index: a.Index,
-				Mode: card.Mode, Allocated: M - card.Remaining, Remaining: card.Remaining, AllocatedSlices: card.AllocatedSlices}
+			entry := workerv1.AcceleratorAllocation{ID: a.ID, Index: a.Index, Mode: card.Mode, Allocated: M - card.Remaining,
+				Remaining: card.Remaining, AllocatedSlices: card.AllocatedSlices, ResourceClaims: card.ResourceClaims}
 			for _, p := range card.Partitions {
 				if p.Allocated > 0 {
 					entry.AllocatedProfiles = append(entry.AllocatedProfiles, workerv1.ProfileCount{Name: p.Profile, Count: p.Allocated})

@@ -70,6 +70,15 @@ func TestLedger(t *testing.T) {
 				entry("B", 1, workerv1.AllocationSliced, 640_000, 1)},
 				placed: map[string][]string{"a": {"A"}, "b": {"B"}}, problems: []string{"c: no card has room for a slice of 60%"}},
 		},
+		"ResourceClaimNamedOnItsCard": {
+			reason: "A card allocated to a ResourceClaim is held whole and names the claim; a container's slice goes to the other card.",
+			claims: []Claim{{Key: "ResourceClaim ns/rc", Manufacturer: "nvidia", ResourceClaim: "ns/rc",
+				Demand: Demand{Family: FamilyExclusive, Cards: 1}, Cards: []string{"A"}}, slice("s", 160_000)},
+			want: want{cards: []workerv1.AcceleratorAllocation{
+				{ID: "A", Index: 0, Mode: workerv1.AllocationExclusive, Allocated: M, ResourceClaims: []string{"ns/rc"}},
+				entry("B", 1, workerv1.AllocationSliced, M-160_000, 1)},
+				placed: map[string][]string{"ResourceClaim ns/rc": {"A"}, "s": {"B"}}},
+		},
 		"CardGone": {
 			reason: "A claim on a card the node no longer has is reported, not charged.",
 			claims: []Claim{whole("a", 1, "Z")},

@@ -77,6 +77,8 @@ type Card struct {
 	Unhealthy bool `json:"unhealthy,omitempty"`
 	// Partitions are the card's partition profiles while it is in a partitioning mode.
 	Partitions []Partition `json:"partitions,omitempty"`
+	// ResourceClaims are the ResourceClaims (namespace/name) the card is allocated to through DRA.
+	ResourceClaims []string `json:"resourceClaims,omitempty"`
 }
 
 // Partition is one profile of a partitioned card: how many one empty card holds, how many the card holds now
@@ -249,7 +251,7 @@ func ledgerCard(g workerv1.DeviceGroup, a workerv1.Accelerator, l *workerv1.Acce
 	if l == nil {
 		return c
 	}
-	c.Mode, c.Remaining, c.AllocatedSlices = l.Mode, clamp(l.Remaining, 0, M), l.AllocatedSlices
+	c.Mode, c.Remaining, c.AllocatedSlices, c.ResourceClaims = l.Mode, clamp(l.Remaining, 0, M), l.AllocatedSlices, l.ResourceClaims
 	for j := range c.Partitions {
 		for _, ap := range l.AllocatedProfiles {
 			if c.Partitions[j].Profile == ap.Name {

@@ -48,6 +48,7 @@ func runDeviceManager(args []string) error {
 	pluginDir := fs.String("device-plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory; empty serves no device plugin (simulated nodes never serve one)")
 	draRegistrar := fs.String("dra-registrar-dir", kubeletplugin.KubeletRegistryDir, "the kubelet's plugin registration directory, where the DRA drivers register; empty publishes nothing to DRA")
 	draPlugins := fs.String("dra-plugin-dir", kubeletplugin.KubeletPluginsDir, "where each DRA driver makes its directory with the socket the kubelet calls")
+	cdiDir := fs.String("cdi-dir", dra.DefaultCDIDir, "where the DRA drivers write a prepared claim's CDI spec, for the node's container runtime (CDI on) to read")
 	metricsAddr := fs.String("metrics-bind-address", "0", "address of the Prometheus metrics endpoint (the cards by health); 0 turns it off")
 	nodeTokens := fs.String("simulate-node-tokens", "", "with --simulate-inventory, a directory holding one token per node (a file named after it), bound to that node as a real agent's Pod token is: each node's inventory is written with its own")
 	printOnly := fs.Bool("print", false, "detect once with the hardware backends and print the labels and the Devices spec that would be published, without a cluster")
@@ -96,7 +97,7 @@ func runDeviceManager(args []string) error {
 			podResources = deviceplugin.PodResourcesSocket
 		}
 		for name, p := range agents {
-			drivers, err := draDrivers(cfg, name, *draRegistrar, *draPlugins, logger)
+			drivers, err := draDrivers(cfg, name, *draRegistrar, *draPlugins, *cdiDir, logger)
 			if err != nil {
 				return err
 			}
@@ -108,6 +109,10 @@ func runDeviceManager(args []string) error {
 				Runtime: runtime, Log: logger, NoSlicedAllocateGate: !sliceGate, PodResources: podResources,
 				ExcludedDevices: devicemanager.ExcludedDevicesPath(os.Getenv, devicemanager.HostRoot), RDMA: func() ([]rdma.Device, error) { return rdma.Scan(pcisysfs.DefaultRoot) },
 				DRA: drivers}
+			if drivers != nil {
+				// A claim's cards reach its containers as a device plugin's would, and the ledger keeps the two apart.
+				drivers.Edits, drivers.Ledger = runtime.WholeCards, a.Ledger
+			}
 			if hw, ok := p.(*hardware.Provider); ok {
 				a.Partitioners = map[string]deviceplugin.Partitioner{"nvidia": hw.MIG()}
 			}
@@ -148,7 +153,7 @@ func runDeviceManager(args []string) error {
 
 // draDrivers returns the node's DRA drivers, or none where GPUSTACK_DRA_PUBLISH is false, no registration
 // directory is given, or the cluster serves no DRA (said in the log).
-func draDrivers(cfg *rest.Config, node, registrar, plugins string, log logr.Logger) (*dra.Drivers, error) {
+func draDrivers(cfg *rest.Config, node, registrar, plugins, cdiDir string, log logr.Logger) (*dra.Drivers, error) {
 	publish, err := dra.Publishing(os.Getenv)
 	if err != nil || !publish || registrar == "" {
 		return nil, err
@@ -165,7 +170,7 @@ func draDrivers(cfg *rest.Config, node, registrar, plugins string, log logr.Logg
 		log.Info("the cluster serves no resource.k8s.io/v1 ResourceSlices; the cards are not published to DRA", "node", node)
 		return nil, nil
 	}
-	return &dra.Drivers{Node: node, Client: clientset, RegistrarDir: registrar, PluginDir: plugins, Log: log.WithName("dra")}, nil
+	return &dra.Drivers{Node: node, Client: clientset, RegistrarDir: registrar, PluginDir: plugins, CDIDir: cdiDir, Log: log.WithName("dra")}, nil
 }
 
 // nodePublishers returns the publisher of each simulated node: one client for all, or, with a token

@@ -11,9 +11,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -206,7 +209,8 @@ func setupSettingsAPI(mgr ctrl.Manager, cfg *rest.Config, s *runtime.Scheme, por
 }
 
 // setupLedgerAndCheck registers the ledger and the per-card check, which both list a node's Pods through one
-// index of the cache.
+// index of the cache. Where the cluster serves ResourceClaims, the ledger charges those the DRA drivers
+// allocated cards to as well.
 func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
 	if err := cachepolicy.IndexPodsByNode(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -215,9 +219,18 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	claims, err := servesResourceClaims(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	if claims {
+		if err := cachepolicy.IndexResourceClaimsByPool(ctx, mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&ledger.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
-		ReleaseTerminated: release}).SetupWithManager(mgr); err != nil {
+		ReleaseTerminated: release, ResourceClaims: claims}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the ledger")
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
@@ -226,6 +239,16 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
 		return errors.Wrap(err, "cannot set up the node-devices admission check")
 	}
 	return nil
+}
+
+// servesResourceClaims reports whether the API server serves resource.k8s.io/v1 ResourceClaims (Kubernetes
+// 1.34 and later).
+func servesResourceClaims(m meta.RESTMapper) (bool, error) {
+	_, err := m.RESTMapping(schema.GroupKind{Group: resourceapi.GroupName, Kind: "ResourceClaim"}, resourceapi.SchemeGroupVersion.Version)
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, errors.Wrap(err, "cannot discover resource.k8s.io/v1")
 }
 
 // podNamespace returns the worker's namespace, which the Pod learns through the downward API.

@@ -98,3 +98,22 @@ func TestAllocatePartitions(t *testing.T) {
 		}
 	})
 }
+
+func TestLedgerTokensClaimedCards(t *testing.T) {
+	nvidia, _ := vendors.Lookup("nvidia")
+	cards := []providers.Device{a10g(0), a10g(1)}
+	ledger := map[string]pools.Card{a10g(1).UUID: {ID: a10g(1).UUID, Mode: 1, ResourceClaims: []string{"ns/rc"}}}
+	for _, r := range Resources(nvidia) {
+		if r.Kind == Partitioned {
+			continue
+		}
+		health := map[string]string{}
+		for _, d := range LedgerTokens(r, cards, ledger) {
+			health[CardOf(d.ID)] = d.Health
+		}
+		want := map[string]string{a10g(0).UUID: pluginapi.Healthy, a10g(1).UUID: pluginapi.Unhealthy}
+		if diff := cmp.Diff(want, health); diff != "" {
+			t.Errorf("%s: a card allocated to a ResourceClaim is listed unhealthy, so the kubelet grants it to no container\nLedgerTokens(...): -want, +got:\n%s", r.Name, diff)
+		}
+	}
+}

@@ -90,8 +90,8 @@ func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*plu
 	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
 }
 
-// ListAndWatch sends the resource's tokens, and again whenever the cards (or, for partitions, the ledger)
-// change.
+// ListAndWatch sends the resource's tokens, and again whenever the cards or what the ledger says of them
+// (partitions left, cards DRA holds) change.
 func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlugin_ListAndWatchServer) error {
 	for {
 		changed := p.waitChange()
@@ -106,9 +106,9 @@ func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlugin_
 	}
 }
 
-// tokens are the devices to list: a partitioned resource's from the ledger when it can be read.
+// tokens are the devices to list, as the ledger says when it can be read (partitions left, cards DRA holds).
 func (p *Plugin) tokens(ctx context.Context) []*pluginapi.Device {
-	if p.Resource.Kind != Partitioned || p.Ledger == nil {
+	if p.Ledger == nil {
 		return Tokens(p.Resource, p.Cards())
 	}
 	ledger, err := p.Ledger(ctx)
@@ -226,13 +226,13 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		var cresp *pluginapi.ContainerAllocateResponse
 		switch p.Resource.Kind {
 		case Whole:
-			cresp = p.Runtime.containerFor(p.Resource.Vendor.Key, cards)
+			cresp = p.Runtime.WholeCards(p.Resource.Vendor.Key, cards)
 		case Shared:
 			if len(cards) != len(creq.DevicesIds) {
 				return nil, errors.Errorf("%s: %d shares must sit on %d distinct cards, got %d cards", p.Resource.Name,
 					len(creq.DevicesIds), len(creq.DevicesIds), len(cards))
 			}
-			cresp = p.Runtime.containerFor(p.Resource.Vendor.Key, cards)
+			cresp = p.Runtime.WholeCards(p.Resource.Vendor.Key, cards)
 		case Sliced:
 			if len(creq.DevicesIds) != 1 {
 				return nil, errors.Errorf("%s: a slice is always one card, got %d", p.Resource.Name, len(creq.DevicesIds))
@@ -267,7 +267,7 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 			if reserved := p.Reservations.take(len(cards)); reserved != nil {
 				cards = reserved
 			}
-			cresp = p.Runtime.containerFor(p.Resource.Vendor.Key, cards)
+			cresp = p.Runtime.WholeCards(p.Resource.Vendor.Key, cards)
 		}
 		if p.Resource.Kind != Visibility {
 			p.Reservations.add(cards)

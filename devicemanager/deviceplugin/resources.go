@@ -98,7 +98,9 @@ func Tokens(r Resource, cards []providers.Device) []*pluginapi.Device {
 }
 
 // LedgerTokens is Tokens once the ledger is known: a partitioned card then offers its partitions held plus the
-// most of one profile it can still make (pools.PartitionTokens), so the node's pool key follows what is left.
+// most of one profile it can still make (pools.PartitionTokens), so the node's pool key follows what is left;
+// a card allocated to a ResourceClaim through DRA is listed unhealthy, so the kubelet grants it to no container
+// and the node's allocatable leaves it out.
 func LedgerTokens(r Resource, cards []providers.Device, ledger map[string]pools.Card) []*pluginapi.Device {
 	var out []*pluginapi.Device
 	for _, c := range cards {
@@ -106,11 +108,12 @@ func LedgerTokens(r Resource, cards []providers.Device, ledger map[string]pools.
 			continue
 		}
 		n := r.PerCard(c)
-		if entry, ok := ledger[c.UUID]; ok && r.Kind == Partitioned && entry.Partitioned() {
+		entry, known := ledger[c.UUID]
+		if known && r.Kind == Partitioned && entry.Partitioned() {
 			n = int(pools.PartitionTokens(entry))
 		}
 		health := pluginapi.Healthy
-		if c.Unhealthy {
+		if c.Unhealthy || len(entry.ResourceClaims) > 0 {
 			health = pluginapi.Unhealthy
 		}
 		if r.Kind == Whole {

@@ -98,8 +98,9 @@ func RuntimeIn(data string) Runtime {
 	return Runtime{LibDir: filepath.Join(data, "operator", "lib"), StateDir: filepath.Join(data, "operator", "slices")}
 }
 
-// containerFor returns what a container needs to use whole cards or shares: the cards, made visible.
-func (rt Runtime) containerFor(vendor string, cards []providers.Device) *pluginapi.ContainerAllocateResponse {
+// WholeCards returns what a container needs to use whole cards or shares: the cards, made visible (the DRA
+// drivers give a prepared claim the same).
+func (rt Runtime) WholeCards(vendor string, cards []providers.Device) *pluginapi.ContainerAllocateResponse {
 	ids := make([]string, len(cards))
 	for i, c := range cards {
 		ids[i] = strconv.Itoa(int(c.Index))
@@ -144,7 +145,7 @@ func (rt Runtime) sliceFor(card providers.Device, b Budget, key string) (*plugin
 	if !ok {
 		return nil, errors.Errorf("soft slicing of %s cards is not supported by this agent yet", card.Manufacturer)
 	}
-	resp := rt.containerFor(card.Manufacturer, []providers.Device{card})
+	resp := rt.WholeCards(card.Manufacturer, []providers.Device{card})
 	preload, err := rt.preload(enforcer, card)
 	if err != nil {
 		return nil, err

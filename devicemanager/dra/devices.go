@@ -8,23 +8,19 @@ package dra
 import (
 	"cmp"
 	"slices"
-	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// DriverSuffix ends every vendor's driver name: nvidia.gpustack.ai.
-const DriverSuffix = ".gpustack.ai"
-
-// DriverName is the DRA driver of a vendor's cards (nvidia.gpustack.ai): its ResourceSlices' spec.driver, the
-// domain of its devices' attributes, and the name it registers with the kubelet under.
-func DriverName(manufacturer string) string { return manufacturer + DriverSuffix }
+// DriverName is the DRA driver of a vendor's cards (nvidia.gpustack.ai, vendors.DRADriver).
+func DriverName(manufacturer string) string { return vendors.DRADriver(manufacturer) }
 
 // The attributes and capacities of a card's device, in its driver's domain.
 const (
@@ -69,7 +65,7 @@ func Resources(node string, cards []providers.Device) resourceslice.DriverResour
 }
 
 // DeviceName names a card's device after its index on the node (card-0), as the vendors' drivers name theirs.
-func DeviceName(c providers.Device) string { return "card-" + strconv.Itoa(int(c.Index)) }
+func DeviceName(c providers.Device) string { return pools.DRADevice(c.Index) }
 
 // Device is a card as a DRA device: the attributes its node's labels carry (manufacturer, product, the
 // accelerator key, family, compute capability, driver and runtime versions) with its UUID and index, and its

@@ -20,8 +20,10 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpustack/gpustack-operator/envvar"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
@@ -42,32 +44,51 @@ type Drivers struct {
 	// PluginDir holds each driver's own directory, with the socket the kubelet calls it at
 	// (kubeletplugin.KubeletPluginsDir).
 	PluginDir string
+	// CDIDir is where a prepared claim's CDI spec is written (DefaultCDIDir), for the node's container runtime
+	// to read when the kubelet names the claim's CDI devices.
+	CDIDir string
+	// Edits is what a container gets for whole cards: the device plugins' Runtime.WholeCards, so a card reaches
+	// a container alike through either.
+	Edits func(vendor string, cards []providers.Device) *pluginapi.ContainerAllocateResponse
+	// Ledger returns the node's ledger by card ID: the cards containers hold through the device plugins are
+	// left out of the slices and refused to claims. Nil counts every card free.
+	Ledger func(ctx context.Context) (map[string]pools.Card, error)
 	// Log reports what could not be done.
 	Log logr.Logger
 
 	mu        sync.Mutex
 	helpers   map[string]*kubeletplugin.Helper
 	published map[string]resourceslice.DriverResources
-	// wanted are the vendors the node has cards of, as last published.
+	// wanted are the vendors the node has cards of, as last published, and cards their cards.
 	wanted []string
+	cards  map[string][]providers.Device
 }
 
 // Publish starts the driver of every vendor with cards that has none yet, and publishes each started
-// driver's cards where they changed (an empty pool where the vendor's cards are gone). A driver that cannot
-// start (the kubelet's directories not there yet) is said in the log and tried again at the next call.
+// driver's cards where they changed (an empty pool where the vendor's cards are gone), less those the ledger
+// says containers hold through the device plugins. A driver that cannot start (the kubelet's directories not
+// there yet) is said in the log and tried again at the next call.
 func (d *Drivers) Publish(ctx context.Context, cards []providers.Device) {
+	ledger, err := d.ledger(ctx)
+	if err != nil {
+		d.Log.Error(err, "cannot read the ledger; publishing every card", "node", d.Node)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.helpers == nil {
 		d.helpers, d.published = map[string]*kubeletplugin.Helper{}, map[string]resourceslice.DriverResources{}
 	}
 	byVendor := map[string][]providers.Device{}
+	free := map[string][]providers.Device{}
 	for _, c := range cards {
 		if v, ok := vendors.Lookup(c.Manufacturer); ok {
 			byVendor[v.Key] = append(byVendor[v.Key], c)
+			if !heldByContainers(ledger[c.UUID]) {
+				free[v.Key] = append(free[v.Key], c)
+			}
 		}
 	}
-	d.wanted = slices.Sorted(maps.Keys(byVendor))
+	d.wanted, d.cards = slices.Sorted(maps.Keys(byVendor)), byVendor
 	for _, vendor := range d.wanted {
 		if d.helpers[vendor] != nil {
 			continue
@@ -80,7 +101,7 @@ func (d *Drivers) Publish(ctx context.Context, cards []providers.Device) {
 		d.helpers[vendor] = h
 	}
 	for vendor, h := range d.helpers {
-		want := Resources(d.Node, byVendor[vendor])
+		want := Resources(d.Node, free[vendor])
 		if old, ok := d.published[vendor]; ok && apiequality.Semantic.DeepEqual(old, want) {
 			continue
 		}
@@ -101,7 +122,7 @@ func (d *Drivers) start(ctx context.Context, vendor string) (*kubeletplugin.Help
 	}
 	// The helper logs through klog from the context; the agent's logger takes it.
 	ctx = klog.NewContext(ctx, d.Log.WithValues("driver", name))
-	h, err := kubeletplugin.Start(ctx, &driver{name: name, node: d.Node, vendor: vendor, log: d.Log.WithValues("driver", name)},
+	h, err := kubeletplugin.Start(ctx, &driver{name: name, node: d.Node, vendor: vendor, drivers: d, log: d.Log.WithValues("driver", name)},
 		kubeletplugin.DriverName(name), kubeletplugin.KubeClient(d.Client), kubeletplugin.NodeName(d.Node),
 		kubeletplugin.RegistrarDirectoryPath(d.RegistrarDir), kubeletplugin.PluginDataDirectoryPath(filepath.Join(d.PluginDir, name)))
 	return h, errors.Wrapf(err, "cannot start DRA driver %s", name)
@@ -131,33 +152,59 @@ func (d *Drivers) Stop() {
 	for _, h := range d.helpers {
 		h.Stop()
 	}
-	d.helpers, d.published, d.wanted = nil, nil, nil
+	d.helpers, d.published, d.wanted, d.cards = nil, nil, nil, nil
+}
+
+// vendorCards returns the vendor's cards as last published.
+func (d *Drivers) vendorCards(vendor string) []providers.Device {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cards[vendor]
+}
+
+// ledger reads the node's ledger; without a Ledger every card is free.
+func (d *Drivers) ledger(ctx context.Context) (map[string]pools.Card, error) {
+	if d.Ledger == nil {
+		return nil, nil
+	}
+	return d.Ledger(ctx)
+}
+
+// specPath is the file of a claim's CDI spec: one per claim, so unpreparing it removes what preparing made.
+func (d *Drivers) specPath(driver, claimUID string) string {
+	dir := d.CDIDir
+	if dir == "" {
+		dir = DefaultCDIDir
+	}
+	return filepath.Join(dir, driver+"-claim_"+claimUID+".json")
 }
 
 // driver is one vendor's DRA driver as the kubelet calls it.
 type driver struct {
 	name, node, vendor string
+	drivers            *Drivers
 	log                logr.Logger
 }
 
-// PrepareResourceClaims refuses every claim, saying how to ask for the cards instead: the node's cards are
-// granted through the device plugins, whose ledger does not count DRA's allocations yet, so preparing a claim
-// here could hand a card out twice.
-func (p *driver) PrepareResourceClaims(_ context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
-	v, _ := vendors.Lookup(p.vendor)
+// PrepareResourceClaims gives each claim the cards it was allocated on this node, as CDI devices the kubelet
+// names to the container runtime; a claim that cannot have them is answered with the reason.
+func (p *driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, c := range claims {
-		out[c.UID] = kubeletplugin.PrepareResult{Err: errors.Errorf(
-			"ResourceClaim %s/%s: the DRA driver %s of node %s publishes the node's cards but does not prepare claims: "+
-				"ask for them through the device plugin's resource %s, which the per-card ledger counts", c.Namespace, c.Name, p.name, p.node, v.ResourceName)}
+		out[c.UID] = p.prepare(ctx, c)
 	}
 	return out, nil
 }
 
-// UnprepareResourceClaims has nothing to undo: no claim was prepared.
+// UnprepareResourceClaims removes each claim's CDI spec; one never written (its preparing failed) is no error.
 func (p *driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
 	out := make(map[types.UID]error, len(claims))
 	for _, c := range claims {
+		err := os.Remove(p.drivers.specPath(p.name, string(c.UID)))
+		if err != nil && !os.IsNotExist(err) {
+			out[c.UID] = errors.Wrapf(err, "ResourceClaim %s: cannot remove its CDI spec", c.String())
+			continue
+		}
 		out[c.UID] = nil
 	}
 	return out, nil

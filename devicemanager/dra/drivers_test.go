@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,11 +16,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
+	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager/dra"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
 	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
@@ -61,7 +65,8 @@ func slicesOf(g Gomega, driver, node string) map[string]resourceapi.Device {
 
 // A node's agent runs one DRA driver per vendor with cards: each registers with the kubelet (the spec plays the
 // kubelet's part of registration), publishes its vendor's healthy cards as the node's ResourceSlices, follows
-// the cards as they change, and refuses to prepare a claim, saying what to ask for instead.
+// the cards as they change (less those containers hold through the device plugins), and prepares a claim
+// allocated one of them as a CDI spec of the card's edits, refusing one whose card containers hold.
 var _ = It("publishes each vendor's cards as ResourceSlices through a driver registered with the kubelet", func(ctx context.Context) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-dra"}}
 	suite.Create(node)
@@ -73,7 +78,12 @@ var _ = It("publishes each vendor's cards as ResourceSlices through a driver reg
 	Expect(os.MkdirAll(registrar, 0o755)).To(Succeed())
 	clientset, err := kubernetes.NewForConfig(suite.Config)
 	Expect(err).NotTo(HaveOccurred())
-	drivers := &dra.Drivers{Node: node.Name, Client: clientset, RegistrarDir: registrar, PluginDir: plugins, Log: logr.Discard()}
+	cdi := filepath.Join(dir, "cdi")
+	Expect(os.MkdirAll(cdi, 0o755)).To(Succeed())
+	var ledger atomic.Pointer[map[string]pools.Card]
+	ledger.Store(&map[string]pools.Card{})
+	drivers := &dra.Drivers{Node: node.Name, Client: clientset, RegistrarDir: registrar, PluginDir: plugins, CDIDir: cdi,
+		Ledger: func(context.Context) (map[string]pools.Card, error) { return *ledger.Load(), nil }, Log: logr.Discard()}
 	DeferCleanup(drivers.Stop)
 
 	mlu := providers.Device{Manufacturer: "cambricon", Product: "MLU370-X8", UUID: "MLU-0", MemoryMiB: 49152}
@@ -106,25 +116,63 @@ var _ = It("publishes each vendor's cards as ResourceSlices through a driver reg
 		return keys(slicesOf(g, "cambricon.gpustack.ai", node.Name))
 	}).WithTimeout(30*time.Second).Should(BeEmpty(), "a vendor whose cards are gone publishes none")
 
-	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "one-t4"},
+	claim := allocated(ctx, node.Name, "one-t4", "card-0")
+	conn, err := grpc.NewClient("unix://"+filepath.Join(plugins, "nvidia.gpustack.ai", "dra.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(conn.Close)
+	kubelet := drapb.NewDRAPluginClient(conn)
+	prepare := func(c *resourceapi.ResourceClaim) *drapb.NodePrepareResourceResponse {
+		GinkgoHelper()
+		resp, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: []*drapb.Claim{{
+			Namespace: c.Namespace, Name: c.Name, Uid: string(c.UID)}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.Claims).To(HaveKey(string(c.UID)))
+		return resp.Claims[string(c.UID)]
+	}
+	got := prepare(claim)
+	Expect(got.Error).To(BeEmpty())
+	cdiID := "nvidia.gpustack.ai/claim=" + string(claim.UID) + "-card-0"
+	Expect(got.Devices).To(ConsistOf(And(HaveField("PoolName", node.Name), HaveField("DeviceName", "card-0"),
+		HaveField("RequestNames", ConsistOf("card")), HaveField("CdiDeviceIds", ConsistOf(cdiID)))))
+	spec := filepath.Join(cdi, "nvidia.gpustack.ai-claim_"+string(claim.UID)+".json")
+	Expect(os.ReadFile(spec)).To(MatchJSON(`{"cdiVersion": "0.5.0", "kind": "nvidia.gpustack.ai/claim", "devices": [
+		{"name": "` + string(claim.UID) + `-card-0", "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=GPU-t4-0"]}}]}`))
+
+	// Containers took card-0 through the device plugin (the ledger says): it leaves the slices, and a claim
+	// allocated it before the slices said so is refused.
+	ledger.Store(&map[string]pools.Card{"GPU-t4-0": {ID: "GPU-t4-0", Mode: workerv1.AllocationExclusive}})
+	drivers.Publish(ctx, []providers.Device{t4("GPU-t4-0", 0), t4("GPU-t4-2", 2)})
+	Eventually(func(g Gomega) []string {
+		return keys(slicesOf(g, "nvidia.gpustack.ai", node.Name))
+	}).WithTimeout(30*time.Second).Should(ConsistOf("card-2"), "a card containers hold is not offered")
+	late := allocated(ctx, node.Name, "late-t4", "card-0")
+	Expect(prepare(late).Error).To(And(ContainSubstring("ResourceClaim default/late-t4"),
+		ContainSubstring("card GPU-t4-0 (device card-0) of node node-dra is held by containers granted it through the device plugins")))
+	gone := allocated(ctx, node.Name, "gone-t4", "card-7")
+	Expect(prepare(gone).Error).To(ContainSubstring("device card-7 is not a card of node node-dra"))
+
+	unprepared, err := kubelet.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: []*drapb.Claim{{
+		Namespace: claim.Namespace, Name: claim.Name, Uid: string(claim.UID)}}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(unprepared.Claims[string(claim.UID)].GetError()).To(BeEmpty())
+	Expect(spec).NotTo(BeAnExistingFile())
+})
+
+// allocated makes a claim of one whole card and allocates it the device of the node's nvidia pool, reserved for
+// a Pod, as the scheduler would.
+func allocated(ctx context.Context, node, name, device string) *resourceapi.ResourceClaim {
+	GinkgoHelper()
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
 			Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia"}}}}}}
 	Expect(suite.Client.Create(ctx, claim)).To(Succeed())
 	DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), claim) })
 	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
-		Request: "card", Driver: "nvidia.gpustack.ai", Pool: node.Name, Device: "card-0"}}}}
-	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: "pod-uid"}}
+		Request: "card", Driver: "nvidia.gpustack.ai", Pool: node, Device: device}}}}
+	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p-" + name, UID: "pod-uid-" + types.UID(name)}}
 	Expect(suite.Client.Status().Update(ctx, claim)).To(Succeed())
-	conn, err := grpc.NewClient("unix://"+filepath.Join(plugins, "nvidia.gpustack.ai", "dra.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(conn.Close)
-	resp, err := drapb.NewDRAPluginClient(conn).NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: []*drapb.Claim{{
-		Namespace: claim.Namespace, Name: claim.Name, Uid: string(claim.UID)}}})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(resp.Claims).To(HaveKey(string(claim.UID)))
-	Expect(resp.Claims[string(claim.UID)].Error).To(And(ContainSubstring("ResourceClaim default/one-t4"),
-		ContainSubstring("ask for them through the device plugin's resource nvidia.com/gpu")))
-})
+	return claim
+}
 
 func keys(m map[string]resourceapi.Device) []string {
 	out := []string{}

@@ -6,9 +6,12 @@ package cachepolicy
 import (
 	"context"
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -20,6 +23,7 @@ import (
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/internal/settings"
+	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // Options returns the worker's cache options: of Secrets only gpustack-settings, listed and watched by name
@@ -100,6 +104,31 @@ func IndexPodsByNode(ctx context.Context, indexer client.FieldIndexer) error {
 		}
 		return nil
 	}), "cannot index Pods by node")
+}
+
+// ResourceClaimPools is the index of the cached ResourceClaims by the pools (each named after its node) this
+// project's DRA drivers allocated them devices from: the ledger lists a node's claims with it.
+const ResourceClaimPools = "status.allocation.devices.results.gpustackPool"
+
+// IndexResourceClaimsByPool indexes the cached ResourceClaims by ResourceClaimPools.
+func IndexResourceClaimsByPool(ctx context.Context, indexer client.FieldIndexer) error {
+	return errors.Wrap(indexer.IndexField(ctx, &resourceapi.ResourceClaim{}, ResourceClaimPools, func(o client.Object) []string {
+		return ResourceClaimPoolsOf(o.(*resourceapi.ResourceClaim))
+	}), "cannot index ResourceClaims by pool")
+}
+
+// ResourceClaimPoolsOf returns the pools this project's DRA drivers allocated the claim devices from.
+func ResourceClaimPoolsOf(rc *resourceapi.ResourceClaim) []string {
+	if rc.Status.Allocation == nil {
+		return nil
+	}
+	var pools []string
+	for _, r := range rc.Status.Allocation.Devices.Results {
+		if strings.HasSuffix(r.Driver, vendors.DRADriverSuffix) && !slices.Contains(pools, r.Pool) {
+			pools = append(pools, r.Pool)
+		}
+	}
+	return pools
 }
 
 // NodeChanged passes the Node updates that change what the worker reads from a Node: its labels, annotations,

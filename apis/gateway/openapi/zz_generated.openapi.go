@@ -1342,6 +1342,26 @@ func schema_gpustack_operator_apis_worker_v1_AcceleratorAllocation(ref common.Re
 							},
 						},
 					},
+					"resourceClaims": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourceClaims are the ResourceClaims (namespace/name) the card is allocated to through Dynamic Resource Allocation. The device plugins list such a card unhealthy, so no container is granted it besides.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"id", "index", "mode", "remaining"},
 			},

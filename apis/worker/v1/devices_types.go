@@ -276,6 +276,14 @@ type AcceleratorAllocation struct {
 	// RemainingProfiles are the partitions that could still be created, per profile.
 	// +optional
 	RemainingProfiles []ProfileCount `json:"remainingProfiles,omitempty"`
+
+	// ResourceClaims are the ResourceClaims (namespace/name) the card is allocated to through Dynamic Resource
+	// Allocation. The device plugins list such a card unhealthy, so no container is granted it besides.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	// +listType=set
+	// +optional
+	ResourceClaims []string `json:"resourceClaims,omitempty"`
 }
 
 // Devices is one node's accelerator inventory (spec, written by its device manager) and ledger (status). It is

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -33,6 +34,10 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// ReleaseTerminated stops charging finished Pods (EnvReleaseTerminated, default true).
 	ReleaseTerminated bool
+	// ResourceClaims charges the ResourceClaims this project's DRA drivers allocated cards to, as well as the
+	// Pods' containers: where the cluster serves resource.k8s.io/v1. Their claims are listed through the index
+	// cachepolicy.IndexResourceClaimsByPool.
+	ResourceClaims bool
 
 	recorded recordedMemo
 }
@@ -50,6 +55,7 @@ func ReleaseTerminatedFromEnv(getenv func(string) string) (bool, error) {
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices/status,verbs=get;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch
 
 // Reconcile charges the node's Pods on its cards, records where new claims landed, and writes the ledger when
 // it changed.
@@ -71,16 +77,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	// Oldest first: a claim placed earlier keeps its cards, whatever came after.
-	sort.Slice(held, func(i, j int) bool {
-		a, b := held[i], held[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-	})
+	sort.Slice(held, func(i, j int) bool { return olderFirst(&held[i], &held[j]) })
 	var claims []pools.Claim
 	for i := range held {
 		claims = append(claims, pools.PodClaims(&held[i])...)
+	}
+	if r.ResourceClaims {
+		var rcs resourceapi.ResourceClaimList
+		if err := r.Client.List(ctx, &rcs, client.MatchingFields{cachepolicy.ResourceClaimPools: req.Name}); err != nil {
+			return reconcile.Result{}, errors.Wrap(err, "cannot list the ResourceClaims allocated on the node")
+		}
+		sort.Slice(rcs.Items, func(i, j int) bool { return olderFirst(&rcs.Items[i], &rcs.Items[j]) })
+		for i := range rcs.Items {
+			claims = append(claims, pools.ResourceClaimClaims(&rcs.Items[i], d)...)
+		}
 	}
 	ledger, placed, problems := pools.Ledger(d, claims)
 	for _, p := range problems {
@@ -96,6 +106,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		errs = append(errs, errors.Wrap(r.Client.Status().Update(ctx, d), "cannot update the ledger"))
 	}
 	return reconcile.Result{}, errors.Join(errs...)
+}
+
+// olderFirst orders objects by creation, then by namespace and name.
+func olderFirst(a, b client.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
 }
 
 // record writes the cards of the Pod's newly placed containers onto the Pod.
@@ -132,14 +151,25 @@ func (r *Reconciler) record(ctx context.Context, pod *corev1.Pod, claims []pools
 	return nil
 }
 
-// SetupWithManager registers the reconciler: a node's ledger is rebuilt when its Devices object or any Pod
-// bound to it changes.
+// SetupWithManager registers the reconciler: a node's ledger is rebuilt when its Devices object, any Pod
+// bound to it, or (with ResourceClaims) any claim allocated from its pool changes. A claim's update is mapped
+// through its old state too, so a claim deallocated frees its node's cards.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("ledger").For(&workerv1.Devices{}).
+	b := ctrl.NewControllerManagedBy(mgr).Named("ledger").For(&workerv1.Devices{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
 			}
 			return nil
-		})).Complete(r)
+		}))
+	if r.ResourceClaims {
+		b = b.Watches(&resourceapi.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			for _, n := range cachepolicy.ResourceClaimPoolsOf(o.(*resourceapi.ResourceClaim)) {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+			}
+			return out
+		}))
+	}
+	return b.Complete(r)
 }

@@ -10,13 +10,16 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/controller/ledger"
 	"github.com/gpustack/gpustack-operator/internal/metrics"
 	"github.com/gpustack/gpustack-operator/pools"
@@ -138,6 +141,42 @@ var _ = Describe("Reconcile", func() {
 		Expect([]int64{a.Allocated, a.Remaining}).To(Equal([]int64{pools.M, 0}), "the one card: allocated, remaining")
 		Expect(events.Events).To(Receive(HavePrefix("Warning LedgerConflict")))
 		Expect(testutil.ToFloat64(metrics.LedgerConflicts)-conflicts).To(Equal(1.0), "ledger conflicts counted")
+	})
+	It("charges a ResourceClaim allocated a card of the node's pool, naming it on the card, before a new container's slice", func(ctx SpecContext) {
+		node := "claimed"
+		suite.Create(builders.MakeDevices(node).Cards("nvidia", "NVIDIA A10G", 24576, 2).Obj(),
+			makePod("claimed-slice", node, corev1.PodRunning, slice, ""))
+		rc := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "claimed"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+				Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia"}}}}}}
+		suite.Create(rc)
+		rc.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+			Request: "card", Driver: "nvidia.gpustack.ai", Pool: node, Device: "card-0"}}}}
+		Expect(suite.Client.Status().Update(ctx, rc)).To(Succeed())
+
+		// The claims are listed through the worker's index, which only a cache has.
+		informers, err := cache.New(suite.Config, cache.Options{Scheme: suite.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cachepolicy.IndexPodsByNode(ctx, informers)).To(Succeed())
+		Expect(cachepolicy.IndexResourceClaimsByPool(ctx, informers)).To(Succeed())
+		cacheCtx, stop := context.WithCancel(context.Background())
+		DeferCleanup(stop)
+		go func() { _ = informers.Start(cacheCtx) }()
+		Expect(informers.WaitForCacheSync(ctx)).To(BeTrue())
+		c, err := client.New(suite.Config, client.Options{Scheme: suite.Client.Scheme(), Cache: &client.CacheOptions{Reader: informers}})
+		Expect(err).NotTo(HaveOccurred())
+
+		r := &ledger.Reconciler{Client: c, Recorder: record.NewFakeRecorder(10), ReleaseTerminated: true, ResourceClaims: true}
+		_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: node}})
+		Expect(err).NotTo(HaveOccurred())
+		d := &workerv1.Devices{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: node}, d)).To(Succeed())
+		got := map[string]string{}
+		for _, a := range d.Status.Groups[0].Accelerators {
+			got[a.ID] = fmt.Sprintf("%d/%d/%d/%d %v", a.Mode, a.Allocated, a.Remaining, a.AllocatedSlices, a.ResourceClaims)
+		}
+		Expect(got).To(Equal(map[string]string{card(node, 0): "1/1600000/0/0 [default/claimed]", card(node, 1): "3/320000/1280000/1 []"}),
+			"the claim's card is held whole and names it; the slice went to the other card")
 	})
 })
 

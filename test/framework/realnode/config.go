@@ -7,9 +7,11 @@ import (
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
-// containerdConfig is the node's containerd (Debian's 1.6): its own root, state and socket (the node's
-// mount namespace puts them at the standard paths), the CRI plugin with the pause image built here and the
-// CNI plugins of Debian's containernetworking-plugins, and a handler for each of the chart's RuntimeClasses.
+// containerdConfig is the node's containerd (Debian 13's 1.7): its own root, state and socket (the node's
+// mount namespace puts them at the standard paths), the CRI plugin with the pause image built here, CDI on (the
+// DRA drivers write a prepared claim's edits as a CDI spec under /var/run/cdi, which the kubelet names to
+// containerd), the CNI plugins of Debian's containernetworking-plugins, and a handler for each of the chart's
+// RuntimeClasses.
 const containerdConfig = `version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -22,6 +24,8 @@ state = "/run/containerd"
   # This machine's root lacks CAP_SYS_RESOURCE, so runc may not lower a container's oom_score_adj below its
   # own; without this every sandbox fails ("can't get final child's PID from pipe").
   restrict_oom_score_adj = true
+  enable_cdi = true
+  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"

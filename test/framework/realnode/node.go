@@ -75,6 +75,7 @@ const stageEnv = "GPUSTACK_REALNODE_STAGE"
 var statePaths = []string{
 	"/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/var/log/pods", "/var/log/containers",
 	"/etc/cni/net.d", "/var/lib/cni", "/run/netns", "/var/lib/gpustack", "/etc/gpustack",
+	"/run/cdi",
 }
 
 // ReadConfig reads the file that the cluster wrote for a node.
