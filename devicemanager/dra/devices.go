@@ -1,8 +1,8 @@
 // Package dra publishes a node's cards to Dynamic Resource Allocation (resource.k8s.io): one DRA driver per
 // vendor (nvidia.gpustack.ai), registered with the node's kubelet, whose ResourceSlices list each healthy card
 // as one device with the attributes the node's labels carry and its memory, cores and soft slices as capacity.
-// The device plugins stay what a Pod's cards are granted through: the drivers publish, and refuse to prepare
-// claims until the ledger counts DRA's allocations too.
+// A claim allocated a card is prepared as a CDI spec of what the device plugin would give the card; the ledger
+// keeps the two ways apart (a card a claim holds is no device plugin's to grant, and the other way round).
 package dra
 
 import (

@@ -3,17 +3,26 @@ package deviceplugins
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager/dra"
+	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/e2esuite"
+	"github.com/gpustack/gpustack-operator/test/framework/realnode"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
@@ -22,25 +31,39 @@ import (
 // ResourceSlices: each healthy card of each node's ledger is there once, under its vendor's driver, in the node's pool,
 // with the card's memory as capacity; and the chart made every vendor's DeviceClass.
 var _ = It("lists every node's cards as ResourceSlices of its vendor's DRA driver, and the vendors' DeviceClasses", func(ctx context.Context) {
-	var devices workerv1.DevicesList
-	Expect(suite.Client.List(ctx, &devices)).To(Succeed())
-	want := map[string][]string{}
-	for _, d := range devices.Items {
-		for _, g := range d.Spec.Groups {
-			for _, a := range g.Accelerators {
-				if a.Status.Unhealthy {
-					continue
+	// The cards no container holds through the device plugins, as the ledger says now: another spec's Pods may
+	// still be letting theirs go.
+	free := func() (map[string][]string, error) {
+		var devices workerv1.DevicesList
+		if err := suite.Client.List(ctx, &devices); err != nil {
+			return nil, err
+		}
+		want := map[string][]string{}
+		for _, d := range devices.Items {
+			held := pools.LedgerCards(&d)
+			for _, g := range d.Spec.Groups {
+				for _, a := range g.Accelerators {
+					if e := held[a.ID]; a.Status.Unhealthy || e.Mode != workerv1.AllocationNone && len(e.ResourceClaims) == 0 {
+						continue
+					}
+					key := d.Name + " " + dra.DriverName(g.Manufacturer)
+					want[key] = append(want[key], fmt.Sprintf("%s %dMi", a.ID, g.Memory))
 				}
-				key := d.Name + " " + dra.DriverName(g.Manufacturer)
-				want[key] = append(want[key], fmt.Sprintf("%s %dMi", a.ID, g.Memory))
 			}
 		}
-	}
-	Expect(want).NotTo(BeEmpty())
-	for _, cards := range want {
-		sort.Strings(cards)
+		for _, cards := range want {
+			sort.Strings(cards)
+		}
+		return want, nil
 	}
 	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		want, err := free()
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(want) == 0 {
+			return false, "the ledger has no cards yet"
+		}
 		var list resourceapi.ResourceSliceList
 		if err := suite.Client.List(ctx, &list); err != nil {
 			return false, err.Error()
@@ -77,4 +100,52 @@ var _ = It("lists every node's cards as ResourceSlices of its vendor's DRA drive
 		wantNames = append(wantNames, "gpustack-"+v.Key)
 	}
 	Expect(names).To(ContainElements(wantNames))
+})
+
+// A Pod asks node-l4-a's one card through a claim of the gpustack-nvidia class: the scheduler allocates the
+// card from the node's ResourceSlice, the node's driver prepares it (a CDI spec of what the device plugin would
+// give the card), and containerd starts the container with the card visible. While the claim holds the card the
+// ledger charges it to the claim and the device plugin lists it unhealthy, so the node offers no nvidia.com/gpu;
+// once the Pod is gone, the card is free to both again and the claim's CDI spec is removed.
+var _ = It("prepares a DRA claim's card for a Pod, and keeps it from the device plugin while the claim holds it", func(ctx context.Context) {
+	const node = "node-l4-a"
+	create(&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "one-nvidia"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia"}}}}}}})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dra-card"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-nvidia")}},
+			Containers: []corev1.Container{{Name: "c", Image: realnode.UserImage, Command: []string{"sleep", "infinity"},
+				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}}}}
+	create(pod)
+	pod = running(pod.Name)
+
+	Expect(pod.Status.ResourceClaimStatuses).To(HaveLen(1))
+	claim := &resourceapi.ResourceClaim{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: *pod.Status.ResourceClaimStatuses[0].ResourceClaimName}, claim)).To(Succeed())
+	Expect(claim.Status.Allocation).NotTo(BeNil())
+	Expect(claim.Status.Allocation.Devices.Results).To(ConsistOf(And(HaveField("Driver", "nvidia.gpustack.ai"),
+		HaveField("Pool", node), HaveField("Device", "card-0"))))
+	uuid := suite.Kubectl("get", "devices", node, "-o", "jsonpath={.spec.groups[0].accelerators[0].id}")
+	Expect(environ(pod.Name, "c")).To(HaveKeyWithValue("NVIDIA_VISIBLE_DEVICES", uuid), "the card the claim's CDI spec names")
+	root, err := suite.Cluster.NodeRoot(node)
+	Expect(err).NotTo(HaveOccurred())
+	spec := filepath.Join(root, "run", "cdi", "nvidia.gpustack.ai-claim_"+string(claim.UID)+".json")
+	Expect(spec).To(BeAnExistingFile())
+
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		held := suite.Kubectl("get", "devices", node, "-o", "jsonpath={.status.groups[0].accelerators[0].resourceClaims}")
+		gpus := suite.Kubectl("get", "node", node, "-o", `jsonpath={.status.allocatable.nvidia\.com/gpu}`)
+		return strings.Contains(held, "default/"+claim.Name) && gpus == "0",
+			fmt.Sprintf("the ledger's claims on the card: %s; the node's allocatable nvidia.com/gpu: %s", held, gpus)
+	})
+
+	Expect(suite.Client.Delete(ctx, pod)).To(Succeed())
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		held := suite.Kubectl("get", "devices", node, "-o", "jsonpath={.status.groups[0].accelerators[0].resourceClaims}")
+		gpus := suite.Kubectl("get", "node", node, "-o", `jsonpath={.status.allocatable.nvidia\.com/gpu}`)
+		_, err := os.Stat(spec)
+		return held == "" && gpus == "1" && os.IsNotExist(err),
+			fmt.Sprintf("the ledger's claims on the card: %q; the node's allocatable nvidia.com/gpu: %s; the CDI spec: %v", held, gpus, err)
+	})
 })
