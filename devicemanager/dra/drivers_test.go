@@ -140,14 +140,17 @@ var _ = It("publishes each vendor's cards as ResourceSlices through a driver reg
 
 	// Containers took card-0 through the device plugin (the ledger says): it leaves the slices, and a claim
 	// allocated it before the slices said so is refused.
-	ledger.Store(&map[string]pools.Card{"GPU-t4-0": {ID: "GPU-t4-0", Mode: workerv1.AllocationExclusive}})
+	ledger.Store(&map[string]pools.Card{"GPU-t4-0": {ID: "GPU-t4-0", Mode: workerv1.AllocationExclusive},
+		"GPU-t4-2": {ID: "GPU-t4-2", Mode: workerv1.AllocationExclusive, ResourceClaims: []string{"default/other"}}})
 	drivers.Publish(ctx, []providers.Device{t4("GPU-t4-0", 0), t4("GPU-t4-2", 2)})
 	Eventually(func(g Gomega) []string {
 		return keys(slicesOf(g, "nvidia.gpustack.ai", node.Name))
-	}).WithTimeout(30*time.Second).Should(ConsistOf("card-2"), "a card containers hold is not offered")
+	}).WithTimeout(30*time.Second).Should(ConsistOf("card-2"), "a card containers hold is not offered; one a claim holds is")
 	late := allocated(ctx, node.Name, "late-t4", "card-0")
 	Expect(prepare(late).Error).To(And(ContainSubstring("ResourceClaim default/late-t4"),
 		ContainSubstring("card GPU-t4-0 (device card-0) of node node-dra is held by containers granted it through the device plugins")))
+	second := allocated(ctx, node.Name, "second-t4", "card-2")
+	Expect(prepare(second).Error).To(ContainSubstring("card GPU-t4-2 (device card-2) of node node-dra is allocated to ResourceClaim default/other"))
 	gone := allocated(ctx, node.Name, "gone-t4", "card-7")
 	Expect(prepare(gone).Error).To(ContainSubstring("device card-7 is not a card of node node-dra"))
 

@@ -67,8 +67,12 @@ func (p *driver) prepare(ctx context.Context, rc *resourceapi.ResourceClaim) kub
 		case card.Unhealthy:
 			return fail("card %s (device %s) of node %s is unhealthy", card.UUID, r.Device, p.node)
 		}
-		if e := ledger[card.UUID]; e.Mode != workerv1.AllocationNone && !slices.Contains(e.ResourceClaims, name) {
+		e := ledger[card.UUID]
+		if heldByContainers(e) {
 			return fail("card %s (device %s) of node %s is held by containers granted it through the device plugins", card.UUID, r.Device, p.node)
+		}
+		if others := slices.DeleteFunc(slices.Clone(e.ResourceClaims), func(c string) bool { return c == name }); len(others) > 0 {
+			return fail("card %s (device %s) of node %s is allocated to ResourceClaim %s", card.UUID, r.Device, p.node, strings.Join(others, ", "))
 		}
 		dev, ids := cdiDeviceOf(string(rc.UID)+"-"+r.Device, edits(p.vendor, []providers.Device{card}))
 		spec.Devices = append(spec.Devices, dev)
