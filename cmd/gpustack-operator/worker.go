@@ -209,8 +209,8 @@ func setupSettingsAPI(mgr ctrl.Manager, cfg *rest.Config, s *runtime.Scheme, por
 }
 
 // setupLedgerAndCheck registers the ledger and the per-card check, which both list a node's Pods through one
-// index of the cache. Where the cluster serves ResourceClaims, the ledger charges those the DRA drivers
-// allocated cards to as well.
+// index of the cache. Where the cluster serves ResourceClaims, both charge those the DRA drivers allocated
+// cards to as well.
 func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
 	if err := cachepolicy.IndexPodsByNode(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -235,7 +235,7 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&cardcheck.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
-		Log: ctrl.Log.WithName("cardcheck")}).SetupWithManager(mgr); err != nil {
+		Log: ctrl.Log.WithName("cardcheck"), ResourceClaims: claims}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node-devices admission check")
 	}
 	return nil

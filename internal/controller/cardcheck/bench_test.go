@@ -135,7 +135,7 @@ func unchangedNodesRead(tb testing.TB, n int) func() {
 				mustCharge[name] = append(mustCharge[name], uid)
 			}
 		}
-		x.store(name, rebuild(d, pods, 0))
+		x.store(name, rebuild(d, pods, nil, 0))
 	}
 	names := make([]string, n)
 	for i := range names {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,9 @@ type Reconciler struct {
 	Log    logr.Logger
 	// Recorder gets an event on the Workload for each verdict, saying why it waits or where it fits.
 	Recorder record.EventRecorder
+	// ResourceClaims counts the cards DRA allocated to ResourceClaims as held, where the cluster serves
+	// resource.k8s.io/v1; the claims are listed through cachepolicy.IndexResourceClaimsByPool.
+	ResourceClaims bool
 
 	passed   passedMemo
 	ledgers  ledgerIndex
@@ -78,6 +82,7 @@ const concurrentVerdicts = 4
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=worker.gpustack.ai,resources=devices,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -271,7 +276,7 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 	return out, nil
 }
 
-// readLedger rebuilds a node's cards from its Devices object and bound Pods in the cache, recording the
+// readLedger rebuilds a node's cards from its Devices object, bound Pods and allocated claims in the cache, recording the
 // generation the index had for the node before they were read.
 func (r *Reconciler) readLedger(ctx context.Context, node string, gen uint64) (ledgerEntry, error) {
 	d := &workerv1.Devices{}
@@ -285,7 +290,13 @@ func (r *Reconciler) readLedger(ctx context.Context, node string, gen uint64) (l
 	if err := r.Client.List(ctx, &pods, client.MatchingFields{cachepolicy.PodNodeName: node}, client.UnsafeDisableDeepCopy); err != nil {
 		return ledgerEntry{}, errors.Wrapf(err, "cannot list the Pods of node %s", node)
 	}
-	return rebuild(d, pods.Items, gen), nil
+	var claims resourceapi.ResourceClaimList
+	if r.ResourceClaims {
+		if err := r.Client.List(ctx, &claims, client.MatchingFields{cachepolicy.ResourceClaimPools: node}, client.UnsafeDisableDeepCopy); err != nil {
+			return ledgerEntry{}, errors.Wrapf(err, "cannot list the ResourceClaims of node %s", node)
+		}
+	}
+	return rebuild(d, pods.Items, claims.Items, gen), nil
 }
 
 // passedOn returns the other Workloads on the flavor that passed the check and still hold their quota, oldest
@@ -433,8 +444,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(r.keepActive)); err != nil {
 		return err
 	}
-	// The nodes' cards are kept between verdicts and rebuilt on the events of their Pods and inventories.
-	for _, obj := range []client.Object{&corev1.Pod{}, &workerv1.Devices{}, &corev1.Node{}} {
+	// The nodes' cards are kept between verdicts and rebuilt on the events of their Pods, claims and inventories.
+	watched := []client.Object{&corev1.Pod{}, &workerv1.Devices{}, &corev1.Node{}}
+	if r.ResourceClaims {
+		watched = append(watched, &resourceapi.ResourceClaim{})
+	}
+	for _, obj := range watched {
 		informer, err := mgr.GetCache().GetInformer(context.Background(), obj)
 		if err != nil {
 			return errors.Wrapf(err, "cannot watch %T for the nodes' cards", obj)

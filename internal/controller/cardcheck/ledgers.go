@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -88,8 +89,9 @@ func (x *ledgerIndex) changed(node string, gone bool) {
 	}
 }
 
-// rebuild returns a node's cards with its ledger rebuilt from the claims of pods (those bound to it).
-func rebuild(d *workerv1.Devices, pods []corev1.Pod, gen uint64) ledgerEntry {
+// rebuild returns a node's cards with its ledger rebuilt from the claims of pods (those bound to it) and of the
+// ResourceClaims DRA allocated cards of its pool to.
+func rebuild(d *workerv1.Devices, pods []corev1.Pod, claims []resourceapi.ResourceClaim, gen uint64) ledgerEntry {
 	var bound []pools.Claim
 	charged := make(map[types.UID]bool, len(pods))
 	for i := range pods {
@@ -97,6 +99,9 @@ func rebuild(d *workerv1.Devices, pods []corev1.Pod, gen uint64) ledgerEntry {
 			bound = append(bound, pools.PodClaims(p)...)
 			charged[p.UID] = true
 		}
+	}
+	for i := range claims {
+		bound = append(bound, pools.ResourceClaimClaims(&claims[i], d)...)
 	}
 	return ledgerEntry{gen: gen, cards: pools.NodeCardsOf(d, bound), devices: true, charged: charged}
 }
@@ -143,7 +148,8 @@ func (l *manufacturerLocks) lock(pods podClaims) (unlock func()) {
 }
 
 // handler returns the cache event handler that feeds the index: a Pod's events change the node it is bound
-// to (before and after), a Devices object's its node, and a deleted Node or Devices object is forgotten. Once
+// to (before and after), a ResourceClaim's the nodes whose pools DRA allocated it cards of (before and after),
+// a Devices object's its node, and a deleted Node or Devices object is forgotten. Once
 // it is registered the index answers from its entries (watched).
 func (x *ledgerIndex) handler() toolscache.ResourceEventHandler {
 	x.mu.Lock()
@@ -152,6 +158,10 @@ func (x *ledgerIndex) handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { x.onEvent(obj, false) },
 		UpdateFunc: func(old, obj any) {
+			if before, ok := old.(*resourceapi.ResourceClaim); ok {
+				// A claim deallocated leaves the pools it held.
+				x.onEvent(before, false)
+			}
 			before, wasPod := old.(*corev1.Pod)
 			after, isPod := obj.(*corev1.Pod)
 			if wasPod && isPod {
@@ -185,6 +195,10 @@ func (x *ledgerIndex) onEvent(obj any, deleted bool) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		x.changed(o.Spec.NodeName, false)
+	case *resourceapi.ResourceClaim:
+		for _, node := range cachepolicy.ResourceClaimPoolsOf(o) {
+			x.changed(node, false)
+		}
 	case *workerv1.Devices:
 		x.changed(o.Name, deleted)
 	case *corev1.Node:

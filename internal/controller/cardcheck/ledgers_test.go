@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +28,16 @@ func wholeCardPod(rv string, phase corev1.PodPhase) corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
 		Status: corev1.PodStatus{Phase: phase}}
+}
+
+// allocatedClaim is a ResourceClaim allocated the device of node-a's nvidia pool; not allocated without one.
+func allocatedClaim(device string) *resourceapi.ResourceClaim {
+	rc := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "rc", UID: "rc"}}
+	if device != "" {
+		rc.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+			Request: "card", Driver: "nvidia.gpustack.ai", Pool: "node-a", Device: device}}}}
+	}
+	return rc
 }
 
 // freeCards counts a node's whole free cards.
@@ -59,7 +70,9 @@ func TestLedgerIndex(t *testing.T) {
 		// wantFree is the whole free cards a hit shows.
 		wantFree    int
 		rebuildWith []corev1.Pod
-		storeLate   bool
+		// rebuildClaims are the allocated ResourceClaims a rebuild counts too.
+		rebuildClaims []resourceapi.ResourceClaim
+		storeLate     bool
 	}
 	steps := []step{
 		{reason: "Nothing read yet: a miss, rebuilt without Pods.", rebuildWith: []corev1.Pod{}},
@@ -94,6 +107,18 @@ func TestLedgerIndex(t *testing.T) {
 			rebuildWith: []corev1.Pod{pod}, storeLate: true},
 		{reason: "So the next read misses too, and rebuilds from what the cache holds now.", rebuildWith: []corev1.Pod{}},
 		{reason: "Then hits, both cards free.", wantHit: true, wantFree: 2},
+		{reason: "DRA allocates a ResourceClaim a card of the node's pool: a miss, rebuilt with it.",
+			event: func(_ *ledgerIndex, h toolscache.ResourceEventHandler) {
+				h.OnUpdate(allocatedClaim(""), allocatedClaim("card-0"))
+			},
+			rebuildWith: []corev1.Pod{}, rebuildClaims: []resourceapi.ResourceClaim{*allocatedClaim("card-0")}},
+		{reason: "A hit with the claim's card taken.", wantHit: true, wantFree: 1},
+		{reason: "The claim is deallocated: the pool it held changes, a miss.",
+			event: func(_ *ledgerIndex, h toolscache.ResourceEventHandler) {
+				h.OnUpdate(allocatedClaim("card-0"), allocatedClaim(""))
+			},
+			rebuildWith: []corev1.Pod{}},
+		{reason: "Both cards free again.", wantHit: true, wantFree: 2},
 		{reason: "The inventory is deleted: forgotten, a miss.",
 			event: func(_ *ledgerIndex, h toolscache.ResourceEventHandler) {
 				h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "node-a", Obj: twoCards("1")})
@@ -113,7 +138,7 @@ func TestLedgerIndex(t *testing.T) {
 			t.Errorf("%s\nstep %d: %d whole free cards, want %d", s.reason, i, freeCards(e.cards), s.wantFree)
 		}
 		if !hit && s.rebuildWith != nil {
-			e := rebuild(twoCards("1"), s.rebuildWith, gen)
+			e := rebuild(twoCards("1"), s.rebuildWith, s.rebuildClaims, gen)
 			if s.storeLate {
 				x.changed("node-a", false)
 			}
@@ -126,7 +151,7 @@ func TestLedgerIndex(t *testing.T) {
 // manager rebuilds every node at every verdict.
 func TestLedgerIndexUnwatched(t *testing.T) {
 	x := &ledgerIndex{}
-	x.store("node-a", rebuild(twoCards("1"), nil, 0))
+	x.store("node-a", rebuild(twoCards("1"), nil, nil, 0))
 	if _, _, hit := x.lookup("node-a", nil); hit {
 		t.Errorf("lookup(...) answered from an index without events")
 	}
@@ -137,8 +162,10 @@ func TestLedgerIndexUnwatched(t *testing.T) {
 func TestRebuild(t *testing.T) {
 	running, done := wholeCardPod("1", corev1.PodRunning), wholeCardPod("1", corev1.PodSucceeded)
 	done.UID = "done"
-	e := rebuild(twoCards("1"), []corev1.Pod{running, done}, 7)
-	want := ledgerEntry{gen: 7, cards: pools.NodeCardsOf(twoCards("1"), pools.PodClaims(&running)), devices: true,
+	claim := allocatedClaim("card-1")
+	e := rebuild(twoCards("1"), []corev1.Pod{running, done}, []resourceapi.ResourceClaim{*claim}, 7)
+	want := ledgerEntry{gen: 7, cards: pools.NodeCardsOf(twoCards("1"),
+		append(pools.PodClaims(&running), pools.ResourceClaimClaims(claim, twoCards("1"))...)), devices: true,
 		charged: map[types.UID]bool{"p": true}}
 	if diff := cmp.Diff(want, e, cmp.AllowUnexported(ledgerEntry{})); diff != "" {
 		t.Errorf("rebuild(...): -want, +got:\n%s", diff)

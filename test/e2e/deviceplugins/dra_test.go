@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 	"github.com/gpustack/gpustack-operator/devicemanager/dra"
@@ -105,8 +107,9 @@ var _ = It("lists every node's cards as ResourceSlices of its vendor's DRA drive
 // A Pod asks node-l4-a's one card through a claim of the gpustack-nvidia class: the scheduler allocates the
 // card from the node's ResourceSlice, the node's driver prepares it (a CDI spec of what the device plugin would
 // give the card), and containerd starts the container with the card visible. While the claim holds the card the
-// ledger charges it to the claim and the device plugin lists it unhealthy, so the node offers no nvidia.com/gpu;
-// once the Pod is gone, the card is free to both again and the claim's CDI spec is removed.
+// ledger charges it to the claim and the device plugin lists it unhealthy, so the node offers no nvidia.com/gpu,
+// and the per-card check holds back a Job that needs both of the pool's cards; once the Pod is gone, the card is
+// free to both again, the claim's CDI spec is removed and the Job runs.
 var _ = It("prepares a DRA claim's card for a Pod, and keeps it from the device plugin while the claim holds it", func(ctx context.Context) {
 	const node = "node-l4-a"
 	create(&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "one-nvidia"},
@@ -140,6 +143,28 @@ var _ = It("prepares a DRA claim's card for a Pod, and keeps it from the device 
 			fmt.Sprintf("the ledger's claims on the card: %s; the node's allocatable nvidia.com/gpu: %s", held, gpus)
 	})
 
+	// The pool's other card is free, so a Job of two one-card Pods waits at the per-card check, which counts
+	// the claim's card as held, and runs on both nodes once the claim's Pod is gone.
+	create(pairJob("pair-dra", poolOf(l4).Name))
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		var wls kueue.WorkloadList
+		if err := suite.Client.List(ctx, &wls, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		var checks []string
+		for _, wl := range wls.Items {
+			if len(wl.OwnerReferences) > 0 && wl.OwnerReferences[0].Name == "pair-dra" {
+				for _, c := range wl.Status.AdmissionChecks {
+					checks = append(checks, c.Message)
+				}
+			}
+		}
+		return slices.ContainsFunc(checks, func(m string) bool { return strings.Contains(m, "cannot take") }),
+			fmt.Sprintf("the Job's Workload's admission checks say: %q", checks)
+	})
+	Expect(suite.Kubectl("get", "pods", "-n", "default", "-l", "batch.kubernetes.io/job-name=pair-dra", "-o", "name")).To(BeEmpty(),
+		"the Job waits, suspended, while one card is free")
+
 	Expect(suite.Client.Delete(ctx, pod)).To(Succeed())
 	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
 		held := suite.Kubectl("get", "devices", node, "-o", "jsonpath={.status.groups[0].accelerators[0].resourceClaims}")
@@ -148,4 +173,5 @@ var _ = It("prepares a DRA claim's card for a Pod, and keeps it from the device 
 		return held == "" && gpus == "1" && os.IsNotExist(err),
 			fmt.Sprintf("the ledger's claims on the card: %q; the node's allocatable nvidia.com/gpu: %s; the CDI spec: %v", held, gpus, err)
 	})
+	pairRunsOnTwoNodes("pair-dra")
 })

@@ -219,18 +219,28 @@ var _ = It("grants a MIG partition through the plugin, and the pool key follows"
 // A Job of two Pods of one whole card each, on a pool of two one-card nodes: Kueue admits its one Workload,
 // the per-card check places its Pods on the two nodes, and each node's plugin grants its card.
 var _ = It("admits a Job of parallelism 2 on two one-card nodes", func() {
-	it := poolOf(l4)
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pair", Labels: map[string]string{"kueue.x-k8s.io/queue-name": pools.EntranceName(it.Name)}},
+	create(pairJob("pair", poolOf(l4).Name))
+	pairRunsOnTwoNodes("pair")
+})
+
+// pairJob is a Job of two Pods of one whole card each, queued at the pool's entrance LocalQueue.
+func pairJob(name, pool string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"kueue.x-k8s.io/queue-name": pools.EntranceName(pool)}},
 		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2), Suspend: ptr.To(true),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 				Name: "c", Image: realnode.UserImage, Command: []string{"sleep", "infinity"}, Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
 					"nvidia.com/gpu": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}},
 	}
-	create(job)
+}
+
+// pairRunsOnTwoNodes waits until both Pods of the Job run, and checks that each sees its own card, on a node
+// of its own.
+func pairRunsOnTwoNodes(job string) {
+	GinkgoHelper()
 	var pods corev1.PodList
 	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
-		if err := suite.Client.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{"batch.kubernetes.io/job-name": "pair"}); err != nil {
+		if err := suite.Client.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{"batch.kubernetes.io/job-name": job}); err != nil {
 			return false, err.Error()
 		}
 		var running []string
@@ -247,7 +257,7 @@ var _ = It("admits a Job of parallelism 2 on two one-card nodes", func() {
 		nodes[p.Spec.NodeName] = true
 	}
 	Expect(nodes).To(HaveLen(2), "one Pod on each one-card node")
-})
+}
 
 // slicePod is a bare Pod of the pool whose container c asks for a slice of mib MiB, after init.
 func slicePod(name, pool, mib string, init ...corev1.Container) *corev1.Pod {
