@@ -68,7 +68,8 @@ func runWorkerGateway(args []string) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot create the manager")
 	}
-	gw := &gateway.Gateway{Client: c, Namespace: *members, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger}
+	gw := &gateway.Gateway{Client: c, Namespace: *members, Scheme: scheme.New(), Interval: *interval, Timeout: *timeout, Log: logger,
+		Answers: &gateway.Answers{Client: c, Namespace: *namespace}}
 	lis, err := listenUnix(*socket)
 	if err != nil {
 		return err
@@ -97,6 +98,9 @@ func runWorkerGateway(args []string) error {
 			return serveUntil(ctx, secure, func() error { return secure.ListenAndServeTLS("", "") }, *shutdownDelay)
 		}))
 	}
+	// The members' answers are kept by one replica (the Lease's holder, where there is a Lease) and read by each
+	// as it starts.
+	runnables = append(runnables, manager.RunnableFunc(gw.KeepAnswers))
 	if *dispatch {
 		d := &gateway.Dispatcher{Client: c, Gateway: gw, Namespace: *members, KueueNamespace: *kueueNamespace, Interval: *interval,
 			Retention: *retention, FirstAnswerGrace: *grace, Log: ctrl.Log.WithName("dispatch")}

@@ -39,9 +39,14 @@ type Gateway struct {
 	Interval, Timeout time.Duration
 	// Log reports members that come and go and reads that fail.
 	Log logr.Logger
+	// Answers, when set, keep each member's last answer across restarts: Run starts each member from what it
+	// last answered, and KeepAnswers stores the answers.
+	Answers *Answers
 
 	mu      sync.Mutex
 	members map[string]*member
+	// seeds are the members' last answers as kept before this gateway started, until each member's loop starts.
+	seeds map[string]MemberState
 	// generation counts the changes of what is served; it is the served resourceVersion.
 	generation int64
 	// listed is true once the member Secrets were listed; allRead once every member then was read.
@@ -98,10 +103,18 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if g.Interval <= 0 || g.Timeout <= 0 {
 		return errors.Errorf("the interval (%s) and the read timeout (%s) must be positive", g.Interval, g.Timeout)
 	}
+	var seeds map[string]MemberState
+	if g.Answers != nil {
+		var err error
+		if seeds, err = g.Answers.Load(ctx); err != nil {
+			g.Log.Error(err, "cannot read the members' last answers; a member that does not answer is served without them")
+		}
+	}
 	g.mu.Lock()
 	if g.members == nil {
 		g.members = map[string]*member{}
 	}
+	g.seeds = seeds
 	g.mu.Unlock()
 	defer g.stopAll()
 	for {
@@ -165,6 +178,10 @@ func (g *Gateway) startMember(ctx context.Context, s *corev1.Secret) {
 		// types from the views or from what is dispatched.
 		state = old.state
 		state.Reachable, state.Message = false, "not read yet since its Secret changed"
+	} else if seed, ok := g.seeds[s.Name]; ok {
+		// What it answered before this gateway started stays until it answers again.
+		state = seed
+		delete(g.seeds, s.Name)
 	}
 	memberCtx, stop := context.WithCancel(ctx)
 	m := &member{secretVersion: s.ResourceVersion, stop: stop, state: state}
@@ -348,6 +365,29 @@ func ignoreNoKind(err error) error {
 		return nil
 	}
 	return err
+}
+
+// KeepAnswers stores the members' answers (Answers.Save) every Interval until ctx ends, once the member Secrets
+// were listed: before that, no member would drop every kept answer. One replica keeps them: the caller runs it on
+// the Lease's holder.
+func (g *Gateway) KeepAnswers(ctx context.Context) error {
+	if g.Answers == nil {
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(g.Interval):
+		}
+		if !g.Listed() {
+			continue
+		}
+		states, _ := g.States()
+		if err := g.Answers.Save(ctx, states); err != nil {
+			g.Log.Error(err, "cannot keep the members' last answers")
+		}
+	}
 }
 
 func (g *Gateway) stopAll() {

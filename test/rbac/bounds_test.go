@@ -179,6 +179,12 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 				},
 				want: "may not create Secret kueue-system/gpustack-settings: the worker-gateway writes only its copies of the member kubeconfigs",
 			},
+			"the gateway stores the members' answers over the settings Secret": {
+				write: func() error {
+					return gateway.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-settings"}}, client.DryRunAll)
+				},
+				want: "may not create Secret gpustack-system/gpustack-settings: the worker-gateway writes only its copies",
+			},
 			"the gateway stores its serving certificate's Secret in Kueue's namespace": {
 				write: func() error {
 					return gateway.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: gatewayv1.ServingSecretName}}, client.DryRunAll)
@@ -263,6 +269,8 @@ var _ = Describe("the chart's component bounds", Ordered, func() {
 		Expect(gateway.Create(ctx, member, client.DryRunAll)).To(Succeed(), "the gateway copies a member's kubeconfig")
 		serving := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: gatewayv1.ServingSecretName}}
 		Expect(gateway.Create(ctx, serving, client.DryRunAll)).To(Succeed(), "the gateway's first replica stores its serving certificate")
+		answers := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: gatewayv1.AnswersSecretName}}
+		Expect(gateway.Create(ctx, answers, client.DryRunAll)).To(Succeed(), "the gateway keeps the members' last answers")
 		Expect(patchNodeStatus(ctx, worker, node, func(st *corev1.NodeStatus) {
 			st.Capacity["nvidia.com/gpu.sliced.units"] = resource.MustParse("40")
 			st.Allocatable["nvidia.com/gpu.sliced.units"] = resource.MustParse("40")

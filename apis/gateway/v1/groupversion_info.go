@@ -23,6 +23,10 @@ const APIServiceName = "v1.gateway.gpustack.ai"
 // gateway serves the aggregation layer with.
 const ServingSecretName = "gpustack-operator-worker-gateway-tls"
 
+// AnswersSecretName is the Secret, in the gateway's namespace, where the gateway keeps each member's last
+// answer across its restarts.
+const AnswersSecretName = "gpustack-operator-worker-gateway-answers"
+
 // LabelMember marks a Secret in the members' namespace as a member cluster: the Secret's name is the
 // member's name and its data key KubeconfigKey holds a kubeconfig to read it with.
 const LabelMember = "gateway.gpustack.ai/member"

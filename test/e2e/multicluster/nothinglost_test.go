@@ -24,7 +24,7 @@ import (
 // Instance on it stays Ready, with no spec.stop written and its Pod on member-a the same, through member-a's
 // Hold of its A10G type, member-a's Secret deleted and made again, and the worker-gateway restarted while
 // member-a's API server is down (for longer than the restarted gateway waits for a member's first answer, the
-// suite's firstAnswerGrace).
+// suite's firstAnswerGrace): the restarted gateway serves member-a's last answer, which the one before kept.
 // While it is down the manager shows it unreachable, its types inactive and out of the sums, and counts it
 // again once it answers; member-a's worker, whose leader stops when it loses its Lease, restarts once and waits
 // for its API server rather than crash-looping.
@@ -108,9 +108,22 @@ var _ = It("keeps the manager's Instances through a member's Hold, its Secret ma
 		out, err := testenv.Kubectl(manager.Kubeconfig, append([]string{"-n", workerv1.SystemNamespace}, args...)...)
 		Expect(err).NotTo(HaveOccurred(), out)
 	}
-	// Past its first-answer grace, the new gateway writes without member-a's answer: it keeps the type, marked.
-	waitType(marked)
+	// The new gateway starts from member-a's last answer, which the one before it kept: member-a unreachable,
+	// with the age of that answer and its types, so past the new gateway's first-answer grace its type is still
+	// held (Inactive), not marked as no longer offered.
+	e2esuite.WaitFor(time.Minute, func() (bool, string) {
+		out, _ := testenv.Kubectl(manager.Kubeconfig, "get", "clustermember", "member-a", "-o",
+			"jsonpath={.status.reachable} {.status.instanceTypes} {.status.lastSeen} {.status.message}")
+		f := strings.Fields(out)
+		if len(f) < 3 {
+			return false, "member-a (reachable, types, last seen, message): " + out
+		}
+		seen, err := time.Parse(time.RFC3339, f[2])
+		return f[0] == "false" && f[1] != "0" && err == nil && seen.Before(down),
+			"member-a (reachable, types, last seen, message): " + out + "; down since " + down.Format(time.RFC3339)
+	})
 	time.Sleep(outage - time.Since(down))
+	Expect(managerType()).To(Equal(held), "the manager's type past the new gateway's first-answer grace (phase, unwanted since)")
 	notStopped("member-a down past the new gateway's grace", client.ObjectKeyFromObject(inst))
 	restartCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
