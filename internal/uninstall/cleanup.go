@@ -60,7 +60,7 @@ type Options struct {
 
 // What the chart ships (the agents' namespace, account and roles) helm removes itself; the cleanup deletes
 // only what the worker made, by name where it has one.
-// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=delete,resourceNames=gpustack-worker-webhook-tls;gpustack-operator-worker-gateway-tls
+// +kubebuilder:rbac:groups="",namespace=gpustack-system,resources=secrets,verbs=delete,resourceNames=gpustack-worker-webhook-tls;gpustack-operator-worker-gateway-tls;gpustack-operator-worker-gateway-answers
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=delete,resourceNames=gpustack-worker-mutation;gpustack-worker-validation
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list
@@ -89,8 +89,10 @@ func Cleanup(ctx context.Context, c client.Client, o Options) error {
 	r.delete(ctx, &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.MutatingName}})
 	r.delete(ctx, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.ValidatingName}})
 	r.delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.WebhookSecret}})
-	// The worker-gateway's serving certificate, which its first replica signed (its APIService is the chart's).
+	// The worker-gateway's serving certificate, which its first replica signed (its APIService is the chart's),
+	// and the members' last answers it kept.
 	r.delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: gatewayv1.ServingSecretName}})
+	r.delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: gatewayv1.AnswersSecretName}})
 	r.kueueChain(ctx)
 	r.kueueGone(ctx)
 	r.nodeFeatures(ctx)

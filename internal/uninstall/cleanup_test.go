@@ -63,7 +63,8 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 	// The InstanceType goes in before the webhook configurations, whose server this test does not run.
 	create(it)
 	gatewaySecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: gatewayv1.ServingSecretName}}
-	create(mutating, validating, gatewaySecret,
+	answersSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: gatewayv1.AnswersSecretName}}
+	create(mutating, validating, gatewaySecret, answersSecret,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-settings"}},
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed", Annotations: composed}},
@@ -117,7 +118,7 @@ var _ = It("fills a real API server with what a worker leaves behind, beside loo
 		// envtest runs no namespace controller: a namespace being deleted counts as gone.
 		return apierrors.IsNotFound(err) || err == nil && o.GetDeletionTimestamp() != nil
 	}
-	ours := []client.Object{mutating, validating, gatewaySecret,
+	ours := []client.Object{mutating, validating, gatewaySecret, answersSecret,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: workerv1.SystemNamespace, Name: "gpustack-worker-webhook-tls"}},
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "gpustack--composed"}},
 		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "gpustack-node-devices"}},
