@@ -10,9 +10,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpustack/gpustack-operator/internal/follow"
 	"github.com/gpustack/gpustack-operator/internal/webhooks"
 )
 
@@ -85,7 +85,10 @@ func (s *Serving) Refresh(ctx context.Context, timeout time.Duration) error {
 func (s *Serving) Start(ctx context.Context) error {
 	changed := make(chan struct{}, 1)
 	if s.Watch != nil {
-		go s.follow(ctx, changed)
+		// Its changes (made, renewed, deleted) are read at once; meanwhile the ticks read the Secret.
+		go follow.ByName(ctx, s.Watch, &corev1.SecretList{}, s.Certificate.Namespace, s.Certificate.Secret, time.Second, changed, func(err error) {
+			s.Log.Error(err, "cannot watch the serving Secret; reading it every interval", "secret", s.Certificate.Secret)
+		})
 	}
 	t := time.NewTicker(s.Every)
 	defer t.Stop()
@@ -98,34 +101,6 @@ func (s *Serving) Start(ctx context.Context) error {
 		}
 		if err := s.Refresh(ctx, time.Minute); err != nil {
 			s.Log.Error(err, "cannot refresh what the gateway serves the aggregation layer with")
-		}
-	}
-}
-
-// follow watches the Secret and says on changed when it changed (made, renewed or deleted), until ctx ends. A
-// watch that cannot start or that ends is started again after a pause; meanwhile the ticks read the Secret.
-func (s *Serving) follow(ctx context.Context, changed chan<- struct{}) {
-	for ctx.Err() == nil {
-		w, err := s.Watch.Watch(ctx, &corev1.SecretList{}, client.InNamespace(s.Certificate.Namespace),
-			client.MatchingFields{"metadata.name": s.Certificate.Secret})
-		if err != nil {
-			s.Log.Error(err, "cannot watch the serving Secret; reading it every interval", "secret", s.Certificate.Secret)
-		} else {
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Error {
-					break
-				}
-				// A change waiting to be read is enough: the refresh reads the latest.
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
-			w.Stop()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
 		}
 	}
 }

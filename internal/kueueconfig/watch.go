@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/internal/follow"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,resourceNames=kueue-manager-config
@@ -55,7 +56,11 @@ func (w *Watch) Start(ctx context.Context) error {
 	}
 	changed := make(chan struct{}, 1)
 	if w.Watcher != nil {
-		go w.follow(ctx, every, changed)
+		ns, name := w.where()
+		// One that cannot start is tried again after the interval, which the reads keep to meanwhile.
+		go follow.ByName(ctx, w.Watcher, &corev1.ConfigMapList{}, ns, name, every, changed, func(err error) {
+			w.Log.V(1).Info("cannot watch Kueue's configuration; reading it every interval", "error", err.Error())
+		})
 	}
 	for {
 		w.Check(ctx)
@@ -64,37 +69,6 @@ func (w *Watch) Start(ctx context.Context) error {
 			return nil
 		case <-changed:
 		case <-time.After(every):
-		}
-	}
-}
-
-// follow watches the ConfigMap by name and signals changed on every event, until ctx ends. A watch the API server
-// ends is started again a second later; one that cannot start is tried again after the interval, which the reads
-// keep to meanwhile.
-func (w *Watch) follow(ctx context.Context, every time.Duration, changed chan<- struct{}) {
-	ns, name := w.where()
-	for ctx.Err() == nil {
-		wi, err := w.Watcher.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
-		if err != nil {
-			w.Log.V(1).Info("cannot watch Kueue's configuration; reading it every interval", "error", err.Error())
-			select {
-			case <-ctx.Done():
-			case <-time.After(every):
-			}
-			continue
-		}
-		for range wi.ResultChan() {
-			// One pending signal is enough: the next read sees the latest.
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-		wi.Stop()
-		// A watch that ends at once, again and again, must not spin.
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
 		}
 	}
 }
