@@ -20,6 +20,7 @@ import (
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin/deviceplugintest"
 	"github.com/gpustack/gpustack-operator/providers"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // cardsOf is a provider of fixed cards.
@@ -31,18 +32,11 @@ func (c cardsOf) Detect(context.Context) ([]providers.Device, error) { return c,
 // runAgent runs the agent until the spec ends, then removes the Devices object it published.
 func runAgent(a *devicemanager.Agent) {
 	GinkgoHelper()
-	ctx, stop := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(a.Run(ctx)).To(Succeed())
-	}()
 	DeferCleanup(func() {
-		stop()
-		<-stopped
 		_ = suite.Client.Delete(context.Background(), &workerv1.Devices{ObjectMeta: metav1.ObjectMeta{Name: a.Node}})
 	})
+	// Cleanups run last first: the agent stops before its Devices object is deleted.
+	testenv.RunUntilCleanup(a.Run)
 }
 
 // Runs a node's agent against a kubelet's registration service, admits Pods through its plugins as the

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"strings"
 
@@ -131,10 +130,7 @@ func (d *Dispatcher) annotate(ctx context.Context, pod types.NamespacedName, key
 	if p.Annotations[key] == value {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
-	if err != nil {
-		return errors.Wrap(err, "cannot encode the Pod's patch")
-	}
-	return errors.Wrapf(client.IgnoreNotFound(d.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch))),
-		"cannot note %s on Pod %s", key, pod)
+	orig := p.DeepCopy()
+	metav1.SetMetaDataAnnotation(&p.ObjectMeta, key, value)
+	return errors.Wrapf(client.IgnoreNotFound(d.Client.Patch(ctx, p, client.MergeFrom(orig))), "cannot note %s on Pod %s", key, pod)
 }

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // servedCert returns the DER of the leaf certificate a TLS server at addr presents.
@@ -60,14 +62,7 @@ var _ = It("rotates the webhook certificate without a restart", func() {
 	Expect(Provision(ctx, suite.Client, s, now, 10*time.Second)).To(Succeed())
 
 	server := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.CertDir})
-	serverCtx, stop := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(server.Start(serverCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() { stop(); <-stopped })
+	testenv.RunUntilCleanup(server.Start)
 	Eventually(func() []byte { return servedCert(addr) }).WithTimeout(30*time.Second).Should(Equal(der(issued.Cert)), "the first certificate")
 
 	caBundle := func() []byte {

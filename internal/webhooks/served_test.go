@@ -26,6 +26,7 @@ import (
 	"github.com/gpustack/gpustack-operator/package/rbac"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // serveWebhooks provisions the webhooks at a loopback port and serves them from a manager, as the worker does,
@@ -48,14 +49,7 @@ func serveWebhooks() {
 		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: s.CertDir})})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(Setup(mgr)).To(Succeed())
-	mgrCtx, stop := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(stopped)
-		Expect(mgr.Start(mgrCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() { stop(); <-stopped })
+	testenv.RunUntilCleanup(mgr.Start)
 	Eventually(func() error { return mgr.GetWebhookServer().StartedChecker()(nil) }).WithTimeout(30 * time.Second).Should(Succeed())
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -570,17 +569,8 @@ var _ = It("converges through injected conflicts and server errors", func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&composer.Reconciler{Client: mgr.GetClient(), Recorder: record.NewFakeRecorder(1000)}).SetupWithManager(mgr)).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	var once sync.Once
 	// Stopped before the chain is cleaned: a running composer would compose it again.
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	DeferCleanup(stop)
+	stop := testenv.RunUntilCleanup(mgr.Start)
 
 	entrances := []string{}
 	for _, row := range walkthrough.Step1Types[1:] {

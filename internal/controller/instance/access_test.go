@@ -17,6 +17,7 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
 	"github.com/gpustack/gpustack-operator/internal/controller/instance"
 	"github.com/gpustack/gpustack-operator/test/framework/builders"
+	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 )
 
 // Runs the Instance controller in a manager with the worker's cache: an Instance's access addresses follow its
@@ -56,12 +57,5 @@ func runInManager(setup func(ctrl.Manager) error) {
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(setup(mgr)).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	DeferCleanup(func() { cancel(); <-done })
+	testenv.RunUntilCleanup(mgr.Start)
 }

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,12 +98,9 @@ func (r *DispatchedReconciler) ensureService(ctx context.Context, pod *corev1.Po
 	if svc.Annotations[workerv1.AnnotationInstanceAccess] == string(access) {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{workerv1.AnnotationInstanceAccess: string(access)}}})
-	if err != nil {
-		return errors.Wrap(err, "cannot encode the Service's patch")
-	}
-	return errors.Wrap(r.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch)),
-		"cannot note the dispatched Instance's access on its Service")
+	orig := svc.DeepCopy()
+	metav1.SetMetaDataAnnotation(&svc.ObjectMeta, workerv1.AnnotationInstanceAccess, string(access))
+	return errors.Wrap(r.Client.Patch(ctx, svc, client.MergeFrom(orig)), "cannot note the dispatched Instance's access on its Service")
 }
 
 // ensureRegistryAuth creates the pull Secret of this cluster's container-registry-auth that the dispatched Pod
