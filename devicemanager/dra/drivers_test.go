@@ -108,15 +108,16 @@ var _ = It("publishes each vendor's cards as ResourceSlices through a driver reg
 
 	sick := t4("GPU-t4-1", 1)
 	sick.Unhealthy = true
-	drivers.Publish(ctx, []providers.Device{t4("GPU-t4-0", 0), sick})
+	drivers.Publish(ctx, []providers.Device{t4("GPU-t4-0", 0), sick, t4("GPU-t4-2", 2)})
 	Eventually(func(g Gomega) []string {
 		return keys(slicesOf(g, "nvidia.gpustack.ai", node.Name))
-	}).WithTimeout(30*time.Second).Should(ConsistOf("card-0"), "a card that fell sick is no longer offered")
+	}).WithTimeout(30*time.Second).Should(ConsistOf("card-0", "card-2"), "a card that fell sick is no longer offered")
 	Eventually(func(g Gomega) []string {
 		return keys(slicesOf(g, "cambricon.gpustack.ai", node.Name))
 	}).WithTimeout(30*time.Second).Should(BeEmpty(), "a vendor whose cards are gone publishes none")
 
-	claim := allocated(ctx, node.Name, "one-t4", "card-0")
+	// A claim of two cards: its request's one CDI device names both, as the device plugin names a container's cards.
+	claim := allocated(ctx, node.Name, "two-t4", "card-0", "card-2")
 	conn, err := grpc.NewClient("unix://"+filepath.Join(plugins, "nvidia.gpustack.ai", "dra.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(conn.Close)
@@ -131,12 +132,15 @@ var _ = It("publishes each vendor's cards as ResourceSlices through a driver reg
 	}
 	got := prepare(claim)
 	Expect(got.Error).To(BeEmpty())
-	cdiID := "nvidia.gpustack.ai/claim=" + string(claim.UID) + "-card-0"
-	Expect(got.Devices).To(ConsistOf(And(HaveField("PoolName", node.Name), HaveField("DeviceName", "card-0"),
-		HaveField("RequestNames", ConsistOf("card")), HaveField("CdiDeviceIds", ConsistOf(cdiID)))))
+	cdiID := "nvidia.gpustack.ai/claim=" + string(claim.UID) + "-card"
+	Expect(got.Devices).To(ConsistOf(
+		And(HaveField("PoolName", node.Name), HaveField("DeviceName", "card-0"), HaveField("RequestNames", ConsistOf("card")),
+			HaveField("CdiDeviceIds", ConsistOf(cdiID))),
+		And(HaveField("PoolName", node.Name), HaveField("DeviceName", "card-2"), HaveField("RequestNames", ConsistOf("card")),
+			HaveField("CdiDeviceIds", BeEmpty()))))
 	spec := filepath.Join(cdi, "nvidia.gpustack.ai-claim_"+string(claim.UID)+".json")
 	Expect(os.ReadFile(spec)).To(MatchJSON(`{"cdiVersion": "0.5.0", "kind": "nvidia.gpustack.ai/claim", "devices": [
-		{"name": "` + string(claim.UID) + `-card-0", "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=GPU-t4-0"]}}]}`))
+		{"name": "` + string(claim.UID) + `-card", "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=GPU-t4-0,GPU-t4-2"]}}]}`))
 
 	// Containers took card-0 through the device plugin (the ledger says): it leaves the slices, and a claim
 	// allocated it before the slices said so is refused.
@@ -161,17 +165,20 @@ var _ = It("publishes each vendor's cards as ResourceSlices through a driver reg
 	Expect(spec).NotTo(BeAnExistingFile())
 })
 
-// allocated makes a claim of one whole card and allocates it the device of the node's nvidia pool, reserved for
-// a Pod, as the scheduler would.
-func allocated(ctx context.Context, node, name, device string) *resourceapi.ResourceClaim {
+// allocated makes a claim of whole cards and allocates its request the devices of the node's nvidia pool,
+// reserved for a Pod, as the scheduler would.
+func allocated(ctx context.Context, node, name string, devices ...string) *resourceapi.ResourceClaim {
 	GinkgoHelper()
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia"}}}}}}
+			Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia", Count: int64(len(devices))}}}}}}
 	Expect(suite.Client.Create(ctx, claim)).To(Succeed())
 	DeferCleanup(func() { _ = suite.Client.Delete(context.Background(), claim) })
-	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
-		Request: "card", Driver: "nvidia.gpustack.ai", Pool: node, Device: device}}}}
+	claim.Status.Allocation = &resourceapi.AllocationResult{}
+	for _, d := range devices {
+		claim.Status.Allocation.Devices.Results = append(claim.Status.Allocation.Devices.Results,
+			resourceapi.DeviceRequestAllocationResult{Request: "card", Driver: "nvidia.gpustack.ai", Pool: node, Device: d})
+	}
 	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p-" + name, UID: "pod-uid-" + types.UID(name)}}
 	Expect(suite.Client.Status().Update(ctx, claim)).To(Succeed())
 	return claim

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
@@ -33,7 +34,8 @@ func CDIKind(driver string) string { return driver + "/claim" }
 
 // prepare gives one claim its cards: each device the claim was allocated from this driver's pool on this node
 // must be a healthy card of the node that no container holds through the device plugins (the ledger says), and
-// gets what the device plugin's Allocate gives a whole card, written as a CDI device of the claim's spec.
+// each request's cards get what the device plugin's Allocate gives those cards, written as one CDI device of
+// the claim's spec.
 func (p *driver) prepare(ctx context.Context, rc *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
 	name := rc.Namespace + "/" + rc.Name
 	fail := func(format string, args ...any) kubeletplugin.PrepareResult {
@@ -54,8 +56,10 @@ func (p *driver) prepare(ctx context.Context, rc *resourceapi.ResourceClaim) kub
 	if edits == nil {
 		edits = deviceplugin.Runtime{}.WholeCards
 	}
-	spec := cdiSpec{Version: cdiVersion, Kind: CDIKind(p.name)}
+	// A request's cards reach its containers as one CDI device: the vendor's visibility variable must name them
+	// all, and a second device's variable would overwrite the first's.
 	var out kubeletplugin.PrepareResult
+	byRequest := map[string][]providers.Device{}
 	for _, r := range rc.Status.Allocation.Devices.Results {
 		if r.Driver != p.name || r.Pool != p.node {
 			continue
@@ -74,15 +78,33 @@ func (p *driver) prepare(ctx context.Context, rc *resourceapi.ResourceClaim) kub
 		if others := slices.DeleteFunc(slices.Clone(e.ResourceClaims), func(c string) bool { return c == name }); len(others) > 0 {
 			return fail("card %s (device %s) of node %s is allocated to ResourceClaim %s", card.UUID, r.Device, p.node, strings.Join(others, ", "))
 		}
-		dev, ids := cdiDeviceOf(string(rc.UID)+"-"+r.Device, edits(p.vendor, []providers.Device{card}))
+		d := kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device}
+		if len(byRequest[r.Request]) == 0 {
+			d.CDIDeviceIDs = []string{CDIKind(p.name) + "=" + cdiDeviceName(rc.UID, r.Request)}
+		}
+		byRequest[r.Request] = append(byRequest[r.Request], card)
+		out.Devices = append(out.Devices, d)
+	}
+	spec := cdiSpec{Version: cdiVersion, Kind: CDIKind(p.name)}
+	for _, request := range slices.Sorted(maps.Keys(byRequest)) {
+		dev, ids := cdiDeviceOf(cdiDeviceName(rc.UID, request), edits(p.vendor, byRequest[request]))
 		spec.Devices = append(spec.Devices, dev)
-		out.Devices = append(out.Devices, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool,
-			DeviceName: r.Device, CDIDeviceIDs: append([]string{CDIKind(p.name) + "=" + dev.Name}, ids...)})
+		for i := range out.Devices {
+			if out.Devices[i].Requests[0] == request && len(out.Devices[i].CDIDeviceIDs) > 0 {
+				out.Devices[i].CDIDeviceIDs = append(out.Devices[i].CDIDeviceIDs, ids...)
+			}
+		}
 	}
 	if err := writeSpec(p.drivers.specPath(p.name, string(rc.UID)), spec); err != nil {
 		return fail("cannot write its CDI spec: %v", err)
 	}
 	return out
+}
+
+// cdiDeviceName names the CDI device of a claim's request: <claim UID>-<request>, the request's name with the
+// "/" of a subrequest (request/subrequest) made a "-", which a CDI device name may not hold.
+func cdiDeviceName(claim types.UID, request string) string {
+	return string(claim) + "-" + strings.ReplaceAll(request, "/", "-")
 }
 
 // cdiSpec is a CDI specification file: the devices of one kind and what each adds to a container.
