@@ -23,18 +23,8 @@ import (
 func runGateway(c client.Client) (gw *gateway.Gateway, stop func()) {
 	gw = &gateway.Gateway{Client: c, Namespace: workerv1.SystemNamespace, Scheme: scheme.New(), Interval: 200 * time.Millisecond,
 		Timeout: time.Second, Log: logr.Discard(), Answers: &gateway.Answers{Client: c, Namespace: workerv1.SystemNamespace}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { _ = gw.Run(ctx); done <- struct{}{} }()
-	go func() { _ = gw.KeepAnswers(ctx); done <- struct{}{} }()
-	stop = func() {
-		if ctx.Err() == nil {
-			cancel()
-			<-done
-			<-done
-		}
-	}
-	DeferCleanup(stop)
+	run, keep := testenv.RunUntilCleanup(gw.Run), testenv.RunUntilCleanup(gw.KeepAnswers)
+	stop = func() { keep(); run() }
 	return gw, stop
 }
 
