@@ -158,7 +158,7 @@ func runWorker(args []string) error {
 	if err := (&instance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-instance")}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the Instance controller")
 	}
-	if err := setupLedgerAndCheck(ctx, mgr); err != nil {
+	if err := setupLedgerAndCheck(ctx, mgr, direct); err != nil {
 		return err
 	}
 	if err := setupInstanceStorageAndCapacity(mgr); err != nil {
@@ -209,9 +209,10 @@ func setupSettingsAPI(mgr ctrl.Manager, cfg *rest.Config, s *runtime.Scheme, por
 }
 
 // setupLedgerAndCheck registers the ledger and the per-card check, which both list a node's Pods through one
-// index of the cache. Where the cluster serves ResourceClaims, both charge those the DRA drivers allocated
-// cards to as well.
-func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
+// index of the cache. Where the cluster serves ResourceClaims and the worker's role lets it read them, both
+// charge those the DRA drivers allocated cards to as well; a role older than this binary (during an upgrade)
+// leaves the claims out, and says so: a cache that may not list them would never sync and would stop the worker.
+func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager, direct client.Client) error {
 	if err := cachepolicy.IndexPodsByNode(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -222,6 +223,15 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager) error {
 	claims, err := servesResourceClaims(mgr.GetRESTMapper())
 	if err != nil {
 		return err
+	}
+	if claims {
+		if claims, err = mayWatch(ctx, direct, resourceapi.GroupName, "resourceclaims"); err != nil {
+			return err
+		}
+		if !claims {
+			ctrl.Log.WithName("ledger").Error(errors.New("the worker may not list and watch ResourceClaims"),
+				"the cards DRA allocates are not counted by the ledger and the per-card check until the worker's role allows it")
+		}
 	}
 	if claims {
 		if err := cachepolicy.IndexResourceClaimsByPool(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -287,17 +297,31 @@ func setupNodeProfile(ctx context.Context, mgr ctrl.Manager, direct client.Clien
 	if err := (&nodefit.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node fit labels")
 	}
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Group: nfdv1alpha1.SchemeGroupVersion.Group, Resource: "nodefeaturerules"}}}
-	if err := direct.Create(ctx, review); err != nil {
-		return errors.Wrap(err, "cannot review the worker's access to NodeFeatureRules")
+	allowed, err := mayWatch(ctx, direct, nfdv1alpha1.SchemeGroupVersion.Group, "nodefeaturerules")
+	if err != nil {
+		return err
 	}
-	if !review.Status.Allowed {
+	if !allowed {
 		ctrl.Log.WithName("cpuinfo").Error(errors.New("the worker may not list NodeFeatureRules"),
 			"the cpu-info rule is not kept: Nodes get no feature.gpustack.ai/cpu-* annotations until the worker's role allows it")
 		return nil
 	}
 	return errors.Wrap((&cpuinfo.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr), "cannot set up the cpu-info rule")
+}
+
+// mayWatch reports whether the worker's role lets it list and watch a resource, as its cache does.
+func mayWatch(ctx context.Context, direct client.Client, group, resource string) (bool, error) {
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource}}}
+		if err := direct.Create(ctx, review); err != nil {
+			return false, errors.Wrapf(err, "cannot review the worker's access to %s", resource)
+		}
+		if !review.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // deployNodeAgents deploys the node agents of image (none when it is empty) with the enforcers of
