@@ -109,7 +109,7 @@ func (c *Cluster) auditFlags() ([]string, error) {
 func (c *Cluster) startControllers(ctx context.Context) error {
 	pki := func(name string) string { return c.path("pki", name) }
 	kcm := pki("kube-controller-manager.kubeconfig")
-	if err := c.start(componentKCM, nil, c.bin("kube-controller-manager"),
+	if err := c.start(componentKCM, nil, supervised(c.bin("kube-controller-manager"),
 		"--kubeconfig="+kcm, "--authentication-kubeconfig="+kcm, "--authorization-kubeconfig="+kcm,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.ports.kcm), "--leader-elect=false",
 		"--service-account-private-key-file="+pki("sa.key"), "--root-ca-file="+pki("ca.crt"),
@@ -120,14 +120,14 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 		// machine a round can take longer than the default 40 s, and the node controller would mark healthy
 		// nodes NotReady and their Pods not Ready, which KWOK never sets back.
 		"--node-monitor-grace-period=2m",
-	); err != nil {
+	)...); err != nil {
 		return err
 	}
 	sched := pki("kube-scheduler.kubeconfig")
-	if err := c.start(componentScheduler, nil, c.bin("kube-scheduler"),
+	if err := c.start(componentScheduler, nil, supervised(c.bin("kube-scheduler"),
 		"--kubeconfig="+sched, "--authentication-kubeconfig="+sched, "--authorization-kubeconfig="+sched,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.ports.scheduler), "--leader-elect=false",
-	); err != nil {
+	)...); err != nil {
 		return err
 	}
 	for name, port := range map[string]int{componentKCM: c.ports.kcm, componentScheduler: c.ports.scheduler} {

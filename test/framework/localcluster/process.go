@@ -64,6 +64,16 @@ func startProcess(dir, name string, detach bool, env []string, argv ...string) (
 	return p, nil
 }
 
+// supervised wraps a command line in a loop that starts it again a second after it exits, as the kubelet
+// restarts a control plane's static Pod. kube-scheduler exits on purpose when it finds its cache inconsistent
+// (it can, after etcd and the API server restart under load), and a cluster without it stops scheduling for
+// good. The loop's shell leads the component's process group, so stopping the group stops both; setpriv ends
+// the component if the shell is killed alone.
+func supervised(argv ...string) []string {
+	const loop = `while :; do setpriv --pdeathsig KILL -- "$@"; echo "localcluster: $1 exited ($?); starting it again" >&2; sleep 1; done`
+	return append([]string{"/bin/sh", "-c", loop, "sh"}, argv...)
+}
+
 // exited returns an error describing the component's exit, or nil while it still runs.
 func (p *process) exited(dir string) error {
 	select {
