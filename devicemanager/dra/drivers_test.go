@@ -18,10 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
+	"github.com/gpustack/gpustack-operator/devicemanager/deviceplugin"
 	"github.com/gpustack/gpustack-operator/devicemanager/dra"
 	"github.com/gpustack/gpustack-operator/pools"
 	"github.com/gpustack/gpustack-operator/providers"
@@ -82,8 +84,13 @@ var _ = It("publishes each vendor's cards as ResourceSlices through a driver reg
 	Expect(os.MkdirAll(cdi, 0o755)).To(Succeed())
 	var ledger atomic.Pointer[map[string]pools.Card]
 	ledger.Store(&map[string]pools.Card{})
+	// injectCDI plays a node whose NVIDIA cards reach containers through the vendor's own CDI specs.
+	var injectCDI atomic.Bool
 	drivers := &dra.Drivers{Node: node.Name, Client: clientset, RegistrarDir: registrar, PluginDir: plugins, CDIDir: cdi,
-		Ledger: func(context.Context) (map[string]pools.Card, error) { return *ledger.Load(), nil }, Log: logr.Discard()}
+		Ledger: func(context.Context) (map[string]pools.Card, error) { return *ledger.Load(), nil }, Log: logr.Discard(),
+		Edits: func(vendor string, cards []providers.Device) *pluginapi.ContainerAllocateResponse {
+			return deviceplugin.Runtime{CDI: map[string]bool{"nvidia": injectCDI.Load()}}.WholeCards(vendor, cards)
+		}}
 	DeferCleanup(drivers.Stop)
 
 	mlu := providers.Device{Manufacturer: "cambricon", Product: "MLU370-X8", UUID: "MLU-0", MemoryMiB: 49152}
@@ -141,6 +148,21 @@ var _ = It("publishes each vendor's cards as ResourceSlices through a driver reg
 	spec := filepath.Join(cdi, "nvidia.gpustack.ai-claim_"+string(claim.UID)+".json")
 	Expect(os.ReadFile(spec)).To(MatchJSON(`{"cdiVersion": "0.5.0", "kind": "nvidia.gpustack.ai/claim", "devices": [
 		{"name": "` + string(claim.UID) + `-card", "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=GPU-t4-0,GPU-t4-2"]}}]}`))
+
+	// Where the node injects through the vendor's CDI specs, the request's CDI devices are the claim's own and
+	// the vendor's of each card, named once, by the request's first device.
+	injectCDI.Store(true)
+	viaCDI := allocated(ctx, node.Name, "cdi-t4", "card-2", "card-0")
+	got = prepare(viaCDI)
+	Expect(got.Error).To(BeEmpty())
+	Expect(got.Devices).To(ConsistOf(
+		And(HaveField("DeviceName", "card-2"), HaveField("CdiDeviceIds", Equal([]string{
+			"nvidia.gpustack.ai/claim=" + string(viaCDI.UID) + "-card", "nvidia.com/gpu=GPU-t4-2", "nvidia.com/gpu=GPU-t4-0"}))),
+		And(HaveField("DeviceName", "card-0"), HaveField("CdiDeviceIds", BeEmpty()))))
+	Expect(os.ReadFile(filepath.Join(cdi, "nvidia.gpustack.ai-claim_"+string(viaCDI.UID)+".json"))).To(MatchJSON(
+		`{"cdiVersion": "0.5.0", "kind": "nvidia.gpustack.ai/claim", "devices": [
+		{"name": "` + string(viaCDI.UID) + `-card", "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"]}}]}`))
+	injectCDI.Store(false)
 
 	// Containers took card-0 through the device plugin (the ledger says): it leaves the slices, and a claim
 	// allocated it before the slices said so is refused.

@@ -60,6 +60,7 @@ func (p *driver) prepare(ctx context.Context, rc *resourceapi.ResourceClaim) kub
 	// all, and a second device's variable would overwrite the first's.
 	var out kubeletplugin.PrepareResult
 	byRequest := map[string][]providers.Device{}
+	first := map[string]int{} // each request's first device, which names the request's CDI devices
 	for _, r := range rc.Status.Allocation.Devices.Results {
 		if r.Driver != p.name || r.Pool != p.node {
 			continue
@@ -81,6 +82,7 @@ func (p *driver) prepare(ctx context.Context, rc *resourceapi.ResourceClaim) kub
 		d := kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device}
 		if len(byRequest[r.Request]) == 0 {
 			d.CDIDeviceIDs = []string{CDIKind(p.name) + "=" + cdiDeviceName(rc.UID, r.Request)}
+			first[r.Request] = len(out.Devices)
 		}
 		byRequest[r.Request] = append(byRequest[r.Request], card)
 		out.Devices = append(out.Devices, d)
@@ -89,11 +91,8 @@ func (p *driver) prepare(ctx context.Context, rc *resourceapi.ResourceClaim) kub
 	for _, request := range slices.Sorted(maps.Keys(byRequest)) {
 		dev, ids := cdiDeviceOf(cdiDeviceName(rc.UID, request), edits(p.vendor, byRequest[request]))
 		spec.Devices = append(spec.Devices, dev)
-		for i := range out.Devices {
-			if out.Devices[i].Requests[0] == request && len(out.Devices[i].CDIDeviceIDs) > 0 {
-				out.Devices[i].CDIDeviceIDs = append(out.Devices[i].CDIDeviceIDs, ids...)
-			}
-		}
+		named := &out.Devices[first[request]]
+		named.CDIDeviceIDs = append(named.CDIDeviceIDs, ids...)
 	}
 	if err := writeSpec(p.drivers.specPath(p.name, string(rc.UID)), spec); err != nil {
 		return fail("cannot write its CDI spec: %v", err)

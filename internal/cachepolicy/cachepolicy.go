@@ -7,7 +7,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -124,7 +123,7 @@ func ResourceClaimPoolsOf(rc *resourceapi.ResourceClaim) []string {
 	}
 	var pools []string
 	for _, r := range rc.Status.Allocation.Devices.Results {
-		if strings.HasSuffix(r.Driver, vendors.DRADriverSuffix) && !slices.Contains(pools, r.Pool) {
+		if _, ours := vendors.DRADriverVendor(r.Driver); ours && !slices.Contains(pools, r.Pool) {
 			pools = append(pools, r.Pool)
 		}
 	}

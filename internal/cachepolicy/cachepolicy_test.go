@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -123,6 +124,41 @@ func TestNodeChanged(t *testing.T) {
 			tc.change(cur)
 			if got := NodeChanged.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: cur}); got != tc.want {
 				t.Errorf("%s\nNodeChanged.Update(...): want %v, got %v", tc.reason, tc.want, got)
+			}
+		})
+	}
+}
+
+func TestResourceClaimPoolsOf(t *testing.T) {
+	result := func(driver, pool string) resourceapi.DeviceRequestAllocationResult {
+		return resourceapi.DeviceRequestAllocationResult{Request: "gpu", Driver: driver, Pool: pool, Device: "card-0"}
+	}
+	cases := map[string]struct {
+		reason string
+		claim  *resourceapi.ResourceClaim
+		want   []string
+	}{
+		"Unallocated": {
+			reason: "A claim not allocated yet holds no pool.",
+			claim:  &resourceapi.ResourceClaim{},
+		},
+		"OursOnly": {
+			reason: "Only the pools of this project's drivers count, each once: another driver's, or a *.gpustack.ai name that is no vendor's, are not the ledger's.",
+			claim: &resourceapi.ResourceClaim{Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{
+				Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+					result("nvidia.gpustack.ai", "node-a"), result("gpu.nvidia.com", "node-b"),
+					result("nothing.gpustack.ai", "node-c"), result("nvidia.gpustack.ai", "node-a"),
+					result("ascend.gpustack.ai", "node-d"),
+				}},
+			}}},
+			want: []string{"node-a", "node-d"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ResourceClaimPoolsOf(tc.claim)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nResourceClaimPoolsOf(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -36,8 +36,9 @@ type Answers struct {
 	// are left out, and said so.
 	MaxBytes int
 
-	// saved is each member's generation and age, as last written.
+	// saved is each member's generation and age, as last kept, and left the members that did not fit.
 	saved map[string]savedAnswer
+	left  []string
 }
 
 type savedAnswer struct {
@@ -73,9 +74,14 @@ func (a *Answers) Load(ctx context.Context) (map[string]MemberState, error) {
 }
 
 // Save keeps the answers of the members that answered at least once, where what they serve changed or their
-// stored age fell behind by answersRefresh; a member no longer among states is dropped. Nothing is written when
-// nothing changed. Members that do not fit under MaxBytes are left out and returned in the error.
+// stored age fell behind by answersRefresh; a member no longer among states is dropped. Nothing is read when every
+// answer is as last kept, and nothing is written when nothing changed. Members that do not fit under MaxBytes are
+// left out and returned in the error.
 func (a *Answers) Save(ctx context.Context, states []MemberState) error {
+	answered := slices.DeleteFunc(slices.Clone(states), func(st MemberState) bool { return st.LastSeen.IsZero() })
+	if len(answered) == len(a.saved) && !slices.ContainsFunc(answered, func(st MemberState) bool { return !a.current(st) }) {
+		return leftOut(a.left, a.maxBytes())
+	}
 	s := &corev1.Secret{}
 	err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: gatewayv1.AnswersSecretName}, s)
 	if apierrors.IsNotFound(err) {
@@ -83,46 +89,41 @@ func (a *Answers) Save(ctx context.Context, states []MemberState) error {
 	} else if err != nil {
 		return errors.Wrapf(err, "cannot get Secret %s/%s", a.Namespace, gatewayv1.AnswersSecretName)
 	}
-	if a.saved == nil {
-		a.saved = map[string]savedAnswer{}
-	}
-	data := map[string][]byte{}
-	var written []string
-	for _, st := range states {
-		if st.LastSeen.IsZero() {
+	data, saved := map[string][]byte{}, map[string]savedAnswer{}
+	for _, st := range answered {
+		if old, kept := s.Data[st.Name]; kept && a.current(st) {
+			data[st.Name], saved[st.Name] = old, a.saved[st.Name]
 			continue
 		}
-		old, kept := s.Data[st.Name]
-		if prev, ok := a.saved[st.Name]; kept && ok && prev.generation == st.Generation && st.LastSeen.Sub(prev.lastSeen) < answersRefresh {
-			data[st.Name] = old
-			continue
-		}
+		saved[st.Name] = savedAnswer{generation: st.Generation, lastSeen: st.LastSeen}
 		enc, err := encodeAnswer(st)
 		if err != nil {
 			return errors.Wrapf(err, "cannot encode the answer of member %s", st.Name)
 		}
 		data[st.Name] = enc
-		written = append(written, st.Name)
 	}
 	data, left := fitAnswers(data, a.maxBytes())
-	if maps.EqualFunc(data, s.Data, bytes.Equal) {
-		return leftOut(left, a.maxBytes())
-	}
-	s.Data = data
-	if s.ResourceVersion == "" {
-		err = a.Client.Create(ctx, s)
-	} else {
-		err = a.Client.Update(ctx, s)
-	}
-	if err != nil {
-		return errors.Wrapf(err, "cannot write Secret %s/%s", a.Namespace, gatewayv1.AnswersSecretName)
-	}
-	for _, st := range states {
-		if slices.Contains(written, st.Name) && data[st.Name] != nil {
-			a.saved[st.Name] = savedAnswer{generation: st.Generation, lastSeen: st.LastSeen}
+	if !maps.EqualFunc(data, s.Data, bytes.Equal) {
+		s.Data = data
+		if s.ResourceVersion == "" {
+			err = a.Client.Create(ctx, s)
+		} else {
+			err = a.Client.Update(ctx, s)
+		}
+		if err != nil {
+			return errors.Wrapf(err, "cannot write Secret %s/%s", a.Namespace, gatewayv1.AnswersSecretName)
 		}
 	}
+	// Recorded for every member, those left out too: one that did not fit is tried again once it changes.
+	a.saved, a.left = saved, left
 	return leftOut(left, a.maxBytes())
+}
+
+// current reports whether a member's answer is as last kept: what it serves unchanged, its age behind by less
+// than answersRefresh.
+func (a *Answers) current(st MemberState) bool {
+	prev, ok := a.saved[st.Name]
+	return ok && prev.generation == st.Generation && st.LastSeen.Sub(prev.lastSeen) < answersRefresh
 }
 
 func (a *Answers) maxBytes() int {

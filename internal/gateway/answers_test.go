@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gatewayv1 "github.com/gpustack/gpustack-operator/apis/gateway/v1"
 	"github.com/gpustack/gpustack-operator/apis/scheme"
@@ -72,9 +74,18 @@ var _ = It("serves what a member last answered through a restart during the memb
 	Expect(gateway.AggregatedInstanceTypes([]gateway.MemberState{st})).To(ConsistOf(
 		HaveField("Status.Inactive", ContainElement("member-kept"))), "served as inactive, not as gone")
 
-	// Nothing changed: the answers are not written again.
-	c, writes := testenv.CountWrites(suite.Client)
+	// Nothing changed: the answers are not written again, and once kept they are not even read again.
+	var gets atomic.Int64
+	c, writes := testenv.CountWrites(interceptor.NewClient(suite.Client, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets.Add(1)
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}))
 	answers := &gateway.Answers{Client: c, Namespace: workerv1.SystemNamespace}
 	states, _ := second.States()
 	writes.ExpectConverged(func() error { return answers.Save(ctx, states) })
+	gets.Store(0)
+	writes.ExpectConverged(func() error { return answers.Save(ctx, states) })
+	Expect(gets.Load()).To(BeZero(), "answers as last kept are read again")
 })
