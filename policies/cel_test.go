@@ -74,11 +74,10 @@ func compile(t testing.TB, p *admissionv1.ValidatingAdmissionPolicy) validating.
 	hasParams := p.Spec.ParamKind != nil
 	vars := cel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
 	msgVars := cel.OptionalVariableDeclarations{HasParams: hasParams}
-	env, err := cel.NewCompositionEnv(cel.VariablesTypeName, environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	c, err := cel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cel.NewCompositedCompilerFromTemplate(env)
 	variables := make([]cel.NamedExpressionAccessor, len(p.Spec.Variables))
 	for i, v := range p.Spec.Variables {
 		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
@@ -102,7 +101,7 @@ func compile(t testing.TB, p *admissionv1.ValidatingAdmissionPolicy) validating.
 	}
 	return validating.NewValidator(c.CompileCondition(validations, vars, environment.StoredExpressions), matcher,
 		c.CompileCondition(nil, vars, environment.StoredExpressions),
-		c.CompileCondition(messages, msgVars, environment.StoredExpressions), p.Spec.FailurePolicy)
+		c.CompileCondition(messages, msgVars, environment.StoredExpressions), p.Spec.FailurePolicy, nil)
 }
 
 // matches reports whether the policy's match constraints select the object: its resource and, for Pods, the

@@ -40,7 +40,7 @@ func ResourceFlavor(f pools.Flavor) *kueuev1beta2.ResourceFlavor {
 		}
 	}
 	return &kueuev1beta2.ResourceFlavor{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kueuev1beta2.GroupVersion.String(), Kind: "ResourceFlavor"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: kueuev1beta2.SchemeGroupVersion.String(), Kind: "ResourceFlavor"},
 		ObjectMeta: metav1.ObjectMeta{Name: f.Name, Labels: labels, Annotations: pools.Notes(f)},
 		Spec:       kueuev1beta2.ResourceFlavorSpec{NodeLabels: nodeLabels},
 	}

@@ -70,7 +70,7 @@ func ClusterQueue(in *xrs.InstanceTypePoolSpec) *kueuev1beta2.ClusterQueue {
 		flavors = append(flavors, kueuev1beta2.FlavorQuotas{Name: kueuev1beta2.ResourceFlavorReference(f.Name), Resources: quotas})
 	}
 	cq := &kueuev1beta2.ClusterQueue{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kueuev1beta2.GroupVersion.String(), Kind: "ClusterQueue"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: kueuev1beta2.SchemeGroupVersion.String(), Kind: "ClusterQueue"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: labels},
 		Spec: kueuev1beta2.ClusterQueueSpec{
 			// Every namespace may use the queue (through its entrance LocalQueue). Not an empty selector: the
@@ -138,7 +138,7 @@ func phase(in *xrs.InstanceTypePoolSpec) (workerv1.InstanceTypePhase, string) {
 // LocalQueue returns the pool's entrance in one namespace.
 func LocalQueue(pool, namespace string) *kueuev1beta2.LocalQueue {
 	return &kueuev1beta2.LocalQueue{
-		TypeMeta: metav1.TypeMeta{APIVersion: kueuev1beta2.GroupVersion.String(), Kind: "LocalQueue"},
+		TypeMeta: metav1.TypeMeta{APIVersion: kueuev1beta2.SchemeGroupVersion.String(), Kind: "LocalQueue"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pools.EntranceName(pool),
 			Annotations: map[string]string{workerv1.AnnotationQueue: pool}},
 		Spec: kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(pool)},

@@ -58,7 +58,7 @@ func run() error {
 	out := flag.String("out", "bin/images", "directory to write the image archives to")
 	bin := flag.String("bin", "bin", "directory of the binaries make tools builds (pause, kueue, nfd-*)")
 	busybox := flag.String("busybox", "/bin/busybox", "a static busybox")
-	kueueVersion := flag.String("kueue-version", "v0.17.0", "the version of the Kueue binary in --bin")
+	kueueVersion := flag.String("kueue-version", "v0.19.2", "the version of the Kueue binary in --bin")
 	nfdVersion := flag.String("nfd-version", "v0.19.0", "the version of the NFD binaries in --bin")
 	localPathVersion := flag.String("local-path-version", "v0.0.30", "the version of the local-path-provisioner binary in --bin")
 	sshImage := flag.String("ssh-server-image", "docker.io/gpustack/ssh-server:v1.3.0", "the SSH sidecar's image name (the setting instance-ssh-server-image)")

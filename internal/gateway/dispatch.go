@@ -156,7 +156,7 @@ func dispatchType(source *workerv1.InstanceType, status workerv1.InstanceTypeSta
 			Spec: kueue.MultiKueueConfigSpec{Clusters: members}},
 		Check: kueue.AdmissionCheck{TypeMeta: kueueType("AdmissionCheck"), ObjectMeta: metav1.ObjectMeta{Name: CheckName(name), Labels: labels},
 			Spec: kueue.AdmissionCheckSpec{ControllerName: kueue.MultiKueueControllerName, Parameters: &kueue.AdmissionCheckParametersReference{
-				APIGroup: kueue.GroupVersion.Group, Kind: "MultiKueueConfig", Name: name}}},
+				APIGroup: kueue.SchemeGroupVersion.Group, Kind: "MultiKueueConfig", Name: name}}},
 		ClusterQueue: kueue.ClusterQueue{TypeMeta: kueueType("ClusterQueue"), ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 			Spec: kueue.ClusterQueueSpec{
 				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
@@ -204,5 +204,5 @@ func summedQuotas(queues []*kueue.ClusterQueue) []kueue.ResourceQuota {
 }
 
 func kueueType(kind string) metav1.TypeMeta {
-	return metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: kind}
+	return metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: kind}
 }

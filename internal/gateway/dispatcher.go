@@ -98,7 +98,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // Sync writes what Dispatch wants and removes what it no longer wants.
 func (d *Dispatcher) Sync(ctx context.Context) error {
-	if _, err := d.Client.RESTMapper().RESTMapping(kueue.GroupVersion.WithKind("MultiKueueCluster").GroupKind(), kueue.GroupVersion.Version); err != nil {
+	if _, err := d.Client.RESTMapper().RESTMapping(kueue.SchemeGroupVersion.WithKind("MultiKueueCluster").GroupKind(), kueue.SchemeGroupVersion.Version); err != nil {
 		if apimeta.IsNoMatchError(err) {
 			if !d.off {
 				d.Log.Info("this cluster serves no MultiKueue API (is Kueue installed?): Instances are not dispatched to the members")

@@ -199,7 +199,7 @@ func (r *remover) kueueGone(ctx context.Context) {
 		return
 	}
 	for _, crd := range list.Items {
-		if crd.Spec.Group == kueue.GroupVersion.Group && crd.DeletionTimestamp != nil {
+		if crd.Spec.Group == kueue.SchemeGroupVersion.Group && crd.DeletionTimestamp != nil {
 			r.unpinAll(ctx, crd)
 		}
 	}

@@ -36,7 +36,7 @@ var _ = It("runs the chart on real nodes, whose hardware NFD, the kubelets and t
 	Expect(err).NotTo(HaveOccurred())
 	Expect(nodes.Items).To(HaveLen(len(inv.Nodes)))
 	for _, n := range nodes.Items {
-		Expect(n.Status.NodeInfo.KubeletVersion).To(Equal("v1.35.4"), "node %s's kubelet", n.Name)
+		Expect(n.Status.NodeInfo.KubeletVersion).To(Equal("v1.36.3"), "node %s's kubelet", n.Name)
 		Expect(n.Status.NodeInfo.ContainerRuntimeVersion).To(HavePrefix("containerd://"), "node %s's runtime", n.Name)
 		nvidia := "true"
 		if n.Name == "node-cpu" {

@@ -1,5 +1,5 @@
 // Package e2e is the end-to-end suite, a Ginkgo suite as Kueue's are: the walkthrough's four nodes run as real
-// nodes (a kubelet v1.35.4 with containerd each, their hardware simulated) on a real control plane, with the
+// nodes (a kubelet v1.36.3 with containerd each, their hardware simulated) on a real control plane, with the
 // product installed as a user installs it, by helm install of the chart with the test values of real nodes.
 // The specs follow the seed walkthrough command by command and check the rest of the chain, its faults and
 // its high availability there, acting on the product's Pods as an operator would. Every spec starts from

@@ -57,8 +57,8 @@ func TestTemplateChain(t *testing.T) {
 		t.Errorf("Kueue manages its webhook certificate for the Service kueue-webhook-service: %+v", icm)
 	}
 	kueue := convert[appsv1.Deployment](t, objs["Deployment/"+namespace+"/kueue-controller-manager"]).Spec.Template.Spec
-	if got := kueue.Containers[0].Image; got != "registry.k8s.io/kueue/kueue:v0.17.0" {
-		t.Errorf("Kueue's image is %s, want the release built and tested here, registry.k8s.io/kueue/kueue:v0.17.0", got)
+	if got := kueue.Containers[0].Image; got != "registry.k8s.io/kueue/kueue:v0.19.2" {
+		t.Errorf("Kueue's image is %s, want the release built and tested here, registry.k8s.io/kueue/kueue:v0.19.2", got)
 	}
 	checkRestricted(t, kueue)
 	if n := countKind(objs, "CustomResourceDefinition"); n < 10 {

@@ -71,7 +71,7 @@ func helm(t *testing.T, env []string, args ...string) (string, error) {
 // render runs helm template with the values and returns the objects, by kind and name.
 func render(t *testing.T, set ...string) map[string]*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", release, chart, "--namespace", namespace, "--kube-version", "1.35.4"}
+	args := []string{"template", release, chart, "--namespace", namespace, "--kube-version", "1.36.3"}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -122,7 +122,7 @@ func TestLint(t *testing.T) {
 		"Options":  {"cleanupOnUninstall=true", "worker.certmanager.enabled=true", "worker.webhook.url=https://127.0.0.1:9443"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			args := []string{"lint", chart, "--namespace", namespace, "--kube-version", "1.35.4"}
+			args := []string{"lint", chart, "--namespace", namespace, "--kube-version", "1.36.3"}
 			for _, s := range set {
 				args = append(args, "--set", s)
 			}
@@ -473,7 +473,7 @@ func TestTemplateOptions(t *testing.T) {
 	}
 	checkGatewayHA(t, objs, render(t, "workerGateway.enabled=true", "worker.certmanager.enabled=true"))
 
-	out, err := helm(t, nil, "template", release, chart, "--namespace", "elsewhere", "--kube-version", "1.35.4")
+	out, err := helm(t, nil, "template", release, chart, "--namespace", "elsewhere", "--kube-version", "1.36.3")
 	if err == nil || !strings.Contains(out, "install gpustack-operator into the namespace gpustack-system") {
 		t.Errorf("another namespace: want a refusal naming gpustack-system, got %v\n%s", err, out)
 	}
@@ -587,7 +587,7 @@ func TestArgoCDApplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := helm(t, nil, "template", src.Helm.ReleaseName, chart, "--namespace", app.Spec.Destination.Namespace,
-		"--kube-version", "1.35.4", "--values", file)
+		"--kube-version", "1.36.3", "--values", file)
 	if err != nil || !strings.Contains(out, "name: gpustack-operator-worker") {
 		t.Errorf("the chart does not render with the Application's values: %v\n%s", err, out)
 	}

@@ -45,7 +45,7 @@ func chartTemplate(template string) []*unstructured.Unstructured {
 		Skip(skip)
 	}
 	cmd := exec.Command(filepath.Join(bin, "helm"), "template", "gpustack-operator", testenv.Path("package", "helm", "gpustack-operator"),
-		"--namespace", workerv1.SystemNamespace, "--kube-version", "1.35.4", "--show-only", template)
+		"--namespace", workerv1.SystemNamespace, "--kube-version", "1.36.3", "--show-only", template)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

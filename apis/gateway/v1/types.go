@@ -241,7 +241,7 @@ type AggregatedInstanceTypeList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ClusterMember{}, &ClusterMemberList{}, &ClusterInstanceType{}, &ClusterInstanceTypeList{},
+	register(&ClusterMember{}, &ClusterMemberList{}, &ClusterInstanceType{}, &ClusterInstanceTypeList{},
 		&ClusterInstance{}, &ClusterInstanceList{}, &ClusterInstancePersistentVolume{}, &ClusterInstancePersistentVolumeList{},
 		&ClusterInstancePersistentVolumeType{}, &ClusterInstancePersistentVolumeTypeList{},
 		&ClusterInstanceSSHPublicKey{}, &ClusterInstanceSSHPublicKeyList{},

@@ -319,5 +319,5 @@ type DevicesList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Devices{}, &DevicesList{})
+	register(&Devices{}, &DevicesList{})
 }

@@ -424,7 +424,7 @@ type InstanceList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Instance{}, &InstanceList{})
+	register(&Instance{}, &InstanceList{})
 }
 
 // AcceleratorCount returns the number of accelerators asked for, 1 when none is given.

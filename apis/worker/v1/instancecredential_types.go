@@ -130,6 +130,6 @@ type InstanceImagePullSecretList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&InstanceSSHPublicKey{}, &InstanceSSHPublicKeyList{},
+	register(&InstanceSSHPublicKey{}, &InstanceSSHPublicKeyList{},
 		&InstanceImagePullSecret{}, &InstanceImagePullSecretList{})
 }

@@ -93,5 +93,5 @@ type InstancePersistentVolumeList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&InstancePersistentVolume{}, &InstancePersistentVolumeList{})
+	register(&InstancePersistentVolume{}, &InstancePersistentVolumeList{})
 }

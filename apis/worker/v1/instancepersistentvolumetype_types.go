@@ -56,5 +56,5 @@ type InstancePersistentVolumeTypeList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&InstancePersistentVolumeType{}, &InstancePersistentVolumeTypeList{})
+	register(&InstancePersistentVolumeType{}, &InstancePersistentVolumeTypeList{})
 }

@@ -347,5 +347,5 @@ type InstanceTypeList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&InstanceType{}, &InstanceTypeList{})
+	register(&InstanceType{}, &InstanceTypeList{})
 }

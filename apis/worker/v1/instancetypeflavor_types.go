@@ -83,5 +83,5 @@ type InstanceTypeFlavorList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&InstanceTypeFlavor{}, &InstanceTypeFlavorList{})
+	register(&InstanceTypeFlavor{}, &InstanceTypeFlavorList{})
 }

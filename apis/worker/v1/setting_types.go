@@ -78,5 +78,5 @@ type SettingList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Setting{}, &SettingList{})
+	register(&Setting{}, &SettingList{})
 }

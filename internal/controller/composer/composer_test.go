@@ -624,7 +624,7 @@ var _ = It("releases a deleted type when Kueue's CRDs are gone", func() {
 	c := interceptor.NewClient(suite.Client, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
 			if _, ok := o.(*kueue.ClusterQueue); ok {
-				return &apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: kueue.GroupVersion.Group, Kind: "ClusterQueue"}}
+				return &apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "ClusterQueue"}}
 			}
 			return c.Get(ctx, key, o, opts...)
 		},

@@ -82,8 +82,8 @@ func TestRealNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		info := node.Status.NodeInfo
-		if info.KubeletVersion != "v1.35.4" || !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
-			t.Errorf("node %s runs kubelet %q on %q, want v1.35.4 on containerd", n.Name, info.KubeletVersion, info.ContainerRuntimeVersion)
+		if info.KubeletVersion != "v1.36.3" || !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
+			t.Errorf("node %s runs kubelet %q on %q, want v1.36.3 on containerd", n.Name, info.KubeletVersion, info.ContainerRuntimeVersion)
 		}
 		if got := nodeAddress(node); got != realnode.NodeIP(i+1) {
 			t.Errorf("node %s has address %q, want %s", n.Name, got, realnode.NodeIP(i+1))

@@ -25,7 +25,7 @@ func OwnershipDiff(live client.Object, manager string, sent map[string]any) stri
 			continue
 		}
 		var fields map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 			return "cannot read the managed fields: " + err.Error()
 		}
 		for top, sub := range fields {
