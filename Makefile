@@ -25,6 +25,8 @@ K8S_VERSION := v1.36.3
 ETCD_VERSION := v3.6.16
 KWOK_VERSION := v0.8.0
 KUEUE_VERSION := v0.19.2
+# The Kueue the chart bundled before KUEUE_VERSION: test/helm's upgrade starts the cluster's Kueue on it.
+KUEUE_PREVIOUS_VERSION := v0.17.0
 NFD_VERSION := v0.19.0
 LOCAL_PATH_VERSION := v0.0.30
 CONTROLLER_GEN_VERSION := v0.20.1
@@ -115,7 +117,8 @@ DEMO_TOOLS := $(STAMP)/kube-$(K8S_VERSION) $(STAMP)/etcd-$(ETCD_VERSION) \
 	$(STAMP)/kueue-$(KUEUE_VERSION) $(STAMP)/nfd-master-$(NFD_VERSION) $(STAMP)/assets
 TEST_TOOLS := $(DEMO_TOOLS) $(STAMP)/kwok-$(KWOK_VERSION) $(STAMP)/controller-gen-$(CONTROLLER_GEN_VERSION) $(STAMP)/crossplane-$(CROSSPLANE_VERSION) \
 	$(STAMP)/opa-$(OPA_VERSION) $(STAMP)/gator-$(GATEKEEPER_VERSION) $(STAMP)/crank-$(CRANK_VERSION) \
-	$(STAMP)/helm-$(HELM_VERSION) $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(STAMP)/crossplane-assets
+	$(STAMP)/helm-$(HELM_VERSION) $(STAMP)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(STAMP)/crossplane-assets \
+	$(STAMP)/upgrade-from-$(KUEUE_PREVIOUS_VERSION)
 
 .PHONY: tools
 tools: $(TEST_TOOLS) ## Build every third-party binary the tests and the demo need.
@@ -131,6 +134,7 @@ $(STAMP)/$(1)-$(2): hack/tools/$(3)/go.mod
 endef
 
 KUEUE_LDFLAGS := -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION)
+KUEUE_PREVIOUS_LDFLAGS := -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_PREVIOUS_VERSION)
 NFD_LDFLAGS := -X sigs.k8s.io/node-feature-discovery/pkg/version.version=$(NFD_VERSION)
 # nfd-worker runs in a container that sees the host's /sys, /proc, /etc ... at /host-sys, /host-proc, ...: NFD's
 # own image build sets that prefix.
@@ -141,6 +145,7 @@ CROSSPLANE_LDFLAGS := -X github.com/crossplane/crossplane-runtime/v2/pkg/version
 $(eval $(call tool,etcd,$(ETCD_VERSION),etcd,go.etcd.io/etcd/server/v3))
 $(eval $(call tool,kwok,$(KWOK_VERSION),kwok,sigs.k8s.io/kwok/cmd/kwok))
 $(eval $(call tool,kueue,$(KUEUE_VERSION),kueue,sigs.k8s.io/kueue/cmd/kueue,KUEUE_LDFLAGS))
+$(eval $(call tool,kueue-previous,$(KUEUE_PREVIOUS_VERSION),kueue-previous,sigs.k8s.io/kueue/cmd/kueue,KUEUE_PREVIOUS_LDFLAGS))
 $(eval $(call tool,nfd-master,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-master,NFD_LDFLAGS))
 $(eval $(call tool,nfd-worker,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-worker,NFD_WORKER_LDFLAGS))
 $(eval $(call tool,nfd-gc,$(NFD_VERSION),nfd,sigs.k8s.io/node-feature-discovery/cmd/nfd-gc,NFD_LDFLAGS))
@@ -181,6 +186,17 @@ $(STAMP)/node-images: hack/tools/k8s/go.mod hack/nodeimages/main.go hack/ociimag
 	gcc -Os -Wall -Werror -static -DVERSION=v3.10.1 -o $(BIN)/pause $$k8s/build/pause/linux/pause.c
 	go run ./hack/nodeimages --out $(BIN)/images --bin $(BIN) --busybox /bin/busybox \
 		--kueue-version $(KUEUE_VERSION) --nfd-version $(NFD_VERSION) --local-path-version $(LOCAL_PATH_VERSION)
+	@mkdir -p $(STAMP) && touch $@
+
+# What test/helm's upgrade starts the cluster's own Kueue on: the previous Kueue's image (from its binary, as
+# the node images are built) and its chart as it is in its module, into bin/upgrade-from; the test's nodes
+# import the image beside bin/images.
+$(STAMP)/upgrade-from-$(KUEUE_PREVIOUS_VERSION): $(STAMP)/kueue-previous-$(KUEUE_PREVIOUS_VERSION) hack/nodeimages/main.go hack/ociimage/image.go
+	$(call say,building the previous Kueue's image and copying its chart into $(BIN)/upgrade-from)
+	rm -rf $(BIN)/upgrade-from && mkdir -p $(BIN)/upgrade-from
+	go run ./hack/nodeimages --out $(BIN)/upgrade-from --kueue-only $(BIN)/kueue-previous --kueue-version $(KUEUE_PREVIOUS_VERSION)
+	kueue=$(call moddir,kueue-previous,sigs.k8s.io/kueue); cp -R $$kueue/charts/kueue $(BIN)/upgrade-from/kueue; \
+	chmod -R u+w $(BIN)/upgrade-from
 	@mkdir -p $(STAMP) && touch $@
 
 # The SSH sidecar's program, static: its image has no Go runtime's libraries to offer.

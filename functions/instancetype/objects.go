@@ -27,9 +27,10 @@ func PoolOf(spec workerv1.InstanceTypeSpec) pools.Pool {
 	return pools.Pool{GeneralGroup: general, AcceleratorGroup: spec.AcceleratorGroup, OS: spec.OS, Arch: spec.Arch}
 }
 
-// unboundedCPU is the cpu quota of an accelerated queue. Such a queue judges credits only, but Kueue v0.17
-// has no quotaCheckStrategy IgnoreUndeclared, and refuses a Workload asking for a resource its queue does not
-// cover; an accelerated workload's CPU is therefore covered, without a bound the pool's nodes could reach.
+// unboundedCPU is the cpu quota of an accelerated queue. Such a queue judges credits only, but Kueue's default
+// quotaCheckStrategy (BlockUndeclared, which the operator keeps: see kueueconfig.ExcludeResourcePrefixes)
+// refuses a Workload asking for a resource its queue does not cover; an accelerated workload's CPU is
+// therefore covered, without a bound the pool's nodes could reach.
 var unboundedCPU = resource.MustParse("1M")
 
 // ClusterQueue returns the pool's queue: isolated (no cohort), covering the manufacturer's credits with

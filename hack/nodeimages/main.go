@@ -17,7 +17,8 @@
 //     Dockerfiles lay them out: /manager; nfd-* and local-path-provisioner in /usr/bin), with the C libraries
 //     they load.
 //
-// `make node-images` runs it into bin/images.
+// `make node-images` runs it into bin/images. With --kueue-only it builds the Kueue image alone, from the binary
+// it names: make tools builds the previous Kueue's so, into bin/upgrade-from, for test/helm's upgrade.
 package main
 
 import (
@@ -62,11 +63,20 @@ func run() error {
 	nfdVersion := flag.String("nfd-version", "v0.19.0", "the version of the NFD binaries in --bin")
 	localPathVersion := flag.String("local-path-version", "v0.0.30", "the version of the local-path-provisioner binary in --bin")
 	sshImage := flag.String("ssh-server-image", "docker.io/gpustack/ssh-server:v1.3.0", "the SSH sidecar's image name (the setting instance-ssh-server-image)")
+	kueueOnly := flag.String("kueue-only", "", "a Kueue binary: build only its image, tagged --kueue-version")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return errors.Wrap(err, "cannot create the output directory")
 	}
 	platform := v1.Platform{OS: "linux", Architecture: "amd64"}
+	kueueRef := "registry.k8s.io/kueue/kueue:" + *kueueVersion
+	if *kueueOnly != "" {
+		kueue, err := withLibraries(ociimage.File{Path: "/manager", Source: *kueueOnly, Mode: 0o755})
+		if err != nil {
+			return err
+		}
+		return write(image{kueueRef, "kueue.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/manager"}, Files: kueue}}, *out)
+	}
 	busyboxFiles, err := busyboxFiles(*busybox)
 	if err != nil {
 		return err
@@ -99,7 +109,7 @@ func run() error {
 		{realnode.PauseImage, "pause.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/pause"}, User: "65535:65535",
 			Files: []ociimage.File{{Path: "/pause", Source: filepath.Join(*bin, "pause"), Mode: 0o755}}}},
 		{realnode.BusyboxImage, "busybox.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/sh"}, User: "0:0", Files: busyboxFiles}},
-		{"registry.k8s.io/kueue/kueue:" + *kueueVersion, "kueue.tar",
+		{kueueRef, "kueue.tar",
 			ociimage.Spec{Platform: platform, Entrypoint: []string{"/manager"}, Files: kueue}},
 		{"registry.k8s.io/nfd/node-feature-discovery:" + *nfdVersion, "nfd.tar",
 			ociimage.Spec{Platform: platform, Entrypoint: []string{"/usr/bin/nfd-worker"}, User: "65534:65534", Files: dedupe(nfd)}},
@@ -113,15 +123,20 @@ func run() error {
 			Files: enforcerFiles(filepath.Join(*bin, "enforcer-standin.so"), busyboxFiles)}},
 	}
 	for _, img := range images {
-		built, err := ociimage.Build(img.spec)
-		if err != nil {
-			return errors.Wrapf(err, "cannot build %s", img.ref)
-		}
-		if err := ociimage.WriteTarball(built, img.ref, filepath.Join(*out, img.file)); err != nil {
+		if err := write(img, *out); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// write builds an image into its archive in dir.
+func write(img image, dir string) error {
+	built, err := ociimage.Build(img.spec)
+	if err != nil {
+		return errors.Wrapf(err, "cannot build %s", img.ref)
+	}
+	return ociimage.WriteTarball(built, img.ref, filepath.Join(dir, img.file))
 }
 
 // withLibraries is a binary and the C libraries it loads.

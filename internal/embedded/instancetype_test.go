@@ -38,8 +38,8 @@ type pool struct {
 	Err            string
 }
 
-// a10gQuotas are the A10G queue's quotas: one card of credits, and cpu without a bound (Kueue v0.17 has no
-// IgnoreUndeclared).
+// a10gQuotas are the A10G queue's quotas: one card of credits, and cpu without a bound (Kueue's default
+// quotaCheckStrategy, BlockUndeclared, refuses what a queue does not cover).
 var a10gQuotas = []string{"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=credits.gpustack.ai/nvidia:1600k",
 	"gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d=cpu:1M"}
 

@@ -33,10 +33,12 @@ const (
 // queued Job is charged by its template.
 var Frameworks = []string{"batch/job", "pod"}
 
-// ExcludeResourcePrefixes are the resources no queue judges (Kueue v0.17 has no quotaCheckStrategy
-// IgnoreUndeclared, so they are left out instead): memory, storage, the SSH sidecar's visibility, and every
-// vendor's per-profile partition keys (<base>.partitioned.<kind>-<profile>), whose names a transformation
-// cannot list ahead of the profiles; the partition is charged by its .partitioned.units.
+// ExcludeResourcePrefixes are the resources no queue judges: memory, storage, the SSH sidecar's visibility,
+// and every vendor's per-profile partition keys (<base>.partitioned.<kind>-<profile>), whose names a
+// transformation cannot list ahead of the profiles; the partition is charged by its .partitioned.units. They
+// are left out rather than ignored by quotaCheckStrategy IgnoreUndeclared (beta since Kueue v0.19): that
+// strategy is one for the whole Kueue, and on a cluster's own Kueue it would change how every other team's
+// queues judge their Workloads.
 var ExcludeResourcePrefixes = excludeResourcePrefixes()
 
 func excludeResourcePrefixes() []string {

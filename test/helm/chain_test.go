@@ -2,6 +2,7 @@ package helm
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,14 +19,19 @@ import (
 	"github.com/gpustack/gpustack-operator/internal/kueueconfig"
 	"github.com/gpustack/gpustack-operator/providers/pcisysfs"
 	"github.com/gpustack/gpustack-operator/providers/rdma"
-	"github.com/gpustack/gpustack-operator/test/framework/testenv"
 	"github.com/gpustack/gpustack-operator/vendors"
 )
 
 // appVersion is the chart's appVersion, the operator image's tag.
 func appVersion(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(testenv.Path("package", "helm", "gpustack-operator", "Chart.yaml"))
+	return chartAppVersion(t, chart)
+}
+
+// chartAppVersion is the appVersion of the chart in dir.
+func chartAppVersion(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,6 +133,31 @@ func TestLint(t *testing.T) {
 	}
 }
 
+// TestDependencies checks that the subcharts make chart copies into charts/ are the versions Chart.yaml names:
+// helm installs whatever charts/ holds, so a version bumped in the Makefile and not in Chart.yaml (or the
+// reverse) would go unseen, and `helm dependency list` would tell users "wrong version".
+func TestDependencies(t *testing.T) {
+	out, err := helm(t, nil, "dependency", "list", chart)
+	if err != nil {
+		t.Fatalf("helm dependency list: %v\n%s", err, out)
+	}
+	var listed int
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Split(line, "\t")
+		if len(fields) != 4 || strings.TrimSpace(fields[0]) == "NAME" {
+			continue
+		}
+		listed++
+		if status := strings.TrimSpace(fields[3]); status != "unpacked" {
+			t.Errorf("the chart's dependency %s %s is %q in charts/, want unpacked (the version Chart.yaml names)",
+				strings.TrimSpace(fields[0]), strings.TrimSpace(fields[1]), status)
+		}
+	}
+	if listed != 2 {
+		t.Errorf("helm dependency list listed %d dependencies, want 2 (Kueue and NFD):\n%s", listed, out)
+	}
+}
+
 // TestTemplateWorker renders the worker: a restricted Pod running the worker behind its webhook Service, the
 // device managers deployed with the same image, and exactly the rules generated from the code's RBAC markers.
 // checkMemoryLimitPassed checks that a Go container is told its own memory limit, which its runtime's soft limit

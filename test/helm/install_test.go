@@ -14,11 +14,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpustack/gpustack-operator/apis/scheme"
@@ -35,14 +37,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// upgradeFrom is where make tools puts what the upgrade starts the cluster's own Kueue on, in the binaries'
+// directory: the chart and the image of the Kueue this chart bundled before its own.
+const upgradeFrom = "upgrade-from"
+
 // startCluster starts a local cluster of the walkthrough's nodes as real nodes (a kubelet and containerd each,
-// holding the images built here) with nothing installed on it, stopped when the test ends: the test installs
-// Kueue, NFD and the operator with helm, as a user does. Only the test that needs it starts it, so the chart's
-// rendering tests run on their own in seconds and never start nodes beside another suite's.
-func startCluster(t *testing.T) *localcluster.Cluster {
+// holding the images built here and the previous Kueue's) with nothing installed on it, stopped when the test
+// ends: the test installs Kueue, NFD and the operator with helm, as a user does. Only the test that needs it
+// starts it, so the chart's rendering tests run on their own in seconds and never start nodes beside another
+// suite's. It returns the binaries' directory as well.
+func startCluster(t *testing.T) (*localcluster.Cluster, string) {
 	t.Helper()
+	previousImage := filepath.Join(upgradeFrom, "kueue.tar")
 	bin, skip, err := testenv.BinDir("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-		"kubelet", "kube-proxy", "helm", "localcluster")
+		"kubelet", "kube-proxy", "helm", "localcluster", previousImage, filepath.Join(upgradeFrom, "kueue", "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +75,7 @@ func startCluster(t *testing.T) *localcluster.Cluster {
 	defer cancel()
 	cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: bin, Dir: dir, Inventory: inv, Progress: os.Stderr,
 		RealNodes: true, NodeCommand: filepath.Join(bin, "localcluster"),
-		Images: []string{image}})
+		Images: []string{image, filepath.Join(bin, previousImage)}})
 	if err != nil {
 		t.Fatal("cannot start the local cluster: ", err)
 	}
@@ -77,7 +85,7 @@ func startCluster(t *testing.T) *localcluster.Cluster {
 			_ = os.RemoveAll(dir)
 		}
 	})
-	return cluster
+	return cluster, bin
 }
 
 // previousChart is the chart of the version before this one, v0.1.0, packaged (helm package) from the last
@@ -97,19 +105,21 @@ spec:
 `
 
 // TestUpgradeUninstall follows an administrator through the chart's life on real nodes. The cluster runs Kueue
-// and NFD of its own (the charts this chart bundles, installed as their own releases with the values this
-// chart gives them), and the previous chart (v0.1.0) is installed as the seed does, into gpustack-system, which
-// enforces the restricted Pod Security profile, until the walkthrough's Step 1 pools appear and a whole T4
-// runs. v0.1.0's image is this build's (image.tag): what the upgrade is checked for is the chart's and the
-// CRDs', not v0.1.0's binary. helm upgrade to this chart (kueue.enabled and nfd.enabled false: the cluster's
-// own are used) keeps every Instance (its Pod not restarted), InstanceType and ledger entry, and Step 3's slice
+// and NFD of its own (installed as their own releases with the values this chart gives them: NFD's chart this
+// chart bundles, and the Kueue this chart bundled before, v0.17.0), and the previous chart (v0.1.0) is
+// installed as the seed does, into gpustack-system, which enforces the restricted Pod Security profile, until
+// the walkthrough's Step 1 pools appear and a whole T4 runs. Kueue is upgraded to the one this chart bundles,
+// as every user of the bundled Kueue does with this release: the Workloads it admitted stay admitted, and
+// nothing of the operator's moves. v0.1.0's image is this build's (image.tag): what the upgrade is checked for
+// is the chart's and the CRDs', not v0.1.0's binary. helm upgrade to this chart (kueue.enabled and nfd.enabled
+// false: the cluster's own are used) keeps every Instance (its Pod not restarted), InstanceType and ledger entry, and Step 3's slice
 // runs with the enforcers this chart delivers. helm uninstall without cleanupOnUninstall leaves them and the
 // queues, and no webhook configuration; installed again with cleanupOnUninstall and uninstalled, the post-delete hook leaves no object of
 // the operator, but a user's volume's claim stays. Last, the cluster's own Kueue and NFD make way for the chart's: installed with them, the
 // pools come back, and helm uninstall with cleanupOnUninstall takes Kueue and NFD with the release but keeps
 // Kueue's CRDs and another team's Workload; installed again over them, the pools come back.
 func TestUpgradeUninstall(t *testing.T) {
-	cluster := startCluster(t)
+	cluster, bin := startCluster(t)
 	ctx := context.Background()
 	c := setUp(t, cluster)
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig}
@@ -131,9 +141,11 @@ func TestUpgradeUninstall(t *testing.T) {
 	}
 	wait := []string{"--wait", "--timeout", "5m"}
 	// Kueue asks no CPU: it runs on the walkthrough's own nodes, whose pools would lose its half core.
-	install("helm install of Kueue", append([]string{"install", "kueue", filepath.Join(chart, "charts", "kueue"),
-		"--namespace", "kueue-system", "--create-namespace", "-f", subchartValues(t, "kueue"),
-		"--set", "controllerManager.manager.resources.requests.cpu=0"}, wait...)...)
+	kueueValues := append([]string{"--namespace", "kueue-system", "-f", subchartValues(t, "kueue"),
+		"--set", "controllerManager.manager.resources.requests.cpu=0"}, wait...)
+	previousKueue := filepath.Join(bin, upgradeFrom, "kueue")
+	install("helm install of the previous Kueue", append([]string{"install", "kueue", previousKueue, "--create-namespace",
+		"--set", "controllerManager.manager.image.tag=" + chartAppVersion(t, previousKueue)}, kueueValues...)...)
 	install("helm install of NFD", append([]string{"install", "nfd", filepath.Join(chart, "charts", "node-feature-discovery"),
 		"--namespace", "node-feature-discovery", "--create-namespace", "-f", subchartValues(t, "nfd")}, wait...)...)
 
@@ -158,6 +170,20 @@ func TestUpgradeUninstall(t *testing.T) {
 			diff := cmp.Diff(walkthrough.ParseTable(views), walkthrough.ParseTable(got))
 			return diff == "", "kubectl get instancetype: -before, +now:\n" + diff
 		})
+	}
+
+	// Kueue's CRDs are templates of its chart: helm upgrades them with its controller.
+	bundledKueue := filepath.Join(chart, "charts", "kueue")
+	install("helm upgrade of Kueue to the one this chart bundles", append([]string{"upgrade", "kueue", bundledKueue}, kueueValues...)...)
+	want := "registry.k8s.io/kueue/kueue:" + chartAppVersion(t, bundledKueue)
+	if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "kueue-system", "get", "deployment", "kueue-controller-manager",
+		"-o", `jsonpath={.spec.template.spec.containers[?(@.name=="manager")].image}`); err != nil || out != want {
+		t.Fatalf("Kueue runs %q after the upgrade, want %s: %v", out, want, err)
+	}
+	sameViews()
+	instanceReady(t, cluster.Kubeconfig, "whole-t4")
+	if diff := cmp.Diff(before, snapshot(ctx, t, c)); diff != "" {
+		t.Errorf("helm upgrade of Kueue changed what it must keep: -before, +after:\n%s", diff)
 	}
 
 	this := append([]string{"--set", "kueue.enabled=false", "--set", "nfd.enabled=false",
@@ -393,7 +419,8 @@ func instanceReady(t *testing.T, kubeconfig, name string) {
 }
 
 // snapshot is what an upgrade or an uninstall without cleanup must keep: each Instance (UID and phase) and its
-// Pod (UID: not restarted), each InstanceType (UID), and each node's ledger (UID and its cards' entries).
+// Pod (UID: not restarted) and Workload (UID: not made again, and whether it is admitted), each InstanceType
+// (UID), and each node's ledger (UID and its cards' entries).
 func snapshot(ctx context.Context, t *testing.T, c client.Client) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -401,13 +428,19 @@ func snapshot(ctx context.Context, t *testing.T, c client.Client) map[string]str
 	types := &workerv1.InstanceTypeList{}
 	ledgers := &workerv1.DevicesList{}
 	pods := &corev1.PodList{}
+	workloads := &kueue.WorkloadList{}
 	for _, l := range []client.ObjectList{instances, types, ledgers} {
 		if err := c.List(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.List(ctx, pods, client.InNamespace("default")); err != nil {
-		t.Fatal(err)
+	for _, l := range []client.ObjectList{pods, workloads} {
+		if err := c.List(ctx, l, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range workloads.Items {
+		out["Workload "+w.Namespace+"/"+w.Name] = fmt.Sprintf("%s admitted %t", w.UID, apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadAdmitted))
 	}
 	for _, i := range instances.Items {
 		out["Instance "+i.Namespace+"/"+i.Name] = string(i.UID) + " " + string(i.Status.Phase)
