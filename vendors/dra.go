@@ -19,3 +19,12 @@ func DRADriverVendor(driver string) (Vendor, bool) {
 	v, ok := Lookup(key)
 	return v, ok && v.Key == key
 }
+
+// DRADeviceClass is the DeviceClass of a vendor's whole cards (gpustack-nvidia), which the chart ships and
+// Kueue's configuration maps to the vendor's credits.
+func DRADeviceClass(key string) string { return "gpustack-" + key }
+
+// DRACreditsCounter is the counter each card's device consumes from its own counter set: the card's M credits,
+// which Kueue charges a claim of the card in (its configuration's counter source), as it charges a device
+// plugin's whole card by a resource transformation.
+const DRACreditsCounter = "credits"

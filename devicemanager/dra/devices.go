@@ -46,22 +46,41 @@ const (
 )
 
 // Resources returns what a vendor's driver publishes for the node: one pool named after the node, with one
-// device per healthy card of cards (all of the vendor), ordered by index. An unhealthy card is left out, as the
-// device plugin lists it unhealthy: no claim is allocated a card that cannot take work. No card gives an empty
-// pool, which removes the node's slices.
+// device per healthy card of cards (all of the vendor), ordered by index, each consuming its own counter set's
+// credits (CounterSet). An unhealthy card is left out, as the device plugin lists it unhealthy: no claim is
+// allocated a card that cannot take work. The API keeps devices and counter sets in separate slices, at most
+// 64 devices that consume counters and 8 counter sets a slice, so a pool of many cards is several slices. No card
+// gives an empty pool, which removes the node's slices.
 func Resources(node string, cards []providers.Device) resourceslice.DriverResources {
 	cards = slices.SortedFunc(slices.Values(cards), func(a, b providers.Device) int { return cmp.Compare(a.Index, b.Index) })
 	var devices []resourceapi.Device
+	var counters []resourceapi.CounterSet
 	for _, c := range cards {
 		if !c.Unhealthy {
 			devices = append(devices, Device(c))
+			counters = append(counters, CounterSet(c))
 		}
 	}
 	pool := resourceslice.Pool{}
-	if len(devices) > 0 {
-		pool.Slices = []resourceslice.Slice{{Devices: devices}}
+	for chunk := range slices.Chunk(devices, resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures) {
+		pool.Slices = append(pool.Slices, resourceslice.Slice{Devices: chunk})
+	}
+	for chunk := range slices.Chunk(counters, resourceapi.ResourceSliceMaxCounterSets) {
+		pool.Slices = append(pool.Slices, resourceslice.Slice{SharedCounters: chunk})
 	}
 	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{node: pool}}
+}
+
+// CounterSet is a card's own counter set, named after its device: the card's M credits
+// (vendors.DRACreditsCounter), all of which its device consumes. Kueue's configuration counts this counter to
+// charge a claim of the card in the vendor's credits, as a device plugin's whole card is charged.
+func CounterSet(c providers.Device) resourceapi.CounterSet {
+	return resourceapi.CounterSet{Name: DeviceName(c), Counters: credits()}
+}
+
+// credits is a card's whole credits as a counter.
+func credits() map[string]resourceapi.Counter {
+	return map[string]resourceapi.Counter{vendors.DRACreditsCounter: {Value: *resource.NewQuantity(pools.M, resource.DecimalSI)}}
 }
 
 // DeviceName names a card's device after its index on the node (card-0), as the vendors' drivers name theirs.
@@ -69,7 +88,8 @@ func DeviceName(c providers.Device) string { return pools.DRADevice(c.Index) }
 
 // Device is a card as a DRA device: the attributes its node's labels carry (manufacturer, product, the
 // accelerator key, family, compute capability, driver and runtime versions) with its UUID and index, and its
-// memory, cores and soft slices as capacity. What the card does not report is left out.
+// memory, cores and soft slices as capacity, consuming its counter set's credits. What the card does not report
+// is left out.
 func Device(c providers.Device) resourceapi.Device {
 	v, _ := vendors.Lookup(c.Manufacturer)
 	d := resourceapi.Device{
@@ -81,7 +101,8 @@ func Device(c providers.Device) resourceapi.Device {
 			AttributeIndex:          {IntValue: ptr.To(int64(c.Index))},
 			AttributePartitioned:    {BoolValue: ptr.To(len(c.Partitions) > 0)},
 		},
-		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{},
+		Capacity:         map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{},
+		ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: DeviceName(c), Counters: credits()}},
 	}
 	texts := map[resourceapi.QualifiedName]string{
 		AttributeClass: v.Class, AttributeProduct: c.Product, AttributeFamily: c.Family,

@@ -1,8 +1,9 @@
 // Package kueueconfig says what the Kueue controller's configuration must carry for the operator's queues to
 // admit anything, and checks a running Kueue's configuration against it: the integrations that queue an
 // Instance's Pod and a Job, the resource transformations that turn every vendor's accelerator requests into
-// credits.gpustack.ai/<manufacturer>, and the resources no queue judges. Plain functions over the
-// configuration's types, so the chart, the local cluster and the worker's check use one definition.
+// credits.gpustack.ai/<manufacturer>, the DeviceClass mappings that charge DRA claims in the same credits, and
+// the resources no queue judges. Plain functions over the configuration's types, so the chart, the local
+// cluster and the worker's check use one definition.
 package kueueconfig
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
@@ -80,6 +82,27 @@ func Transformations() []configapi.ResourceTransformation {
 	return out
 }
 
+// DeviceClassMappings returns, for every vendor, how Kueue charges a ResourceClaim of its DeviceClass
+// (vendors.DRADeviceClass): in the vendor's credits, by the counter each card's device consumes from its own
+// counter set (vendors.DRACreditsCounter, M a card), so a claim of one card costs what the device plugin's
+// whole card costs and both ways share one quota. A counter source rather than a plain count, because Kueue
+// counts a mapping without sources one a device, not M.
+func DeviceClassMappings() []configapi.DeviceClassMapping {
+	var out []configapi.DeviceClassMapping
+	for _, v := range vendors.All() {
+		driver := vendors.DRADriver(v.Key)
+		out = append(out, configapi.DeviceClassMapping{
+			Name:             Credits(v.Key),
+			DeviceClassNames: []corev1.ResourceName{corev1.ResourceName(vendors.DRADeviceClass(v.Key))},
+			Sources: []configapi.DeviceClassSourceConfig{{Counter: &configapi.DeviceClassCounterSource{
+				Name: vendors.DRACreditsCounter, Driver: driver,
+				DeviceSelector: resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}},
+			}}},
+		})
+	}
+	return out
+}
+
 // Required returns the part of a Kueue configuration the operator needs, as YAML (integrations and
 // resources), for a configuration file or a chart's values to carry as it is.
 func Required() ([]byte, error) {
@@ -87,7 +110,8 @@ func Required() ([]byte, error) {
 		Integrations configapi.Integrations `json:"integrations"`
 		Resources    configapi.Resources    `json:"resources"`
 	}{configapi.Integrations{Frameworks: Frameworks},
-		configapi.Resources{ExcludeResourcePrefixes: ExcludeResourcePrefixes, Transformations: Transformations()}})
+		configapi.Resources{ExcludeResourcePrefixes: ExcludeResourcePrefixes, Transformations: Transformations(),
+			DeviceClassMappings: DeviceClassMappings()}})
 	return out, errors.Wrap(err, "cannot encode the Kueue configuration the operator needs")
 }
 

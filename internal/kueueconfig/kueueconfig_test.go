@@ -50,6 +50,38 @@ func TestTransformations(t *testing.T) {
 	}
 }
 
+func TestDeviceClassMappings(t *testing.T) {
+	got := map[string]string{}
+	for _, m := range DeviceClassMappings() {
+		var sources []string
+		for _, s := range m.Sources {
+			if c := s.Counter; c != nil && c.DeviceSelector.CEL != nil {
+				sources = append(sources, "counter "+c.Name+" of "+c.Driver+" where "+c.DeviceSelector.CEL.Expression)
+			}
+		}
+		var classes []string
+		for _, c := range m.DeviceClassNames {
+			classes = append(classes, string(c))
+		}
+		got[string(m.Name)] = strings.Join(classes, ",") + ": " + strings.Join(sources, "; ")
+	}
+	want := map[string]string{
+		"credits.gpustack.ai/nvidia": `gpustack-nvidia: counter credits of nvidia.gpustack.ai where device.driver == "nvidia.gpustack.ai"`,
+		"credits.gpustack.ai/thead":  `gpustack-thead: counter credits of thead.gpustack.ai where device.driver == "thead.gpustack.ai"`,
+	}
+	if len(got) != 9 {
+		t.Errorf("DeviceClassMappings(): %d mappings, want one for each of the 9 vendors", len(got))
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			delete(got, k)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DeviceClassMappings(): a vendor's class charged by its cards' credits counter: -want, +got:\n%s", diff)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	required, err := Required()
 	if err != nil {

@@ -141,11 +141,13 @@ func TestUpgradeUninstall(t *testing.T) {
 	}
 	wait := []string{"--wait", "--timeout", "5m"}
 	// Kueue asks no CPU: it runs on the walkthrough's own nodes, whose pools would lose its half core.
-	kueueValues := append([]string{"--namespace", "kueue-system", "-f", subchartValues(t, "kueue"),
-		"--set", "controllerManager.manager.resources.requests.cpu=0"}, wait...)
+	kueueValues := func(file string) []string {
+		return append([]string{"--namespace", "kueue-system", "-f", file, "--set", "controllerManager.manager.resources.requests.cpu=0"}, wait...)
+	}
 	previousKueue := filepath.Join(bin, upgradeFrom, "kueue")
 	install("helm install of the previous Kueue", append([]string{"install", "kueue", previousKueue, "--create-namespace",
-		"--set", "controllerManager.manager.image.tag=" + chartAppVersion(t, previousKueue)}, kueueValues...)...)
+		"--set", "controllerManager.manager.image.tag=" + chartAppVersion(t, previousKueue)},
+		kueueValues(withoutDRAMappings(t, subchartValues(t, "kueue")))...)...)
 	install("helm install of NFD", append([]string{"install", "nfd", filepath.Join(chart, "charts", "node-feature-discovery"),
 		"--namespace", "node-feature-discovery", "--create-namespace", "-f", subchartValues(t, "nfd")}, wait...)...)
 
@@ -174,7 +176,7 @@ func TestUpgradeUninstall(t *testing.T) {
 
 	// Kueue's CRDs are templates of its chart: helm upgrades them with its controller.
 	bundledKueue := filepath.Join(chart, "charts", "kueue")
-	install("helm upgrade of Kueue to the one this chart bundles", append([]string{"upgrade", "kueue", bundledKueue}, kueueValues...)...)
+	install("helm upgrade of Kueue to the one this chart bundles", append([]string{"upgrade", "kueue", bundledKueue}, kueueValues(subchartValues(t, "kueue"))...)...)
 	want := "registry.k8s.io/kueue/kueue:" + chartAppVersion(t, bundledKueue)
 	if out, err := testenv.Kubectl(cluster.Kubeconfig, "-n", "kueue-system", "get", "deployment", "kueue-controller-manager",
 		"-o", `jsonpath={.spec.template.spec.containers[?(@.name=="manager")].image}`); err != nil || out != want {
@@ -359,6 +361,41 @@ func subchartValues(t *testing.T, key string) string {
 		t.Fatal(err)
 	}
 	return writeFile(t, key+"-values.yaml", string(out))
+}
+
+// withoutDRAMappings writes the Kueue values of file less the configuration's resources.deviceClassMappings,
+// which Kueue reads from v0.18 on: an older Kueue refuses a configuration with a field it does not know, so a
+// cluster that ran one configured it without them.
+func withoutDRAMappings(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	manager, _ := values["managerConfig"].(map[string]any)
+	text, _ := manager["controllerManagerConfigYaml"].(string)
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	resources, ok := cfg["resources"].(map[string]any)
+	if !ok {
+		t.Fatalf("the Kueue configuration of %s has no resources", file)
+	}
+	delete(resources, "deviceClassMappings")
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manager["controllerManagerConfigYaml"] = string(out)
+	if out, err = yaml.Marshal(values); err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, "kueue-values-without-dra.yaml", string(out))
 }
 
 // writeFile writes a file of the test and returns its path.
