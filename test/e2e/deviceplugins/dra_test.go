@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,3 +176,127 @@ var _ = It("prepares a DRA claim's card for a Pod, and keeps it from the device 
 	})
 	pairRunsOnTwoNodes("pair-dra")
 })
+
+// Pods queued at the L4 pool's entrance ask a card each through a claim of the gpustack-nvidia class: Kueue
+// charges each claim a whole card's credits (the chart's DeviceClass mapping counts the credits counter each
+// card's device consumes), so the pool's two cards of quota admit two of them, which run, and the third waits
+// for quota until one of the two is gone.
+var _ = It("charges a queued Pod's DRA claim in its pool's credits, as a card of the device plugin", func(ctx context.Context) {
+	pool := poolOf(l4)
+	create(&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "one-nvidia-queued"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia"}}}}}}})
+	claimPod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+			Labels: map[string]string{"kueue.x-k8s.io/queue-name": pools.EntranceName(pool.Name)}},
+			Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-nvidia-queued")}},
+				Containers: []corev1.Container{{Name: "c", Image: realnode.UserImage, Command: []string{"sleep", "infinity"},
+					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}},
+						Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	}
+	credits := corev1.ResourceName("credits.gpustack.ai/nvidia")
+	// charged waits until the Pod's Workload is admitted, and returns what it is charged in credits.
+	charged := func(pod string) int64 {
+		GinkgoHelper()
+		var got int64
+		e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+			wl, err := workloadOf(ctx, pod)
+			if err != nil || wl.Status.Admission == nil {
+				return false, fmt.Sprintf("the Workload of Pod %s is not admitted (%v): %s", pod, err, describeWorkload(wl))
+			}
+			usage := wl.Status.Admission.PodSetAssignments[0].ResourceUsage[credits]
+			got = usage.Value()
+			return true, ""
+		})
+		return got
+	}
+	create(claimPod("queued-claim-a"))
+	create(claimPod("queued-claim-b"))
+	for _, pod := range []string{"queued-claim-a", "queued-claim-b"} {
+		Expect(charged(pod)).To(Equal(int64(pools.M)), "Pod %s's claim of one card, in %s", pod, credits)
+		running(pod)
+	}
+
+	create(claimPod("queued-claim-c"))
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		wl, err := workloadOf(ctx, "queued-claim-c")
+		if err != nil {
+			return false, err.Error()
+		}
+		if wl.Status.Admission != nil {
+			StopTrying("Pod queued-claim-c's Workload was admitted beyond the pool's two cards: " + describeWorkload(wl)).Now()
+		}
+		why, err := pendingReason(ctx, wl)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(why, "insufficient unused quota for "+string(credits)), "Pod queued-claim-c waits: " + why
+	})
+
+	Expect(suite.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "queued-claim-a"}})).To(Succeed())
+	Expect(charged("queued-claim-c")).To(Equal(int64(pools.M)), "Pod queued-claim-c's claim, once queued-claim-a's card is free")
+	running("queued-claim-c")
+})
+
+// workloadOf returns the Workload Kueue made for a Pod of the default namespace.
+func workloadOf(ctx context.Context, pod string) (*kueue.Workload, error) {
+	var wls kueue.WorkloadList
+	if err := suite.Client.List(ctx, &wls, client.InNamespace("default")); err != nil {
+		return nil, err
+	}
+	for i, wl := range wls.Items {
+		if slices.ContainsFunc(wl.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Pod" && o.Name == pod }) {
+			return &wls.Items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("pod %s has no Workload yet", pod)
+}
+
+// pendingReason says why Kueue does not admit a Workload: its QuotaReserved condition's message, or, where
+// Kueue has not written that yet (its status update can lose a conflict and wait for the next attempt), the
+// latest Pending event Kueue recorded on it.
+func pendingReason(ctx context.Context, wl *kueue.Workload) (string, error) {
+	for _, c := range wl.Status.Conditions {
+		if c.Type == kueue.WorkloadQuotaReserved && c.Status == metav1.ConditionFalse && c.Message != "" {
+			return c.Message, nil
+		}
+	}
+	var events corev1.EventList
+	if err := suite.Client.List(ctx, &events, client.InNamespace(wl.Namespace)); err != nil {
+		return "", err
+	}
+	// Kueue records through the events API, which sets eventTime rather than lastTimestamp.
+	at := func(e *corev1.Event) time.Time {
+		t := e.LastTimestamp.Time
+		if e.EventTime.After(t) {
+			t = e.EventTime.Time
+		}
+		if e.Series != nil && e.Series.LastObservedTime.After(t) {
+			t = e.Series.LastObservedTime.Time
+		}
+		return t
+	}
+	var latest *corev1.Event
+	for i, e := range events.Items {
+		if e.InvolvedObject.Kind == "Workload" && e.InvolvedObject.UID == wl.UID && e.Reason == "Pending" &&
+			(latest == nil || at(&e).After(at(latest))) {
+			latest = &events.Items[i]
+		}
+	}
+	if latest == nil {
+		return "no QuotaReserved condition or Pending event yet: " + describeWorkload(wl), nil
+	}
+	return latest.Message, nil
+}
+
+// describeWorkload says what a failing wait needs to know of a Workload: its conditions and admission.
+func describeWorkload(wl *kueue.Workload) string {
+	if wl == nil {
+		return "no Workload"
+	}
+	var conds []string
+	for _, c := range wl.Status.Conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return fmt.Sprintf("Workload %s: conditions [%s]; admitted: %t", wl.Name, strings.Join(conds, "; "), wl.Status.Admission != nil)
+}
