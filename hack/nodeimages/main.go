@@ -71,17 +71,17 @@ func run() error {
 	platform := v1.Platform{OS: "linux", Architecture: "amd64"}
 	kueueRef := "registry.k8s.io/kueue/kueue:" + *kueueVersion
 	if *kueueOnly != "" {
-		kueue, err := withLibraries(ociimage.File{Path: "/manager", Source: *kueueOnly, Mode: 0o755})
+		kueue, err := kueueImage(kueueRef, *kueueOnly, platform)
 		if err != nil {
 			return err
 		}
-		return write(image{kueueRef, "kueue.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/manager"}, Files: kueue}}, *out)
+		return write(kueue, *out)
 	}
 	busyboxFiles, err := busyboxFiles(*busybox)
 	if err != nil {
 		return err
 	}
-	kueue, err := withLibraries(ociimage.File{Path: "/manager", Source: filepath.Join(*bin, "kueue"), Mode: 0o755})
+	kueue, err := kueueImage(kueueRef, filepath.Join(*bin, "kueue"), platform)
 	if err != nil {
 		return err
 	}
@@ -109,8 +109,7 @@ func run() error {
 		{realnode.PauseImage, "pause.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/pause"}, User: "65535:65535",
 			Files: []ociimage.File{{Path: "/pause", Source: filepath.Join(*bin, "pause"), Mode: 0o755}}}},
 		{realnode.BusyboxImage, "busybox.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/bin/sh"}, User: "0:0", Files: busyboxFiles}},
-		{kueueRef, "kueue.tar",
-			ociimage.Spec{Platform: platform, Entrypoint: []string{"/manager"}, Files: kueue}},
+		kueue,
 		{"registry.k8s.io/nfd/node-feature-discovery:" + *nfdVersion, "nfd.tar",
 			ociimage.Spec{Platform: platform, Entrypoint: []string{"/usr/bin/nfd-worker"}, User: "65534:65534", Files: dedupe(nfd)}},
 		// Its chart runs the command by name: the image's PATH finds it in /usr/bin, as in its Alpine image.
@@ -128,6 +127,15 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// kueueImage is Kueue's image of the binary: its manager and the libraries it loads.
+func kueueImage(ref, binary string, platform v1.Platform) (image, error) {
+	files, err := withLibraries(ociimage.File{Path: "/manager", Source: binary, Mode: 0o755})
+	if err != nil {
+		return image{}, err
+	}
+	return image{ref, "kueue.tar", ociimage.Spec{Platform: platform, Entrypoint: []string{"/manager"}, Files: files}}, nil
 }
 
 // write builds an image into its archive in dir.
