@@ -1,7 +1,6 @@
 package v1
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -11,7 +10,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "gateway.gpustack.ai", Version: "v1"}
 
 	// SchemeBuilder registers the kinds of this package with a runtime.Scheme: each kind's file adds its own
-	// (register), as apimachinery's builder does, which api packages can import without controller-runtime.
+	// (kinds.Register), as apimachinery's builder does, which api packages can import without controller-runtime.
 	SchemeBuilder = runtime.NewSchemeBuilder()
 
 	// AddToScheme adds the kinds of this package to a runtime.Scheme.
@@ -65,13 +64,3 @@ const AnnotationMemberReasons = "gateway.gpustack.ai/member-reasons"
 // member: where its Instance is reached on that member (its addresses and node ports, as JSON), as the member's
 // worker noted it on the Service it made there, for the manager's Instance to show.
 const AnnotationMemberAccess = "gateway.gpustack.ai/member-access"
-
-// register adds kinds of this package, with the group version's list and watch options, to what AddToScheme
-// registers.
-func register(objects ...runtime.Object) {
-	SchemeBuilder.Register(func(s *runtime.Scheme) error {
-		s.AddKnownTypes(GroupVersion, objects...)
-		metav1.AddToGroupVersion(s, GroupVersion)
-		return nil
-	})
-}

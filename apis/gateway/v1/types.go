@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
 )
 
@@ -241,7 +242,7 @@ type AggregatedInstanceTypeList struct {
 }
 
 func init() {
-	register(&ClusterMember{}, &ClusterMemberList{}, &ClusterInstanceType{}, &ClusterInstanceTypeList{},
+	kinds.Register(&SchemeBuilder, GroupVersion, &ClusterMember{}, &ClusterMemberList{}, &ClusterInstanceType{}, &ClusterInstanceTypeList{},
 		&ClusterInstance{}, &ClusterInstanceList{}, &ClusterInstancePersistentVolume{}, &ClusterInstancePersistentVolumeList{},
 		&ClusterInstancePersistentVolumeType{}, &ClusterInstancePersistentVolumeTypeList{},
 		&ClusterInstanceSSHPublicKey{}, &ClusterInstanceSSHPublicKeyList{},

@@ -11,7 +11,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "settings.gpustack.ai", Version: "v1"}
 
 	// SchemeBuilder registers the kinds of this package with a runtime.Scheme: each kind's file adds its own
-	// (register), as apimachinery's builder does, which api packages can import without controller-runtime.
+	// (kinds.Register), as apimachinery's builder does, which api packages can import without controller-runtime.
 	SchemeBuilder = runtime.NewSchemeBuilder()
 
 	// AddToScheme adds the kinds of this package to a runtime.Scheme.
@@ -34,14 +34,4 @@ func SettingTypeMeta() metav1.TypeMeta {
 // Kind returns the group and kind of a kind of this group.
 func Kind(kind string) schema.GroupKind {
 	return GroupVersion.WithKind(kind).GroupKind()
-}
-
-// register adds kinds of this package, with the group version's list and watch options, to what AddToScheme
-// registers.
-func register(objects ...runtime.Object) {
-	SchemeBuilder.Register(func(s *runtime.Scheme) error {
-		s.AddKnownTypes(GroupVersion, objects...)
-		metav1.AddToGroupVersion(s, GroupVersion)
-		return nil
-	})
 }

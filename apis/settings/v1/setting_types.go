@@ -2,6 +2,8 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // SensitiveValue is what a sensitive setting's value reads back as.
@@ -67,5 +69,5 @@ type SettingList struct {
 }
 
 func init() {
-	register(&Setting{}, &SettingList{})
+	kinds.Register(&SchemeBuilder, GroupVersion, &Setting{}, &SettingList{})
 }

@@ -2,6 +2,8 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // CreditsPerAccelerator is the number of credits one whole accelerator is worth (M). A share is a tenth of it,
@@ -319,5 +321,5 @@ type DevicesList struct {
 }
 
 func init() {
-	register(&Devices{}, &DevicesList{})
+	kinds.Register(&SchemeBuilder, GroupVersion, &Devices{}, &DevicesList{})
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // DefaultVolumeMount is where the workspace volume is mounted when spec.volumeMount is empty.
@@ -424,7 +426,7 @@ type InstanceList struct {
 }
 
 func init() {
-	register(&Instance{}, &InstanceList{})
+	kinds.Register(&SchemeBuilder, GroupVersion, &Instance{}, &InstanceList{})
 }
 
 // AcceleratorCount returns the number of accelerators asked for, 1 when none is given.

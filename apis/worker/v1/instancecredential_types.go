@@ -2,6 +2,8 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // Reasons of the Ready condition of the kinds backed by a Secret (InstanceSSHPublicKey, InstanceImagePullSecret):
@@ -130,6 +132,6 @@ type InstanceImagePullSecretList struct {
 }
 
 func init() {
-	register(&InstanceSSHPublicKey{}, &InstanceSSHPublicKeyList{},
+	kinds.Register(&SchemeBuilder, GroupVersion, &InstanceSSHPublicKey{}, &InstanceSSHPublicKeyList{},
 		&InstanceImagePullSecret{}, &InstanceImagePullSecretList{})
 }

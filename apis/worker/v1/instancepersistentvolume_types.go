@@ -3,6 +3,8 @@ package v1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // PersistentAccessMode is how an InstancePersistentVolume may be attached.
@@ -93,5 +95,5 @@ type InstancePersistentVolumeList struct {
 }
 
 func init() {
-	register(&InstancePersistentVolume{}, &InstancePersistentVolumeList{})
+	kinds.Register(&SchemeBuilder, GroupVersion, &InstancePersistentVolume{}, &InstancePersistentVolumeList{})
 }

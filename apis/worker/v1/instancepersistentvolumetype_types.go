@@ -2,6 +2,8 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // InstancePersistentVolumeTypeSpec is what one StorageClass offers an InstancePersistentVolume.
@@ -56,5 +58,5 @@ type InstancePersistentVolumeTypeList struct {
 }
 
 func init() {
-	register(&InstancePersistentVolumeType{}, &InstancePersistentVolumeTypeList{})
+	kinds.Register(&SchemeBuilder, GroupVersion, &InstancePersistentVolumeType{}, &InstancePersistentVolumeTypeList{})
 }

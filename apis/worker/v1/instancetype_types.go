@@ -3,6 +3,8 @@ package v1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // InstanceTypeSpec describes one schedulable pool: which hardware it covers (its general and accelerator
@@ -347,5 +349,5 @@ type InstanceTypeList struct {
 }
 
 func init() {
-	register(&InstanceType{}, &InstanceTypeList{})
+	kinds.Register(&SchemeBuilder, GroupVersion, &InstanceType{}, &InstanceTypeList{})
 }

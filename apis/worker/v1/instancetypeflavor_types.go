@@ -3,6 +3,8 @@ package v1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // InstanceTypeFlavorSpec is the hardware profile of one catalog entry. Its grouping identity is
@@ -83,5 +85,5 @@ type InstanceTypeFlavorList struct {
 }
 
 func init() {
-	register(&InstanceTypeFlavor{}, &InstanceTypeFlavorList{})
+	kinds.Register(&SchemeBuilder, GroupVersion, &InstanceTypeFlavor{}, &InstanceTypeFlavorList{})
 }

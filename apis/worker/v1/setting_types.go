@@ -2,6 +2,8 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpustack/gpustack-operator/apis/internal/kinds"
 )
 
 // SettingSpec is the administrator's value of one setting.
@@ -78,5 +80,5 @@ type SettingList struct {
 }
 
 func init() {
-	register(&Setting{}, &SettingList{})
+	kinds.Register(&SchemeBuilder, GroupVersion, &Setting{}, &SettingList{})
 }
