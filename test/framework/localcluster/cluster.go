@@ -245,10 +245,23 @@ func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duratio
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Wrapf(last, "%s not ready after %s", what, timeout)
+			return errors.Wrapf(last, "%s not ready after %s%s", what, timeout, c.restarted())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// restarted describes the supervised components that exited and were started again, each with its log's
+// tail: a component that keeps crashing never exits for good, so it is what a wait that timed out has to
+// show.
+func (c *Cluster) restarted() string {
+	var out strings.Builder
+	for _, p := range c.procs {
+		if n := restarts(c.cfg.Dir, p.name); n > 0 {
+			fmt.Fprintf(&out, "\n%s has exited and been started again %d times; its log ends with:\n%s", p.name, n, logTail(c.cfg.Dir, p.name, 20))
+		}
+	}
+	return out.String()
 }
 
 func (c *Cluster) writePKI(context.Context) error {

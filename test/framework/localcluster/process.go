@@ -70,8 +70,26 @@ func startProcess(dir, name string, detach bool, env []string, argv ...string) (
 // good. The loop's shell leads the component's process group, so stopping the group stops both; setpriv ends
 // the component if the shell is killed alone.
 func supervised(argv ...string) []string {
-	const loop = `while :; do setpriv --pdeathsig KILL -- "$@"; echo "localcluster: $1 exited ($?); starting it again" >&2; sleep 1; done`
+	const loop = `while :; do setpriv --pdeathsig KILL -- "$@"; echo "` + restartLine + `$1 exited ($?); starting it again" >&2; sleep 1; done`
 	return append([]string{"/bin/sh", "-c", loop, "sh"}, argv...)
+}
+
+// restartLine begins the line a supervised component's loop logs each time it starts the component again.
+const restartLine = "localcluster: "
+
+// restarts is how many times a supervised component's loop started it again, as its log says.
+func restarts(dir, name string) int {
+	data, err := os.ReadFile(filepath.Join(dir, "logs", name+".log"))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		if strings.HasPrefix(line, restartLine) && strings.Contains(line, "; starting it again") {
+			n++
+		}
+	}
+	return n
 }
 
 // exited returns an error describing the component's exit, or nil while it still runs.

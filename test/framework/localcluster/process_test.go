@@ -1,6 +1,8 @@
 package localcluster
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +35,11 @@ func TestSupervisedStartsAgain(t *testing.T) {
 	}
 	if err := p.exited(dir); err != nil {
 		t.Errorf("the supervisor itself exited: %v", err)
+	}
+	c := &Cluster{cfg: Config{Dir: dir}, procs: []*process{p}}
+	err = c.waitFor(t.Context(), "flaky", 10*time.Millisecond, func(context.Context) error { return errors.New("no answer") })
+	if err == nil || !strings.Contains(err.Error(), "flaky has exited and been started again") || !strings.Contains(err.Error(), "life") {
+		t.Errorf("waitFor on a crash-looping component: %v, want its restarts and its log's tail", err)
 	}
 	if !stopPID(p.cmd.Process.Pid) {
 		t.Errorf("stopPID found the supervisor not running")
