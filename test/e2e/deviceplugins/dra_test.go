@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -249,7 +250,7 @@ func workloadOf(ctx context.Context, pod string) (*kueue.Workload, error) {
 			return &wls.Items[i], nil
 		}
 	}
-	return nil, fmt.Errorf("pod %s has no Workload yet", pod)
+	return nil, errors.Errorf("pod %s has no Workload yet", pod)
 }
 
 // pendingReason says why Kueue does not admit a Workload: its QuotaReserved condition's message, or, where

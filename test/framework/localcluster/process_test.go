@@ -2,12 +2,13 @@ package localcluster
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // TestSupervisedStartsAgain holds what the control plane's kube-scheduler and kube-controller-manager rely on:
