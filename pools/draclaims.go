@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	resourceapi "k8s.io/api/resource/v1"
 
 	workerv1 "github.com/gpustack/gpustack-operator/apis/worker/v1"
@@ -64,4 +66,39 @@ func cardOfDevice(d *workerv1.Devices, vendor, device string) string {
 		}
 	}
 	return device
+}
+
+// ClaimSpecClaims returns what a ResourceClaim made from spec will ask of a node's cards, before it is
+// allocated: each request of one of this project's DeviceClasses (vendors.DRADeviceClass) as an exclusive claim
+// of its count of the vendor's whole cards, keyed by key and the request's name. A request of another class asks
+// for no card of this project's and is left out; its selectors are not read (the check places a claim on its
+// flavor's nodes, whose cards are one product). A request the check cannot count, all the devices of a class or
+// alternatives one of which names one of the classes, is an error naming it.
+func ClaimSpecClaims(key string, spec resourceapi.ResourceClaimSpec) ([]Claim, error) {
+	var out []Claim
+	for _, r := range spec.Devices.Requests {
+		for _, sub := range r.FirstAvailable {
+			if _, ours := vendors.DRADeviceClassVendor(sub.DeviceClassName); ours {
+				return nil, errors.Errorf("request %s offers alternatives (firstAvailable), one of them of DeviceClass %s: "+
+					"the per-card check counts only exact requests of this project's classes", r.Name, sub.DeviceClassName)
+			}
+		}
+		if r.Exactly == nil {
+			continue
+		}
+		v, ours := vendors.DRADeviceClassVendor(r.Exactly.DeviceClassName)
+		if !ours {
+			continue
+		}
+		if r.Exactly.AllocationMode == resourceapi.DeviceAllocationModeAll {
+			return nil, errors.Errorf("request %s asks for all the devices of DeviceClass %s: the per-card check counts only a number of cards",
+				r.Name, r.Exactly.DeviceClassName)
+		}
+		count := r.Exactly.Count
+		if count == 0 {
+			count = 1 // the API's default for ExactCount
+		}
+		out = append(out, Claim{Key: key + "/" + r.Name, Manufacturer: v.Key, Demand: Demand{Family: FamilyExclusive, Cards: count}})
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,6 +62,70 @@ func TestResourceClaimClaims(t *testing.T) {
 			got := ResourceClaimClaims(tc.claim, node)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nResourceClaimClaims(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestClaimSpecClaims(t *testing.T) {
+	exactly := func(name, class string, mode resourceapi.DeviceAllocationMode, count int64) resourceapi.DeviceRequest {
+		return resourceapi.DeviceRequest{Name: name, Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, AllocationMode: mode, Count: count}}
+	}
+	spec := func(requests ...resourceapi.DeviceRequest) resourceapi.ResourceClaimSpec {
+		return resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: requests}}
+	}
+	whole := func(request, vendor string, cards int64) Claim {
+		return Claim{Key: "ns/pod/gpu/" + request, Manufacturer: vendor, Demand: Demand{Family: FamilyExclusive, Cards: cards}}
+	}
+	type want struct {
+		claims []Claim
+		err    string
+	}
+	cases := map[string]struct {
+		reason string
+		spec   resourceapi.ResourceClaimSpec
+		want   want
+	}{
+		"OneCard": {
+			reason: "A request of a vendor's class without a count asks for one of its whole cards.",
+			spec:   spec(exactly("card", "gpustack-nvidia", "", 0)),
+			want:   want{claims: []Claim{whole("card", "nvidia", 1)}},
+		},
+		"Counted": {
+			reason: "Each request of the project's classes is one claim of its count of cards; another class's is not counted.",
+			spec: spec(exactly("cards", "gpustack-nvidia", resourceapi.DeviceAllocationModeExactCount, 2),
+				exactly("nic", "rdma.example.com", "", 1), exactly("mlu", "gpustack-cambricon", "", 1)),
+			want: want{claims: []Claim{whole("cards", "nvidia", 2), whole("mlu", "cambricon", 1)}},
+		},
+		"All": {
+			reason: "All the devices of a class is no number of cards the check can place.",
+			spec:   spec(exactly("every", "gpustack-nvidia", resourceapi.DeviceAllocationModeAll, 0)),
+			want:   want{err: "request every asks for all the devices of DeviceClass gpustack-nvidia"},
+		},
+		"Alternatives": {
+			reason: "Alternatives of which one is a card of the project's are not counted, and say so.",
+			spec: spec(resourceapi.DeviceRequest{Name: "any", FirstAvailable: []resourceapi.DeviceSubRequest{
+				{Name: "big", DeviceClassName: "gpu.example.com"}, {Name: "ours", DeviceClassName: "gpustack-amd"}}}),
+			want: want{err: "request any offers alternatives (firstAvailable), one of them of DeviceClass gpustack-amd"},
+		},
+		"OtherAlternatives": {
+			reason: "Alternatives of other classes ask for no card of the project's.",
+			spec: spec(resourceapi.DeviceRequest{Name: "any", FirstAvailable: []resourceapi.DeviceSubRequest{
+				{Name: "big", DeviceClassName: "gpu.example.com"}}}),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			claims, err := ClaimSpecClaims("ns/pod/gpu", tc.spec)
+			got := want{claims: claims}
+			if err != nil {
+				got.err = err.Error()
+			}
+			if tc.want.err != "" && strings.HasPrefix(got.err, tc.want.err) {
+				got.err = tc.want.err
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nClaimSpecClaims(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

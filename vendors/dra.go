@@ -16,15 +16,34 @@ func DRADriverVendor(driver string) (Vendor, bool) {
 	if !ok {
 		return Vendor{}, false
 	}
-	v, ok := Lookup(key)
-	return v, ok && v.Key == key
+	return byKey(key)
 }
 
 // DRADeviceClass is the DeviceClass of a vendor's whole cards (gpustack-nvidia), which the chart ships and
 // Kueue's configuration maps to the vendor's credits.
-func DRADeviceClass(key string) string { return "gpustack-" + key }
+func DRADeviceClass(key string) string { return draDeviceClassPrefix + key }
+
+const draDeviceClassPrefix = "gpustack-"
+
+// DRADeviceClassVendor returns the vendor whose whole cards a DeviceClass selects; false for a class not of
+// this project.
+func DRADeviceClassVendor(class string) (Vendor, bool) {
+	key, ok := strings.CutPrefix(class, draDeviceClassPrefix)
+	if !ok {
+		return Vendor{}, false
+	}
+	return byKey(key)
+}
 
 // DRACreditsCounter is the counter each card's device consumes from its own counter set: the card's M credits,
 // which Kueue charges a claim of the card in (its configuration's counter source), as it charges a device
 // plugin's whole card by a resource transformation.
 const DRACreditsCounter = "credits"
+
+// byKey returns the vendor of a key, and no alias or display name.
+func byKey(key string) (Vendor, bool) {
+	if v, ok := Lookup(key); ok && v.Key == key {
+		return v, true
+	}
+	return Vendor{}, false
+}

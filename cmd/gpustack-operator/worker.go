@@ -233,9 +233,17 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager, direct client.Cl
 				"the cards DRA allocates are not counted by the ledger and the per-card check until the worker's role allows it")
 		}
 	}
+	templates := false
 	if claims {
 		if err := cachepolicy.IndexResourceClaimsByPool(ctx, mgr.GetFieldIndexer()); err != nil {
 			return err
+		}
+		if templates, err = mayWatch(ctx, direct, resourceapi.GroupName, "resourceclaimtemplates"); err != nil {
+			return err
+		}
+		if !templates {
+			ctrl.Log.WithName("cardcheck").Error(errors.New("the worker may not list and watch ResourceClaimTemplates"),
+				"what a Workload's Pods ask through DRA is not judged card by card until the worker's role allows it")
 		}
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
@@ -245,7 +253,7 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager, direct client.Cl
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&cardcheck.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
-		Log: ctrl.Log.WithName("cardcheck"), ResourceClaims: claims}).SetupWithManager(mgr); err != nil {
+		Log: ctrl.Log.WithName("cardcheck"), ResourceClaims: claims, ResourceClaimTemplates: templates}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node-devices admission check")
 	}
 	return nil

@@ -91,11 +91,11 @@ func decideVerdict(tb testing.TB, n, inflightCount int, full bool) func() {
 		inflight = append(inflight, benchWorkload(fmt.Sprintf("inflight-%d", i), benchNodeName(i)))
 	}
 	wl := benchWorkload("judged", "")
-	templates, pods := acceleratedTemplates(wl, false), workloadPods(wl)
+	templates, pods := acceleratedTemplates(wl, false, nil), workloadPods(wl, nil)
 	var memo inflightMemo
 	return func() {
 		f := &flavorNodes{cards: slices.Clone(nodes.cards), objects: nodes.objects}
-		if _, err := decide(f, inflight, &memo, templates, pods); (err != nil) != full {
+		if _, err := decide(f, inflight, &memo, func(*kueue.Workload) claimSpecs { return nil }, templates, pods); (err != nil) != full {
 			tb.Fatalf("decide(...): %v, want an error only on the full flavor", err)
 		}
 	}

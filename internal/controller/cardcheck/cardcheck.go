@@ -66,6 +66,9 @@ type Reconciler struct {
 	// ResourceClaims counts the cards DRA allocated to ResourceClaims as held, where the cluster serves
 	// resource.k8s.io/v1; the claims are listed through cachepolicy.IndexResourceClaimsByPool.
 	ResourceClaims bool
+	// ResourceClaimTemplates counts what the ResourceClaimTemplates a Workload's Pods name ask of this project's
+	// DeviceClasses, where the worker may read them.
+	ResourceClaimTemplates bool
 
 	passed   passedMemo
 	ledgers  ledgerIndex
@@ -99,12 +102,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// A verdict counts the ones before it, up to the Workload's own status written and remembered: another
 	// Workload that could want the same cards waits until then.
-	unlock := r.locks.lock(workloadPods(wl))
-	defer unlock()
-	start := time.Now()
-	v, err := r.judge(ctx, wl)
+	specs, refusal, err := r.claimSpecsOf(ctx, wl)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	pods := workloadPods(wl, specs)
+	unlock := r.locks.lock(pods)
+	defer unlock()
+	start := time.Now()
+	v := verdict{state: kueue.CheckStateRetry, reason: ReasonUncountableClaim, message: refusal}
+	if refusal == "" {
+		if v, err = r.judge(ctx, wl, specs, pods); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	metrics.AdmissionDecisions.WithLabelValues(string(v.state), v.reason).Inc()
 	metrics.AdmissionLatency.Observe(time.Since(start).Seconds())
@@ -145,6 +155,9 @@ const (
 	ReasonNoSingleFlavor = "NoSingleFlavor"
 	ReasonNoCardWithRoom = "NoCardWithRoom"
 	ReasonRefusedHere    = "RefusedBySettings"
+	// ReasonUncountableClaim: a Pod's ResourceClaimTemplate does not exist, or asks for what the check cannot
+	// count (all the devices of a class, alternatives).
+	ReasonUncountableClaim = "UncountableClaim"
 )
 
 // verdict is the check's answer for one Workload.
@@ -161,7 +174,7 @@ type verdict struct {
 // judge places the Workload's Pods on the nodes of its assigned flavors, after the Pods bound to them and the
 // Workloads that passed the check but whose Pods are not bound yet, and pins it where it placed it while
 // workload-fit-affinity is true.
-func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, error) {
+func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload, specs claimSpecs, pods podClaims) (verdict, error) {
 	values, _, err := settings.Load(ctx, r.Client)
 	if err != nil {
 		return verdict{}, errors.Wrap(err, "cannot read the settings")
@@ -169,7 +182,6 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	if refused := refusal(wl, values); refused != "" {
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonRefusedHere, message: refused}, nil
 	}
-	pods := workloadPods(wl)
 	if len(pods) == 0 {
 		return verdict{state: kueue.CheckStateReady, reason: ReasonNoAccelerator, message: "asks for no accelerator"}, nil
 	}
@@ -204,8 +216,8 @@ func (r *Reconciler) judge(ctx context.Context, wl *kueue.Workload) (verdict, er
 	if err != nil {
 		return verdict{}, err
 	}
-	templates := acceleratedTemplates(wl, false)
-	placed, err := decide(nodes, inflight, &r.inflight, templates, pods)
+	templates := acceleratedTemplates(wl, false, specs)
+	placed, err := decide(nodes, inflight, &r.inflight, r.specsOfInflight(ctx), templates, pods)
 	if err != nil {
 		return verdict{state: kueue.CheckStateRetry, reason: ReasonNoCardWithRoom,
 			message: fmt.Sprintf("pool flavor %s cannot take %s now: %v", flavor, describe(pods), err)}, nil

@@ -226,10 +226,15 @@ var _ = It("counts in flight a passed Workload whose Pods are yet to be made, an
 // judgeOnce creates the Workload with the status Kueue would write, runs the check once and returns its state.
 func judgeOnce(ctx context.Context, wl *kueue.Workload, st kueue.WorkloadStatus) kueue.AdmissionCheckState {
 	GinkgoHelper()
+	return judgeOnceBy(ctx, &cardcheck.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}, wl, st)
+}
+
+// judgeOnceBy is judgeOnce by the check r.
+func judgeOnceBy(ctx context.Context, r *cardcheck.Reconciler, wl *kueue.Workload, st kueue.WorkloadStatus) kueue.AdmissionCheckState {
+	GinkgoHelper()
 	suite.Create(wl)
 	wl.Status = st
 	Expect(suite.Client.Status().Update(ctx, wl)).To(Succeed(), "cannot write the Workload's status as Kueue would")
-	r := &cardcheck.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10)}
 	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wl)})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl)).To(Succeed())

@@ -5,8 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-
-	"github.com/gpustack/gpustack-operator/pools"
 )
 
 // The check judges a Workload only on the nodes its Pods may go to (their nodeSelector and required node
@@ -18,7 +16,7 @@ import (
 // acceleratedTemplates returns the Pod of each PodSet that asks for an accelerator, by PodSet name; with pinned,
 // with the nodeSelector this check pinned it to merged in (a Workload in flight goes where it was pinned; one
 // judged again is placed afresh, whatever an earlier verdict said).
-func acceleratedTemplates(wl *kueue.Workload, pinned bool) map[kueue.PodSetReference]*corev1.Pod {
+func acceleratedTemplates(wl *kueue.Workload, pinned bool, specs claimSpecs) map[kueue.PodSetReference]*corev1.Pod {
 	out := map[kueue.PodSetReference]*corev1.Pod{}
 	var updates []kueue.PodSetUpdate
 	if s := checkState(wl); s != nil && pinned {
@@ -26,7 +24,7 @@ func acceleratedTemplates(wl *kueue.Workload, pinned bool) map[kueue.PodSetRefer
 	}
 	for _, ps := range wl.Spec.PodSets {
 		pod := &corev1.Pod{Spec: *ps.Template.Spec.DeepCopy()}
-		if len(pools.PodClaims(pod)) == 0 {
+		if len(podClaimsOf(pod, specs)) == 0 {
 			continue
 		}
 		for _, u := range updates {

@@ -145,9 +145,10 @@ func (f *flavorNodes) placeAs(filter nodeFilter, pods podClaims, explain bool) (
 
 // decide places the Pods on the flavor's nodes after the Workloads in flight, each where it was pinned or
 // wherever it fits first (one that fits nowhere is not counted), and returns the node of each Pod.
-func decide(f *flavorNodes, inflight []*kueue.Workload, memo *inflightMemo, templates map[kueue.PodSetReference]*corev1.Pod, pods podClaims) ([]string, error) {
+func decide(f *flavorNodes, inflight []*kueue.Workload, memo *inflightMemo, specsOf func(*kueue.Workload) claimSpecs,
+	templates map[kueue.PodSetReference]*corev1.Pod, pods podClaims) ([]string, error) {
 	for _, other := range inflight {
-		claims, filter := memo.of(other)
+		claims, filter := memo.of(other, specsOf)
 		f.count(filter, claims)
 	}
 	return f.place(filterOf(templates), pods)
@@ -174,8 +175,8 @@ type inflightEntry struct {
 const sweepEvery = 1 << 14
 
 // of returns the Workload's claims and filter, from the memo while its version is the one they were parsed
-// from.
-func (m *inflightMemo) of(wl *kueue.Workload) (podClaims, nodeFilter) {
+// from (a ResourceClaimTemplate's spec does not change: specsOf is read once a version).
+func (m *inflightMemo) of(wl *kueue.Workload, specsOf func(*kueue.Workload) claimSpecs) (podClaims, nodeFilter) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.entries == nil {
@@ -194,7 +195,8 @@ func (m *inflightMemo) of(wl *kueue.Workload) (podClaims, nodeFilter) {
 	}
 	e, ok := m.entries[wl.UID]
 	if !ok || e.version != wl.ResourceVersion || wl.ResourceVersion == "" {
-		e = inflightEntry{version: wl.ResourceVersion, pods: workloadPods(wl), filter: filterOf(acceleratedTemplates(wl, true))}
+		specs := specsOf(wl)
+		e = inflightEntry{version: wl.ResourceVersion, pods: workloadPods(wl, specs), filter: filterOf(acceleratedTemplates(wl, true, specs))}
 	}
 	e.used = true
 	m.entries[wl.UID] = e

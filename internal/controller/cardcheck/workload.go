@@ -37,14 +37,14 @@ func evicted(wl *kueue.Workload) bool {
 type podClaims = [][]pools.Claim
 
 // workloadPods returns the claims of each of the Workload's Pods that asks for an accelerator: each PodSet's
-// template, count times.
-func workloadPods(wl *kueue.Workload) podClaims {
+// template, count times, with what its ResourceClaimTemplates of specs ask.
+func workloadPods(wl *kueue.Workload, specs claimSpecs) podClaims {
 	var out podClaims
 	for _, ps := range wl.Spec.PodSets {
 		for i := int32(0); i < max(ps.Count, 1); i++ {
 			pod := &corev1.Pod{Spec: ps.Template.Spec}
 			pod.Namespace, pod.Name = wl.Namespace, fmt.Sprintf("%s/%s/%d", wl.Name, ps.Name, i)
-			if claims := pools.PodClaims(pod); len(claims) > 0 {
+			if claims := podClaimsOf(pod, specs); len(claims) > 0 {
 				out = append(out, claims)
 			}
 		}

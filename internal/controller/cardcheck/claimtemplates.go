@@ -1,0 +1,107 @@
+package cardcheck
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/gpustack/gpustack-operator/pools"
+)
+
+// A Pod that asks for cards through DRA names a ResourceClaimTemplate, whose claim the scheduler allocates once
+// the Pod is let go: the check counts what the template asks (pools.ClaimSpecClaims) beside what the Pod's
+// containers ask of the device plugins, so Pods of one card each are placed card by card, as Kueue's quota
+// cannot (it charges the credits but does not know which node's cards are free). A claim the Pod names
+// directly (resourceClaimName) is counted once allocated, through the ledger, and not before.
+
+// claimSpecs are the specs of the ResourceClaimTemplates a Workload's Pods name, by template name (in the
+// Workload's namespace). A template not in it is not counted: the worker may not read templates.
+type claimSpecs map[string]resourceapi.ResourceClaimSpec
+
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
+
+// claimSpecsOf reads the templates the Workload's Pods name, from the cache; a template that is not there, or
+// asks for what the check cannot count, is a refusal naming it and its PodSet. None without
+// ResourceClaimTemplates.
+func (r *Reconciler) claimSpecsOf(ctx context.Context, wl *kueue.Workload) (specs claimSpecs, refusal string, err error) {
+	if !r.ResourceClaimTemplates {
+		return nil, "", nil
+	}
+	specs = claimSpecs{}
+	for _, ps := range wl.Spec.PodSets {
+		for _, prc := range ps.Template.Spec.ResourceClaims {
+			name := ptrValue(prc.ResourceClaimTemplateName)
+			if name == "" {
+				continue
+			}
+			if _, done := specs[name]; done {
+				continue
+			}
+			tmpl := &resourceapi.ResourceClaimTemplate{}
+			err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: name}, tmpl)
+			if kerrors.IsNotFound(err) {
+				return nil, fmt.Sprintf("PodSet %s's claim %s names ResourceClaimTemplate %s, which does not exist", ps.Name, prc.Name, name), nil
+			}
+			if err != nil {
+				return nil, "", errors.Wrapf(err, "cannot get ResourceClaimTemplate %s", name)
+			}
+			if _, err := pools.ClaimSpecClaims(name, tmpl.Spec.Spec); err != nil {
+				return nil, fmt.Sprintf("PodSet %s's ResourceClaimTemplate %s: %v", ps.Name, name, err), nil
+			}
+			specs[name] = tmpl.Spec.Spec
+		}
+	}
+	return specs, "", nil
+}
+
+// specsOfInflight returns the templates of a Workload in flight, as many as can be read: one that cannot be
+// counted was refused by its own verdict or is no longer, and counts as nothing.
+func (r *Reconciler) specsOfInflight(ctx context.Context) func(*kueue.Workload) claimSpecs {
+	return func(wl *kueue.Workload) claimSpecs {
+		if !r.ResourceClaimTemplates {
+			return nil
+		}
+		specs := claimSpecs{}
+		for _, ps := range wl.Spec.PodSets {
+			for _, prc := range ps.Template.Spec.ResourceClaims {
+				tmpl := &resourceapi.ResourceClaimTemplate{}
+				if name := ptrValue(prc.ResourceClaimTemplateName); name != "" &&
+					r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: name}, tmpl) == nil {
+					specs[name] = tmpl.Spec.Spec
+				}
+			}
+		}
+		return specs
+	}
+}
+
+// podClaimsOf returns what one Pod of a PodSet asks: its containers' requests of the device plugins and its
+// templates' requests of this project's DeviceClasses.
+func podClaimsOf(pod *corev1.Pod, specs claimSpecs) []pools.Claim {
+	claims := pools.PodClaims(pod)
+	for _, prc := range pod.Spec.ResourceClaims {
+		spec, ok := specs[ptrValue(prc.ResourceClaimTemplateName)]
+		if !ok {
+			continue
+		}
+		// Checked as the specs were read (claimSpecsOf); a Workload in flight's that cannot be counted counts as nothing.
+		more, _ := pools.ClaimSpecClaims(fmt.Sprintf("%s/%s/%s", pod.Namespace, pod.Name, prc.Name), spec)
+		claims = slices.Concat(claims, more)
+	}
+	return claims
+}
+
+func ptrValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
