@@ -62,23 +62,11 @@ func (r *Reconciler) claimSpecsOf(ctx context.Context, wl *kueue.Workload) (spec
 	return specs, "", nil
 }
 
-// specsOfInflight returns the templates of a Workload in flight, as many as can be read: one that cannot be
-// counted was refused by its own verdict or is no longer, and counts as nothing.
+// specsOfInflight returns the templates of a Workload in flight. It passed the check, so they could be
+// counted then and still can (a template's spec does not change); one deleted since counts as nothing.
 func (r *Reconciler) specsOfInflight(ctx context.Context) func(*kueue.Workload) claimSpecs {
 	return func(wl *kueue.Workload) claimSpecs {
-		if !r.ResourceClaimTemplates {
-			return nil
-		}
-		specs := claimSpecs{}
-		for _, ps := range wl.Spec.PodSets {
-			for _, prc := range ps.Template.Spec.ResourceClaims {
-				tmpl := &resourceapi.ResourceClaimTemplate{}
-				if name := ptrValue(prc.ResourceClaimTemplateName); name != "" &&
-					r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: name}, tmpl) == nil {
-					specs[name] = tmpl.Spec.Spec
-				}
-			}
-		}
+		specs, _, _ := r.claimSpecsOf(ctx, wl)
 		return specs
 	}
 }
