@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -38,7 +39,7 @@ func (r *Reconciler) claimSpecsOf(ctx context.Context, wl *kueue.Workload) (spec
 	specs = claimSpecs{}
 	for _, ps := range wl.Spec.PodSets {
 		for _, prc := range ps.Template.Spec.ResourceClaims {
-			name := ptrValue(prc.ResourceClaimTemplateName)
+			name := ptr.Deref(prc.ResourceClaimTemplateName, "")
 			if name == "" {
 				continue
 			}
@@ -63,7 +64,8 @@ func (r *Reconciler) claimSpecsOf(ctx context.Context, wl *kueue.Workload) (spec
 }
 
 // specsOfInflight returns the templates of a Workload in flight. It passed the check, so they could be
-// counted then and still can (a template's spec does not change); one deleted since counts as nothing.
+// counted then and still can (a template's spec does not change); where one was deleted since, its templates
+// count as nothing.
 func (r *Reconciler) specsOfInflight(ctx context.Context) func(*kueue.Workload) claimSpecs {
 	return func(wl *kueue.Workload) claimSpecs {
 		specs, _, _ := r.claimSpecsOf(ctx, wl)
@@ -76,7 +78,7 @@ func (r *Reconciler) specsOfInflight(ctx context.Context) func(*kueue.Workload) 
 func podClaimsOf(pod *corev1.Pod, specs claimSpecs) []pools.Claim {
 	claims := pools.PodClaims(pod)
 	for _, prc := range pod.Spec.ResourceClaims {
-		spec, ok := specs[ptrValue(prc.ResourceClaimTemplateName)]
+		spec, ok := specs[ptr.Deref(prc.ResourceClaimTemplateName, "")]
 		if !ok {
 			continue
 		}
@@ -85,11 +87,4 @@ func podClaimsOf(pod *corev1.Pod, specs claimSpecs) []pools.Claim {
 		claims = slices.Concat(claims, more)
 	}
 	return claims
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
