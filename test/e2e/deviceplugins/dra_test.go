@@ -214,7 +214,7 @@ var _ = It("charges a queued Pod's DRA claim in its pool's credits, as a card of
 	create(claimPod("queued-claim-a"))
 	create(claimPod("queued-claim-b"))
 	for _, pod := range []string{"queued-claim-a", "queued-claim-b"} {
-		Expect(charged(pod)).To(Equal(int64(pools.M)), "Pod %s's claim of one card, in %s", pod, credits)
+		Expect(charged(pod)).To(Equal(pools.M), "Pod %s's claim of one card, in %s", pod, credits)
 		running(pod)
 	}
 
@@ -235,7 +235,7 @@ var _ = It("charges a queued Pod's DRA claim in its pool's credits, as a card of
 	})
 
 	Expect(suite.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "queued-claim-a"}})).To(Succeed())
-	Expect(charged("queued-claim-c")).To(Equal(int64(pools.M)), "Pod queued-claim-c's claim, once queued-claim-a's card is free")
+	Expect(charged("queued-claim-c")).To(Equal(pools.M), "Pod queued-claim-c's claim, once queued-claim-a's card is free")
 	running("queued-claim-c")
 })
 
