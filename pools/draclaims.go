@@ -70,10 +70,11 @@ func cardOfDevice(d *workerv1.Devices, vendor, device string) string {
 
 // ClaimSpecClaims returns what a ResourceClaim made from spec will ask of a node's cards, before it is
 // allocated: each request of one of this project's DeviceClasses (vendors.DRADeviceClass) as an exclusive claim
-// of its count of the vendor's whole cards, keyed by key and the request's name. A request of another class asks
-// for no card of this project's and is left out; its selectors are not read (the check places a claim on its
-// flavor's nodes, whose cards are one product). A request the check cannot count, all the devices of a class or
-// alternatives one of which names one of the classes, is an error naming it.
+// of its count of the vendor's whole cards, keyed by key and the request's name, with the request's CEL
+// selectors, which each card it takes must match (the class's own select the vendor's driver, which the
+// manufacturer says). A request of another class asks for no card of this project's and is left out. A request
+// the check cannot count, all the devices of a class or alternatives one of which names one of the classes, is
+// an error naming it.
 func ClaimSpecClaims(key string, spec resourceapi.ResourceClaimSpec) ([]Claim, error) {
 	var out []Claim
 	for _, r := range spec.Devices.Requests {
@@ -98,7 +99,14 @@ func ClaimSpecClaims(key string, spec resourceapi.ResourceClaimSpec) ([]Claim, e
 		if count == 0 {
 			count = 1 // the API's default for ExactCount
 		}
-		out = append(out, Claim{Key: key + "/" + r.Name, Manufacturer: v.Key, Demand: Demand{Family: FamilyExclusive, Cards: count}})
+		var selectors []string
+		for _, sel := range r.Exactly.Selectors {
+			if sel.CEL != nil {
+				selectors = append(selectors, sel.CEL.Expression)
+			}
+		}
+		out = append(out, Claim{Key: key + "/" + r.Name, Manufacturer: v.Key, Demand: Demand{Family: FamilyExclusive, Cards: count},
+			Selectors: selectors})
 	}
 	return out, nil
 }

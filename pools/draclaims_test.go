@@ -97,6 +97,14 @@ func TestClaimSpecClaims(t *testing.T) {
 				exactly("nic", "rdma.example.com", "", 1), exactly("mlu", "gpustack-cambricon", "", 1)),
 			want: want{claims: []Claim{whole("cards", "nvidia", 2), whole("mlu", "cambricon", 1)}},
 		},
+		"Selectors": {
+			reason: "A request's CEL selectors go with its claim, each card it takes to match them all.",
+			spec: spec(resourceapi.DeviceRequest{Name: "big", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia",
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.capacity["nvidia.gpustack.ai"].memory >= quantity("40Gi")`}},
+					{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["nvidia.gpustack.ai"].family == "Ampere"`}}}}}),
+			want: want{claims: []Claim{{Key: "ns/pod/gpu/big", Manufacturer: "nvidia", Demand: Demand{Family: FamilyExclusive, Cards: 1},
+				Selectors: []string{`device.capacity["nvidia.gpustack.ai"].memory >= quantity("40Gi")`, `device.attributes["nvidia.gpustack.ai"].family == "Ampere"`}}}},
+		},
 		"All": {
 			reason: "All the devices of a class is no number of cards the check can place.",
 			spec:   spec(exactly("every", "gpustack-nvidia", resourceapi.DeviceAllocationModeAll, 0)),

@@ -21,6 +21,9 @@ type Claim struct {
 	// ResourceClaim is the ResourceClaim (namespace/name) that holds the cards through DRA; empty for a
 	// container's request of a device plugin's resource.
 	ResourceClaim string
+	// Selectors are the CEL expressions of a DRA request that each card it takes must match (its
+	// ResourceClaimTemplate's); none for a device plugin's request.
+	Selectors []string
 }
 
 // Ledger charges the claims on the node's cards and returns the ledger, where each claim sits (by card ID),

@@ -2,6 +2,7 @@ package pools
 
 import (
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,9 +134,9 @@ func TestPlacePods(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, after, err := PlacePods(tc.nodes, tc.pods)
+			got, after, err := PlacePods(tc.nodes, tc.pods, nil)
 			// FitPods places as PlacePods does, without the reason.
-			fitNames, fitAfter, ok := FitPods(tc.nodes, tc.pods)
+			fitNames, fitAfter, ok := FitPods(tc.nodes, tc.pods, nil)
 			if ok != (err == nil) {
 				t.Errorf("%s\nFitPods(...) ok %t, PlacePods(...) error %v", tc.reason, ok, err)
 			}
@@ -221,5 +222,114 @@ func TestPlaceLeavesItsInput(t *testing.T) {
 	}
 	if after[0].Cards["nvidia"][0].Mode != workerv1.AllocationExclusive || after[0].Cards["nvidia"][1].Remaining != M/2 {
 		t.Errorf("Place(...) = %+v, want the first card taken whole and half of the second", after[0].Cards["nvidia"])
+	}
+}
+
+// TestPlaceSelectors checks that a claim with selectors takes only the cards whose DRA devices match them, and
+// leaves the others as they were.
+func TestPlaceSelectors(t *testing.T) {
+	// The test's selectors name the one device each matches.
+	byName := func(_, _, device string, selectors []string) bool {
+		for _, s := range selectors {
+			if s != device {
+				return false
+			}
+		}
+		return true
+	}
+	nodes := func(held ...string) []NodeCards {
+		out := t4Nodes(2, 2)
+		for i := range out {
+			out[i].Inventory = &workerv1.Devices{Spec: workerv1.DevicesSpec{Groups: []workerv1.DeviceGroup{{Manufacturer: "nvidia",
+				Accelerators: []workerv1.Accelerator{{Index: 0}, {Index: 1}}}}}}
+			for j, c := range out[i].Cards["nvidia"] {
+				if slices.Contains(held, c.ID) {
+					out[i].Cards["nvidia"][j].Mode, out[i].Cards["nvidia"][j].Remaining = workerv1.AllocationExclusive, 0
+				}
+			}
+		}
+		return out
+	}
+	card := func(selectors ...string) []Claim {
+		return []Claim{{Key: "p/card", Manufacturer: "nvidia", Demand: Demand{Family: FamilyExclusive, Cards: 1}, Selectors: selectors}}
+	}
+	type want struct {
+		nodes []string
+		taken []string // the IDs of the cards held after the placement
+		err   string
+	}
+	cases := map[string]struct {
+		reason  string
+		nodes   []NodeCards
+		pods    [][]Claim
+		selects DeviceSelector
+		want    want
+	}{
+		"MatchingCardsOnly": {
+			reason:  "two Pods that each want card-1 go to two nodes, though node a has a second free card",
+			nodes:   nodes(),
+			pods:    [][]Claim{card("card-1"), card("card-1")},
+			selects: byName,
+			want:    want{nodes: []string{"a", "b"}, taken: []string{"a1", "b1"}},
+		},
+		"WithoutSelectors": {
+			reason:  "a claim without selectors takes any free card, first in order",
+			nodes:   nodes(),
+			pods:    [][]Claim{card(), card()},
+			selects: byName,
+			want:    want{nodes: []string{"a", "a"}, taken: []string{"a0", "a1"}},
+		},
+		"NothingKnown": {
+			reason: "where nothing is known of the cards' devices, the selectors cannot be read and every card may be taken",
+			nodes:  nodes(),
+			pods:   [][]Claim{card("card-1"), card("card-1")},
+			want:   want{nodes: []string{"a", "a"}, taken: []string{"a0", "a1"}},
+		},
+		"NoCardMatches": {
+			reason:  "a claim no card matches fits nowhere, and says so",
+			nodes:   nodes(),
+			pods:    [][]Claim{card("card-7")},
+			selects: byName,
+			want:    want{err: "a: no nvidia card matches the selectors of p/card (card-7)"},
+		},
+		"MatchingCardsHeld": {
+			reason:  "the matching cards are held: free cards that do not match are no room",
+			nodes:   nodes("a1", "b1"),
+			pods:    [][]Claim{card("card-1")},
+			selects: byName,
+			want:    want{err: "a: on the nvidia cards that match the selectors of p/card: "},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, after, err := PlacePods(tc.nodes, tc.pods, tc.selects)
+			fitNames, _, ok := FitPods(tc.nodes, tc.pods, tc.selects)
+			if ok != (err == nil) || (ok && !slices.Equal(got, fitNames)) {
+				t.Errorf("%s\nFitPods(...) = %v, %t; PlacePods(...) = %v, %v", tc.reason, fitNames, ok, got, err)
+			}
+			if tc.want.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.want.err) {
+					t.Errorf("%s\nPlacePods(...): error %v, want one starting %q", tc.reason, err, tc.want.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s\nPlacePods(...): %v", tc.reason, err)
+			}
+			var taken []string
+			for _, n := range after {
+				for _, c := range n.Cards["nvidia"] {
+					if c.Mode == workerv1.AllocationExclusive {
+						taken = append(taken, c.ID)
+					}
+					if c.Unhealthy {
+						t.Errorf("%s\nPlacePods(...) left card %s of node %s marked unhealthy", tc.reason, c.ID, n.Name)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, want{nodes: got, taken: taken}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nPlacePods(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

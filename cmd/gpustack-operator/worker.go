@@ -246,6 +246,21 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager, direct client.Cl
 				"what a Workload's Pods ask through DRA is not judged card by card until the worker's role allows it")
 		}
 	}
+	resourceSlices := false
+	if templates {
+		if resourceSlices, err = mayWatch(ctx, direct, resourceapi.GroupName, "resourceslices"); err != nil {
+			return err
+		}
+		if !resourceSlices {
+			ctrl.Log.WithName("cardcheck").Error(errors.New("the worker may not list and watch ResourceSlices"),
+				"the selectors of the requests of a Workload's ResourceClaimTemplates are not read until the worker's role allows it")
+		}
+	}
+	if resourceSlices {
+		if err := cachepolicy.IndexResourceSlicesByNode(ctx, mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&ledger.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-ledger"),
 		ReleaseTerminated: release, ResourceClaims: claims}).SetupWithManager(mgr); err != nil {
@@ -253,7 +268,8 @@ func setupLedgerAndCheck(ctx context.Context, mgr ctrl.Manager, direct client.Cl
 	}
 	//nolint:staticcheck // the core/v1 events API until the conditions-and-events work moves to events.k8s.io.
 	if err := (&cardcheck.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("gpustack-node-devices"),
-		Log: ctrl.Log.WithName("cardcheck"), ResourceClaims: claims, ResourceClaimTemplates: templates}).SetupWithManager(mgr); err != nil {
+		Log: ctrl.Log.WithName("cardcheck"), ResourceClaims: claims, ResourceClaimTemplates: templates,
+		ResourceSlices: resourceSlices}).SetupWithManager(mgr); err != nil {
 		return errors.Wrap(err, "cannot set up the node-devices admission check")
 	}
 	return nil

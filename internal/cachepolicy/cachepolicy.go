@@ -14,6 +14,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -128,6 +129,21 @@ func ResourceClaimPoolsOf(rc *resourceapi.ResourceClaim) []string {
 		}
 	}
 	return pools
+}
+
+// ResourceSliceNode is the field ResourceSlices are listed by node with: the API server's field selector, and
+// the index IndexResourceSlicesByNode keeps in the worker's cache under the same name. This project's DRA
+// drivers publish a node's cards in node-local slices of a pool named after the node.
+const ResourceSliceNode = resourceapi.ResourceSliceSelectorNodeName
+
+// IndexResourceSlicesByNode indexes the cached ResourceSlices by the node they are local to.
+func IndexResourceSlicesByNode(ctx context.Context, indexer client.FieldIndexer) error {
+	return errors.Wrap(indexer.IndexField(ctx, &resourceapi.ResourceSlice{}, ResourceSliceNode, func(o client.Object) []string {
+		if n := ptr.Deref(o.(*resourceapi.ResourceSlice).Spec.NodeName, ""); n != "" {
+			return []string{n}
+		}
+		return nil
+	}), "cannot index ResourceSlices by node")
 }
 
 // NodeChanged passes the Node updates that change what the worker reads from a Node: its labels, annotations,

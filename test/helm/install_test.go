@@ -343,24 +343,14 @@ func setUp(t *testing.T, cl *localcluster.Cluster) client.Client {
 // file: what a cluster that runs Kueue or NFD of its own configured them with.
 func subchartValues(t *testing.T, key string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(chart, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values map[string]any
-	if err := yaml.Unmarshal(data, &values); err != nil {
-		t.Fatal(err)
-	}
-	sub, ok := values[key].(map[string]any)
-	if !ok {
-		t.Fatalf("the chart's values have no %s", key)
-	}
-	delete(sub, "enabled")
-	out, err := yaml.Marshal(sub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeFile(t, key+"-values.yaml", string(out))
+	return editValues(t, filepath.Join(chart, "values.yaml"), key+"-values.yaml", func(values map[string]any) map[string]any {
+		sub, ok := values[key].(map[string]any)
+		if !ok {
+			t.Fatalf("the chart's values have no %s", key)
+		}
+		delete(sub, "enabled")
+		return sub
+	})
 }
 
 // withoutDRAMappings writes the Kueue values of file less the configuration's resources.deviceClassMappings,
@@ -368,7 +358,32 @@ func subchartValues(t *testing.T, key string) string {
 // cluster that ran one configured it without them.
 func withoutDRAMappings(t *testing.T, file string) string {
 	t.Helper()
-	data, err := os.ReadFile(file)
+	return editValues(t, file, "kueue-values-without-dra.yaml", func(values map[string]any) map[string]any {
+		manager, _ := values["managerConfig"].(map[string]any)
+		text, _ := manager["controllerManagerConfigYaml"].(string)
+		var cfg map[string]any
+		if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		resources, ok := cfg["resources"].(map[string]any)
+		if !ok {
+			t.Fatalf("the Kueue configuration of %s has no resources", file)
+		}
+		delete(resources, "deviceClassMappings")
+		out, err := yaml.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manager["controllerManagerConfigYaml"] = string(out)
+		return values
+	})
+}
+
+// editValues reads the values file from, writes what edit makes of them into the test's file named to, and
+// returns its path.
+func editValues(t *testing.T, from, to string, edit func(map[string]any) map[string]any) string {
+	t.Helper()
+	data, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,26 +391,11 @@ func withoutDRAMappings(t *testing.T, file string) string {
 	if err := yaml.Unmarshal(data, &values); err != nil {
 		t.Fatal(err)
 	}
-	manager, _ := values["managerConfig"].(map[string]any)
-	text, _ := manager["controllerManagerConfigYaml"].(string)
-	var cfg map[string]any
-	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	resources, ok := cfg["resources"].(map[string]any)
-	if !ok {
-		t.Fatalf("the Kueue configuration of %s has no resources", file)
-	}
-	delete(resources, "deviceClassMappings")
-	out, err := yaml.Marshal(cfg)
+	out, err := yaml.Marshal(edit(values))
 	if err != nil {
 		t.Fatal(err)
 	}
-	manager["controllerManagerConfigYaml"] = string(out)
-	if out, err = yaml.Marshal(values); err != nil {
-		t.Fatal(err)
-	}
-	return writeFile(t, "kueue-values-without-dra.yaml", string(out))
+	return writeFile(t, to, string(out))
 }
 
 // writeFile writes a file of the test and returns its path.

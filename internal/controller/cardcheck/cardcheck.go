@@ -69,6 +69,10 @@ type Reconciler struct {
 	// ResourceClaimTemplates counts what the ResourceClaimTemplates a Workload's Pods name ask of this project's
 	// DeviceClasses, where the worker may read them.
 	ResourceClaimTemplates bool
+	// ResourceSlices places a request with selectors only on the cards whose devices match them, reading the
+	// devices from the ResourceSlices listed through cachepolicy.IndexResourceSlicesByNode, where the worker may
+	// read them.
+	ResourceSlices bool
 
 	passed   passedMemo
 	ledgers  ledgerIndex
@@ -269,7 +273,7 @@ func (r *Reconciler) nodesOf(ctx context.Context, flavor kueue.ResourceFlavorRef
 		sorted[i] = &nodes.Items[i]
 	}
 	slices.SortFunc(sorted, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	out := &flavorNodes{objects: make(map[string]*corev1.Node, len(sorted))}
+	out := &flavorNodes{objects: make(map[string]*corev1.Node, len(sorted)), selects: r.deviceSelector(ctx)}
 	for _, n := range sorted {
 		e, gen, ok := r.ledgers.lookup(n.Name, mustCharge[n.Name])
 		if !ok {

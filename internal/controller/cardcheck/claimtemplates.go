@@ -3,7 +3,6 @@ package cardcheck
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -23,9 +22,10 @@ import (
 // cannot (it charges the credits but does not know which node's cards are free). A claim the Pod names
 // directly (resourceClaimName) is counted once allocated, through the ledger, and not before.
 
-// claimSpecs are the specs of the ResourceClaimTemplates a Workload's Pods name, by template name (in the
-// Workload's namespace). A template not in it is not counted: the worker may not read templates.
-type claimSpecs map[string]resourceapi.ResourceClaimSpec
+// claimSpecs are what each ResourceClaimTemplate a Workload's Pods name asks (pools.ClaimSpecClaims, each
+// claim's key the request's name alone), by template name (in the Workload's namespace). A template not in it
+// is not counted: the worker may not read templates, or it was deleted.
+type claimSpecs map[string][]pools.Claim
 
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
 
@@ -33,8 +33,18 @@ type claimSpecs map[string]resourceapi.ResourceClaimSpec
 // asks for what the check cannot count, is a refusal naming it and its PodSet. None without
 // ResourceClaimTemplates.
 func (r *Reconciler) claimSpecsOf(ctx context.Context, wl *kueue.Workload) (specs claimSpecs, refusal string, err error) {
+	specs, refusals, err := r.readClaimSpecs(ctx, wl)
+	if len(refusals) > 0 {
+		return nil, refusals[0], err
+	}
+	return specs, "", err
+}
+
+// readClaimSpecs reads the templates the Workload's Pods name, from the cache: the ones it can count, and a
+// refusal for each that is not there or asks for what the check cannot count.
+func (r *Reconciler) readClaimSpecs(ctx context.Context, wl *kueue.Workload) (specs claimSpecs, refusals []string, err error) {
 	if !r.ResourceClaimTemplates {
-		return nil, "", nil
+		return nil, nil, nil
 	}
 	specs = claimSpecs{}
 	for _, ps := range wl.Spec.PodSets {
@@ -49,26 +59,29 @@ func (r *Reconciler) claimSpecsOf(ctx context.Context, wl *kueue.Workload) (spec
 			tmpl := &resourceapi.ResourceClaimTemplate{}
 			err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: name}, tmpl)
 			if kerrors.IsNotFound(err) {
-				return nil, fmt.Sprintf("PodSet %s's claim %s names ResourceClaimTemplate %s, which does not exist", ps.Name, prc.Name, name), nil
+				refusals = append(refusals, fmt.Sprintf("PodSet %s's claim %s names ResourceClaimTemplate %s, which does not exist", ps.Name, prc.Name, name))
+				continue
 			}
 			if err != nil {
-				return nil, "", errors.Wrapf(err, "cannot get ResourceClaimTemplate %s", name)
+				return nil, nil, errors.Wrapf(err, "cannot get ResourceClaimTemplate %s", name)
 			}
-			if _, err := pools.ClaimSpecClaims(name, tmpl.Spec.Spec); err != nil {
-				return nil, fmt.Sprintf("PodSet %s's ResourceClaimTemplate %s: %v", ps.Name, name, err), nil
+			claims, err := pools.ClaimSpecClaims("", tmpl.Spec.Spec)
+			if err != nil {
+				refusals = append(refusals, fmt.Sprintf("PodSet %s's ResourceClaimTemplate %s: %v", ps.Name, name, err))
+				continue
 			}
-			specs[name] = tmpl.Spec.Spec
+			specs[name] = claims
 		}
 	}
-	return specs, "", nil
+	return specs, refusals, nil
 }
 
 // specsOfInflight returns the templates of a Workload in flight. It passed the check, so they could be
-// counted then and still can (a template's spec does not change); where one was deleted since, its templates
-// count as nothing.
+// counted then and still can (a template's spec does not change); one deleted since counts as nothing, the
+// others as before. A template the cache cannot answer for now counts as nothing this verdict.
 func (r *Reconciler) specsOfInflight(ctx context.Context) func(*kueue.Workload) claimSpecs {
 	return func(wl *kueue.Workload) claimSpecs {
-		specs, _, _ := r.claimSpecsOf(ctx, wl)
+		specs, _, _ := r.readClaimSpecs(ctx, wl)
 		return specs
 	}
 }
@@ -78,13 +91,10 @@ func (r *Reconciler) specsOfInflight(ctx context.Context) func(*kueue.Workload) 
 func podClaimsOf(pod *corev1.Pod, specs claimSpecs) []pools.Claim {
 	claims := pools.PodClaims(pod)
 	for _, prc := range pod.Spec.ResourceClaims {
-		spec, ok := specs[ptr.Deref(prc.ResourceClaimTemplateName, "")]
-		if !ok {
-			continue
+		for _, c := range specs[ptr.Deref(prc.ResourceClaimTemplateName, "")] {
+			c.Key = fmt.Sprintf("%s/%s/%s%s", pod.Namespace, pod.Name, prc.Name, c.Key)
+			claims = append(claims, c)
 		}
-		// Checked as the specs were read (claimSpecsOf); a Workload in flight's that cannot be counted counts as nothing.
-		more, _ := pools.ClaimSpecClaims(fmt.Sprintf("%s/%s/%s", pod.Namespace, pod.Name, prc.Name), spec)
-		claims = slices.Concat(claims, more)
 	}
 	return claims
 }

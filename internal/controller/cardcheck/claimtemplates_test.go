@@ -87,3 +87,53 @@ var _ = DescribeTable("places the Pods of a Workload that ask for cards through 
 	Entry("a template that does not exist: waits, naming it", "dra-missing", nil, nil,
 		want{State: kueue.CheckStateRetry, Message: "PodSet main's claim gpu names ResourceClaimTemplate dra-missing-one-card, which does not exist"}),
 )
+
+// publishCards makes the ResourceSlice the NVIDIA driver publishes for a node of cards cards: one device each,
+// card-<index>, with its index as an attribute.
+func publishCards(node string, cards int) {
+	GinkgoHelper()
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-nvidia"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: "nvidia.gpustack.ai", NodeName: ptr.To(node), Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}}}
+	for i := range cards {
+		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("card-%d", i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"index": {IntValue: ptr.To(int64(i))}}})
+	}
+	suite.Create(slice)
+}
+
+// A request may narrow the cards it takes with CEL selectors; the scheduler's allocator then gives it only a
+// card that matches, so the check places it only there too, reading the cards' devices from the nodes'
+// ResourceSlices.
+var _ = DescribeTable("places a request with selectors only on the cards whose devices match them",
+	func(key, selector string, resourceSlices bool, w want) {
+		ctx := context.Background()
+		suite.Create(&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: key},
+			Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": key}}})
+		for _, n := range []string{"a", "b"} {
+			node := key + "-" + n
+			suite.Create(builders.MakeNode(node).Label("pool", key).Obj(), builders.MakeDevices(node).Cards("nvidia", "NVIDIA A10G", 24576, 2).Obj())
+			publishCards(node, 2)
+		}
+		name := key + "-card"
+		suite.Create(claimTemplate(name, resourceapi.DeviceRequest{Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia",
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: selector}}}}}))
+		wl, st := claimWorkload(key, key, name, 2)
+		r := &cardcheck.Reconciler{Client: suite.Client, Log: logr.Discard(), Recorder: record.NewFakeRecorder(10),
+			ResourceClaimTemplates: true, ResourceSlices: resourceSlices}
+		s := judgeOnceBy(ctx, r, wl, st)
+		Expect(s.State).To(Equal(w.State))
+		Expect(s.Message).To(ContainSubstring(w.Message))
+	},
+	Entry("two Pods that want each node's second card: one on each node", "dra-second",
+		`device.attributes["nvidia.gpustack.ai"].index == 1`, true,
+		want{State: kueue.CheckStateReady, Message: "fits on nodes dra-second-a, dra-second-b"}),
+	Entry("a selector every card matches: both on the first node", "dra-any",
+		`device.attributes["nvidia.gpustack.ai"].index >= 0`, true,
+		want{State: kueue.CheckStateReady, Message: "fits on node dra-any-a"}),
+	Entry("a selector no card matches: waits, saying so", "dra-none",
+		`device.attributes["nvidia.gpustack.ai"].index == 7`, true,
+		want{State: kueue.CheckStateRetry, Message: "dra-none-a: no nvidia card matches the selectors of default/dra-none/main/0/gpu/card"}),
+	Entry("where the worker may not read ResourceSlices, the selectors are not read", "dra-unread",
+		`device.attributes["nvidia.gpustack.ai"].index == 1`, false,
+		want{State: kueue.CheckStateReady, Message: "fits on node dra-unread-a"}),
+)

@@ -53,10 +53,11 @@ func (f nodeFilter) allows(n *corev1.Node) bool {
 
 // flavorNodes are the managed nodes of one flavor as one verdict counts them: each node's cards in name order,
 // replaced (never changed: the cards are shared between verdicts) as the Workloads in flight and the judged one
-// are placed, and the Node objects by name.
+// are placed, the Node objects by name, and what tells which cards a request's selectors match (nil: any).
 type flavorNodes struct {
 	cards   []pools.NodeCards
 	objects map[string]*corev1.Node
+	selects pools.DeviceSelector
 	// byHostname indexes the nodes by their kubernetes.io/hostname label, made the first time a node's name is
 	// not its hostname.
 	byHostname map[string][]int
@@ -98,11 +99,11 @@ var errNoFit = errors.New("the Pods fit on no node")
 
 // fit places the Pods on the nodes: with the reason they do not fit where explain (pools.PlacePods), without
 // otherwise (pools.FitPods).
-func fit(nodes []pools.NodeCards, pods podClaims, explain bool) ([]string, []pools.NodeCards, error) {
+func fit(nodes []pools.NodeCards, pods podClaims, selects pools.DeviceSelector, explain bool) ([]string, []pools.NodeCards, error) {
 	if explain {
-		return pools.PlacePods(nodes, pods)
+		return pools.PlacePods(nodes, pods, selects)
 	}
-	placed, after, ok := pools.FitPods(nodes, pods)
+	placed, after, ok := pools.FitPods(nodes, pods, selects)
 	if !ok {
 		return nil, nil, errNoFit
 	}
@@ -133,7 +134,7 @@ func (f *flavorNodes) placeAs(filter nodeFilter, pods podClaims, explain bool) (
 	if len(subset) == 0 && len(f.cards) > 0 {
 		return nil, errors.New("no node of the flavor matches the Pods' node selector and affinity")
 	}
-	placed, after, err := fit(subset, pods, explain)
+	placed, after, err := fit(subset, pods, f.selects, explain)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,90 @@
+package cardcheck
+
+import (
+	"context"
+	"slices"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpustack/gpustack-operator/internal/cachepolicy"
+	"github.com/gpustack/gpustack-operator/pools"
+	"github.com/gpustack/gpustack-operator/vendors"
+)
+
+// A request of a ResourceClaimTemplate may narrow the cards it takes with CEL selectors over the devices'
+// attributes and capacity (a product, a memory size, a driver version). The scheduler's allocator gives it only
+// a card that matches; the check places it so too, reading each card's device from the ResourceSlices of the
+// node's pool with the upstream CEL library, so a Workload no free card matches waits with the reason instead of
+// being admitted to a Pod that never binds.
+
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=get;list;watch
+
+// celCache keeps the compiled selectors: the same few expressions are evaluated for every card a verdict tries.
+var celCache = cel.NewCache(256, cel.Features{EnableConsumableCapacity: true})
+
+// deviceSelector returns what a verdict reads the cards' devices with: a node's ResourceSlices are listed once
+// a verdict, the first time a card of it is asked about. Nil where the worker cannot read ResourceSlices, and
+// then a request's selectors are not read.
+func (r *Reconciler) deviceSelector(ctx context.Context) pools.DeviceSelector {
+	if !r.ResourceSlices {
+		return nil
+	}
+	published := map[string]map[string]map[string]resourceapi.Device{} // node, driver, device name
+	return func(node, manufacturer, device string, selectors []string) bool {
+		devices, ok := published[node]
+		if !ok {
+			devices = r.publishedDevices(ctx, node)
+			published[node] = devices
+		}
+		driver := vendors.DRADriver(manufacturer)
+		d, ok := devices[driver][device]
+		return ok && matchesAll(ctx, driver, d, selectors)
+	}
+}
+
+// publishedDevices returns the devices of the node's pool that this project's drivers publish in their latest
+// generation of the pool, by driver and name; none where the cache cannot answer (the card matches no selector
+// this verdict, and the Workload is judged again).
+func (r *Reconciler) publishedDevices(ctx context.Context, node string) map[string]map[string]resourceapi.Device {
+	var list resourceapi.ResourceSliceList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{cachepolicy.ResourceSliceNode: node}, client.UnsafeDisableDeepCopy); err != nil {
+		r.Log.Error(err, "cannot list the ResourceSlices of a node; its cards match no request's selectors this verdict", "node", node)
+		return nil
+	}
+	latest := map[string]int64{}
+	for i := range list.Items {
+		if s := &list.Items[i].Spec; s.Pool.Name == node {
+			latest[s.Driver] = max(latest[s.Driver], s.Pool.Generation)
+		}
+	}
+	out := map[string]map[string]resourceapi.Device{}
+	for i := range list.Items {
+		s := &list.Items[i].Spec
+		if _, ours := vendors.DRADriverVendor(s.Driver); !ours || s.Pool.Name != node || s.Pool.Generation != latest[s.Driver] {
+			continue
+		}
+		if out[s.Driver] == nil {
+			out[s.Driver] = map[string]resourceapi.Device{}
+		}
+		for _, d := range s.Devices {
+			out[s.Driver][d.Name] = d
+		}
+	}
+	return out
+}
+
+// matchesAll reports whether the device matches every selector. One that does not compile or evaluate (the API
+// server checked it when the template was made) matches nothing, as the scheduler's allocator treats it.
+func matchesAll(ctx context.Context, driver string, d resourceapi.Device, selectors []string) bool {
+	return !slices.ContainsFunc(selectors, func(expression string) bool {
+		compiled := celCache.GetOrCompile(expression)
+		if compiled.Error != nil {
+			return true
+		}
+		ok, _, err := compiled.DeviceMatches(ctx, cel.Device{Driver: driver, AllowMultipleAllocations: d.AllowMultipleAllocations,
+			Attributes: d.Attributes, Capacity: d.Capacity})
+		return err != nil || !ok
+	})
+}
