@@ -239,6 +239,53 @@ var _ = It("charges a queued Pod's DRA claim in its pool's credits, as a card of
 	running("queued-claim-c")
 })
 
+// Pods queued at the L4 pool's entrance ask a card through a claim whose request has a CEL selector: the
+// per-card check reads it on the nodes' ResourceSlices as the scheduler's allocator does. A request for
+// node-l4-b's card by its UUID is placed and pinned there, though node-l4-a comes first and has its card free
+// (placed there by count, the Pod would never bind); a request no card matches waits at the check, saying so.
+var _ = It("places a queued Pod's DRA claim only on a card its selectors match", func(ctx context.Context) {
+	pool := poolOf(l4)
+	uuid := suite.Kubectl("get", "devices", "node-l4-b", "-o", "jsonpath={.spec.groups[0].accelerators[0].id}")
+	Expect(uuid).NotTo(BeEmpty())
+	selected := func(name, expression string) {
+		create(&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+				Requests: []resourceapi.DeviceRequest{{Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia",
+					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expression}}}}}}}}}})
+		create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+			Labels: map[string]string{"kueue.x-k8s.io/queue-name": pools.EntranceName(pool.Name)}},
+			Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(name)}},
+				Containers: []corev1.Container{{Name: "c", Image: realnode.UserImage, Command: []string{"sleep", "infinity"},
+					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}},
+						Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}})
+	}
+	// checkSays waits until the per-card check's message on the Pod's Workload holds want.
+	checkSays := func(pod, want string) {
+		GinkgoHelper()
+		e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+			wl, err := workloadOf(ctx, pod)
+			if err != nil {
+				return false, err.Error()
+			}
+			var said []string
+			for _, c := range wl.Status.AdmissionChecks {
+				said = append(said, c.Message)
+			}
+			return slices.ContainsFunc(said, func(m string) bool { return strings.Contains(m, want) }),
+				fmt.Sprintf("Pod %s's Workload's admission checks say %q; %s", pod, said, describeWorkload(wl))
+		})
+	}
+
+	selected("card-by-uuid", `device.attributes["nvidia.gpustack.ai"].uuid == "`+uuid+`"`)
+	checkSays("card-by-uuid", "fits on node node-l4-b")
+	Expect(running("card-by-uuid").Spec.NodeName).To(Equal("node-l4-b"))
+
+	selected("no-such-card", `device.attributes["nvidia.gpustack.ai"].product == "no such card"`)
+	checkSays("no-such-card", "no nvidia card matches the selectors of default/")
+	Expect(suite.Kubectl("get", "pod", "-n", "default", "no-such-card", "-o", "jsonpath={.spec.nodeName}")).To(BeEmpty(),
+		"the Pod no card matches is not let go to a node")
+})
+
 // workloadOf returns the Workload Kueue made for a Pod of the default namespace.
 func workloadOf(ctx context.Context, pod string) (*kueue.Workload, error) {
 	var wls kueue.WorkloadList
