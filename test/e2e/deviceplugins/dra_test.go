@@ -178,6 +178,60 @@ var _ = It("prepares a DRA claim's card for a Pod, and keeps it from the device 
 	pairRunsOnTwoNodes("pair-dra")
 })
 
+// The kubelet of a node whose card a prepared claim holds restarts, as after a crash: the Pod runs on, its
+// container not restarted; the new kubelet removes the node's ResourceSlices as it starts and the node's driver,
+// registered with it again, publishes them again; the ledger and the device plugin keep the card held all along;
+// and once the Pod is gone, the new kubelet has the driver unprepare the claim it prepared for the old one: its
+// CDI spec removed, the card free to the device plugin again.
+var _ = It("keeps a prepared claim's card held across a restart of its node's kubelet, and unprepares it after", func(ctx context.Context) {
+	const node = "node-l4-b"
+	create(&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "one-nvidia-restart"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "card", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpustack-nvidia"}}}}}}})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dra-restart"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-nvidia-restart")}},
+			Containers: []corev1.Container{{Name: "c", Image: realnode.UserImage, Command: []string{"sleep", "infinity"},
+				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}}}}
+	create(pod)
+	pod = running(pod.Name)
+	Expect(pod.Status.ResourceClaimStatuses).To(HaveLen(1))
+	claim := *pod.Status.ResourceClaimStatuses[0].ResourceClaimName
+	rc := &resourceapi.ResourceClaim{}
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: claim}, rc)).To(Succeed())
+	root, err := suite.Cluster.NodeRoot(node)
+	Expect(err).NotTo(HaveOccurred())
+	spec := filepath.Join(root, "run", "cdi", "nvidia.gpustack.ai-claim_"+string(rc.UID)+".json")
+	// held says whether the ledger charges the card to the claim and the node offers no nvidia.com/gpu.
+	held := func() (bool, string) {
+		on := suite.Kubectl("get", "devices", node, "-o", "jsonpath={.status.groups[0].accelerators[0].resourceClaims}")
+		gpus := suite.Kubectl("get", "node", node, "-o", `jsonpath={.status.allocatable.nvidia\.com/gpu}`)
+		return strings.Contains(on, "default/"+claim) && gpus == "0",
+			fmt.Sprintf("the ledger's claims on the card: %q; the node's allocatable nvidia.com/gpu: %s", on, gpus)
+	}
+	e2esuite.WaitFor(time.Minute, held)
+
+	Expect(suite.Cluster.RestartKubelet(ctx, node)).To(Succeed())
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		devices := suite.Kubectl("get", "resourceslices", "--field-selector", "spec.nodeName="+node+",spec.driver=nvidia.gpustack.ai",
+			"-o", "jsonpath={.items[*].spec.devices[*].name}")
+		ok, why := held()
+		return devices == "card-0" && ok, fmt.Sprintf("the node's nvidia devices published: %q; %s", devices, why)
+	})
+	pod = running(pod.Name)
+	Expect(pod.Status.ContainerStatuses).To(ConsistOf(HaveField("RestartCount", BeZero())), "the Pod's container runs on through the kubelet's restart")
+	Expect(spec).To(BeAnExistingFile(), "the claim's CDI spec, prepared for the kubelet before")
+
+	Expect(suite.Client.Delete(ctx, pod)).To(Succeed())
+	e2esuite.WaitFor(2*time.Minute, func() (bool, string) {
+		on := suite.Kubectl("get", "devices", node, "-o", "jsonpath={.status.groups[0].accelerators[0].resourceClaims}")
+		gpus := suite.Kubectl("get", "node", node, "-o", `jsonpath={.status.allocatable.nvidia\.com/gpu}`)
+		_, err := os.Stat(spec)
+		return on == "" && gpus == "1" && os.IsNotExist(err),
+			fmt.Sprintf("the ledger's claims on the card: %q; the node's allocatable nvidia.com/gpu: %s; the CDI spec: %v", on, gpus, err)
+	})
+})
+
 // Pods queued at the L4 pool's entrance ask a card each through a claim of the gpustack-nvidia class: Kueue
 // charges each claim a whole card's credits (the chart's DeviceClass mapping counts the credits counter each
 // card's device consumes), so the pool's two cards of quota admit two of them, which run, and the third waits
