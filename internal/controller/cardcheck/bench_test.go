@@ -1,11 +1,13 @@
 package cardcheck
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -146,6 +148,59 @@ func unchangedNodesRead(tb testing.TB, n int) func() {
 			if _, _, hit := x.lookup(name, mustCharge[name]); !hit {
 				tb.Fatalf("node %s: a miss, want a hit", name)
 			}
+		}
+	}
+}
+
+// BenchmarkDecideSelected places a whole card whose request selects the last card of a node by its index,
+// evaluated with the upstream CEL library on each card's device, after no Workload in flight: on a flavor with
+// room (the first node's last card) and with a selector no card matches (every node and card tried, the
+// refusal written).
+func BenchmarkDecideSelected(b *testing.B) {
+	for _, n := range []int{500, 5000} {
+		for _, full := range []bool{false, true} {
+			b.Run(fmt.Sprintf("nodes=%d/nomatch=%t", n, full), func(b *testing.B) {
+				verdict := selectedVerdict(b, n, full)
+				b.ReportAllocs()
+				for b.Loop() {
+					verdict()
+				}
+			})
+		}
+	}
+}
+
+// selectedVerdict returns one verdict's placement of a card selected by index on a flavor of n nodes, each
+// card's device published with its index; nomatch selects an index no card has. It fails tb when the verdict
+// is not the one the selector calls for.
+func selectedVerdict(tb testing.TB, n int, nomatch bool) func() {
+	nodes := benchFlavor(n, false)
+	inventory := builders.MakeDevices("any").Cards("nvidia", "NVIDIA A10G", 24576, benchCards).Obj()
+	devices := map[string]resourceapi.Device{}
+	for i := range benchCards {
+		name := pools.DRADevice(int32(i))
+		devices[name] = resourceapi.Device{Name: name,
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"index": {IntValue: ptr.To(int64(i))}}}
+	}
+	for i := range nodes.cards {
+		nodes.cards[i].Inventory = inventory
+	}
+	ctx := context.Background()
+	nodes.selects = func(_, _, device string, selectors []string) bool {
+		return matchesAll(ctx, "nvidia.gpustack.ai", devices[device], selectors)
+	}
+	want := benchCards - 1
+	if nomatch {
+		want = benchCards
+	}
+	pods := podClaims{{{Key: "default/judged/main/0/gpu/card", Manufacturer: "nvidia", Demand: pools.Demand{Family: pools.FamilyExclusive, Cards: 1},
+		Selectors: []string{fmt.Sprintf(`device.attributes["nvidia.gpustack.ai"].index == %d`, want)}}}}
+	templates := acceleratedTemplates(benchWorkload("judged", ""), false, nil)
+	var memo inflightMemo
+	return func() {
+		f := &flavorNodes{cards: slices.Clone(nodes.cards), objects: nodes.objects, selects: nodes.selects}
+		if _, err := decide(f, nil, &memo, func(*kueue.Workload) claimSpecs { return nil }, templates, pods); (err != nil) != nomatch {
+			tb.Fatalf("decide(...): %v, want an error only where no card matches", err)
 		}
 	}
 }
