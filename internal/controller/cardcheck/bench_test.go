@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -176,18 +177,22 @@ func BenchmarkDecideSelected(b *testing.B) {
 func selectedVerdict(tb testing.TB, n int, nomatch bool) func() {
 	nodes := benchFlavor(n, false)
 	inventory := builders.MakeDevices("any").Cards("nvidia", "NVIDIA A10G", 24576, benchCards).Obj()
-	devices := map[string]resourceapi.Device{}
+	devices := map[string]publishedDevice{}
 	for i := range benchCards {
 		name := pools.DRADevice(int32(i))
-		devices[name] = resourceapi.Device{Name: name,
-			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"index": {IntValue: ptr.To(int64(i))}}}
+		devices[name] = publishedDevice{version: "1", Device: resourceapi.Device{Name: name,
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"index": {IntValue: ptr.To(int64(i))}}}}
 	}
 	for i := range nodes.cards {
 		nodes.cards[i].Inventory = inventory
 	}
+	// As the check's own deviceSelector, the slices' devices already listed: every verdict after the first reads
+	// the memo, as the verdicts of a Workload that waits do.
 	ctx := context.Background()
-	nodes.selects = func(_, _, device string, selectors []string) bool {
-		return matchesAll(ctx, "nvidia.gpustack.ai", devices[device], selectors)
+	var memo selectionMemo
+	nodes.selects = func(node, _, device string, selectors []string) bool {
+		return memo.matches(ctx, selectionKey{node: node, driver: "nvidia.gpustack.ai", device: device, selectors: strings.Join(selectors, "\n")},
+			devices[device], selectors)
 	}
 	want := benchCards - 1
 	if nomatch {
@@ -196,10 +201,10 @@ func selectedVerdict(tb testing.TB, n int, nomatch bool) func() {
 	pods := podClaims{{{Key: "default/judged/main/0/gpu/card", Manufacturer: "nvidia", Demand: pools.Demand{Family: pools.FamilyExclusive, Cards: 1},
 		Selectors: []string{fmt.Sprintf(`device.attributes["nvidia.gpustack.ai"].index == %d`, want)}}}}
 	templates := acceleratedTemplates(benchWorkload("judged", ""), false, nil)
-	var memo inflightMemo
+	var inflight inflightMemo
 	return func() {
 		f := &flavorNodes{cards: slices.Clone(nodes.cards), objects: nodes.objects, selects: nodes.selects}
-		if _, err := decide(f, nil, &memo, func(*kueue.Workload) claimSpecs { return nil }, templates, pods); (err != nil) != nomatch {
+		if _, err := decide(f, nil, &inflight, func(*kueue.Workload) claimSpecs { return nil }, templates, pods); (err != nil) != nomatch {
 			tb.Fatalf("decide(...): %v, want an error only where no card matches", err)
 		}
 	}

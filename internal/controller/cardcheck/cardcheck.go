@@ -74,10 +74,11 @@ type Reconciler struct {
 	// read them.
 	ResourceSlices bool
 
-	passed   passedMemo
-	ledgers  ledgerIndex
-	inflight inflightMemo
-	locks    manufacturerLocks
+	passed     passedMemo
+	ledgers    ledgerIndex
+	inflight   inflightMemo
+	selections selectionMemo
+	locks      manufacturerLocks
 }
 
 // concurrentVerdicts is how many Workloads the check judges at once; those that claim the same manufacturer's
