@@ -19,7 +19,22 @@ const draDevicePrefix = "card-"
 
 // DRADevice names a card's device in its vendor's DRA driver's ResourceSlices after its index on the node
 // (card-0), as the vendors' own drivers name theirs.
-func DRADevice(index int32) string { return draDevicePrefix + strconv.Itoa(int(index)) }
+func DRADevice(index int32) string {
+	if index >= 0 && int(index) < len(draDeviceNames) {
+		return draDeviceNames[index]
+	}
+	return draDevicePrefix + strconv.Itoa(int(index))
+}
+
+// draDeviceNames are the names of the first cards' devices, made once: the per-card check names the devices of
+// every card it tries for a request with selectors.
+var draDeviceNames = func() []string {
+	out := make([]string, 64)
+	for i := range out {
+		out[i] = draDevicePrefix + strconv.Itoa(i)
+	}
+	return out
+}()
 
 // ResourceClaimClaims returns what an allocated ResourceClaim holds on a node's cards: for each vendor, the
 // cards this project's DRA drivers allocated it from the node's pool (named after the node), as one placed,
