@@ -296,7 +296,10 @@ var _ = It("charges a queued Pod's DRA claim in its pool's credits, as a card of
 // Pods queued at the L4 pool's entrance ask a card through a claim whose request has a CEL selector: the
 // per-card check reads it on the nodes' ResourceSlices as the scheduler's allocator does. A request for
 // node-l4-b's card by its UUID is placed and pinned there, though node-l4-a comes first and has its card free
-// (placed there by count, the Pod would never bind); a request no card matches waits at the check, saying so.
+// (placed there by count, the Pod would never bind). A second such request waits at the check while the first
+// holds that card: Kueue's quota admits it (one of the pool's two cards is free, and a device in the cluster
+// matches the selector, which is all Kueue checks), but the one card it may take is not free. It runs there
+// once the first is gone.
 var _ = It("places a queued Pod's DRA claim only on a card its selectors match", func(ctx context.Context) {
 	pool := poolOf(l4)
 	uuid := suite.Kubectl("get", "devices", "node-l4-b", "-o", "jsonpath={.spec.groups[0].accelerators[0].id}")
@@ -334,10 +337,13 @@ var _ = It("places a queued Pod's DRA claim only on a card its selectors match",
 	checkSays("card-by-uuid", "fits on node node-l4-b")
 	Expect(running("card-by-uuid").Spec.NodeName).To(Equal("node-l4-b"))
 
-	selected("no-such-card", `device.attributes["nvidia.gpustack.ai"].product == "no such card"`)
-	checkSays("no-such-card", "no nvidia card matches the selectors of default/")
-	Expect(suite.Kubectl("get", "pod", "-n", "default", "no-such-card", "-o", "jsonpath={.spec.nodeName}")).To(BeEmpty(),
-		"the Pod no card matches is not let go to a node")
+	selected("card-by-uuid-too", `device.attributes["nvidia.gpustack.ai"].uuid == "`+uuid+`"`)
+	checkSays("card-by-uuid-too", "on the nvidia cards that match the selectors of default/")
+	Expect(suite.Kubectl("get", "pod", "-n", "default", "card-by-uuid-too", "-o", "jsonpath={.spec.nodeName}")).To(BeEmpty(),
+		"the Pod whose one matching card is held is not let go to a node")
+
+	Expect(suite.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "card-by-uuid"}})).To(Succeed())
+	Expect(running("card-by-uuid-too").Spec.NodeName).To(Equal("node-l4-b"))
 })
 
 // workloadOf returns the Workload Kueue made for a Pod of the default namespace.
